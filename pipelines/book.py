@@ -1,0 +1,122 @@
+"""Polyglot books from the move statistics, aggregated by DuckDB."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipelines import __version__
+from pipelines.errors import ChesspipeError
+from pipelines.warehouse import available_months, connect, month_range, write_json_atomic
+from schemas.move_stats import SPEEDS
+from schemas.polyglot import ENTRY_DTYPE, write_entries
+
+MAX_WEIGHT = 65535
+
+
+@dataclass(frozen=True)
+class BookSettings:
+    """Which moves enter a book: games, score, and optional filters on the stored dimensions."""
+
+    min_games: int = 20
+    min_score: float = 0.35
+    speeds: tuple[str, ...] | None = None
+    min_band: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_games < 1:
+            raise ChesspipeError("--min-games must be at least 1")
+        if not 0.0 <= self.min_score <= 1.0:
+            raise ChesspipeError("--min-score must be between 0 and 1")
+        if self.speeds is not None:
+            unknown = set(self.speeds) - set(SPEEDS)
+            if unknown:
+                raise ChesspipeError(f"unknown speed(s) {sorted(unknown)}")
+
+
+def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
+    """Return the SQL (and parameters) that yields a book's sorted (key, move, weight) rows."""
+    where = ["month IN (SELECT unnest(?::VARCHAR[]))"]
+    params: list[Any] = [months]
+    if settings.speeds is not None:
+        where.append("speed IN (SELECT unnest(?::VARCHAR[]))")
+        params.append(list(settings.speeds))
+    if settings.min_band is not None:
+        where.append("rating_band >= ?")
+        params.append(settings.min_band)
+    # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score.
+    sql = f"""
+        WITH totals AS (
+            SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points
+            FROM move_stats WHERE {" AND ".join(where)}
+            GROUP BY key, move
+        ), kept AS (
+            SELECT key, move, n, points, max(points) OVER (PARTITION BY key) AS top
+            FROM totals
+            WHERE n >= ? AND points > 0 AND (points::DOUBLE / n::DOUBLE) / 2.0 >= ?
+        )
+        SELECT key, move,
+            CASE WHEN top > {MAX_WEIGHT}
+                 THEN greatest(1, (points::HUGEINT * {2 * MAX_WEIGHT} + top) // (2 * top::HUGEINT))
+                 ELSE points END::USMALLINT AS weight,
+            n AS games
+        FROM kept
+        ORDER BY key, weight DESC, move
+    """
+    params += [settings.min_games, settings.min_score]
+    return sql, params
+
+
+def build_book(
+    warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
+) -> dict[str, Any]:
+    """Write a Polyglot book from the chosen months' statistics; return its manifest."""
+    settings = settings or BookSettings()
+    started = time.monotonic()
+    wanted = month_range(months) if isinstance(months, str) else list(months)
+    have = set(available_months(Path(warehouse)))
+    missing = [m for m in wanted if m not in have]
+    if missing:
+        raise ChesspipeError(
+            f"no move statistics for {', '.join(missing)} in {warehouse} (ingest them first)"
+        )
+    con = connect(Path(warehouse))
+    try:
+        sql, params = book_query(wanted, settings)
+        table = con.execute(sql, params).to_arrow_table()
+    finally:
+        con.close()
+    entries = np.zeros(table.num_rows, dtype=ENTRY_DTYPE)
+    entries["key"] = table.column("key").to_numpy()
+    entries["move"] = table.column("move").to_numpy()
+    entries["weight"] = table.column("weight").to_numpy()
+    games = int(table.column("games").to_numpy().sum()) if table.num_rows else 0
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_entries(out, entries)
+    manifest = {
+        "chesspipe_version": __version__,
+        "out": str(out),
+        "months": wanted,
+        "settings": asdict(settings),
+        "entries": int(table.num_rows),
+        "positions": int(len(np.unique(entries["key"]))),
+        "games": games,
+        "size": out.stat().st_size,
+        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "seconds": round(time.monotonic() - started, 3),
+        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    write_json_atomic(book_manifest_path(out), manifest)
+    return manifest
+
+
+def book_manifest_path(book: Path) -> Path:
+    """Return the manifest path beside a book: BOOK.json for BOOK.bin."""
+    return Path(book).with_suffix(".json")

@@ -1,0 +1,68 @@
+"""Text views of a Polyglot book: a position's moves, or a whole-book summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import chess
+import numpy as np
+
+from pipelines.errors import ChesspipeError
+from schemas.polyglot import Book, BookFormatError, polyglot_key
+
+
+def position_from(fen: str | None, moves: str | None, chess960: bool = False) -> chess.Board | None:
+    """Return the board a --fen or --moves option names, or None for neither."""
+    if fen is None and moves is None:
+        return None
+    try:
+        board = chess.Board(fen, chess960=chess960) if fen else chess.Board(chess960=chess960)
+    except ValueError as exc:
+        raise ChesspipeError(f"invalid FEN: {exc}") from None
+    for token in (moves or "").split():
+        try:
+            board.push_san(token)
+        except ValueError as exc:
+            raise ChesspipeError(f"move {token!r}: {exc}") from None
+    return board
+
+
+def open_book(path: Path) -> Book:
+    """Open a book for display, turning format problems into clear errors."""
+    try:
+        return Book.open(path)
+    except FileNotFoundError:
+        raise ChesspipeError(f"{path}: no such file") from None
+    except BookFormatError as exc:
+        raise ChesspipeError(str(exc)) from None
+
+
+def describe_position(path: Path, board: chess.Board) -> str:
+    """Return the position's book moves in SAN, heaviest first, with weights and percentages."""
+    book = open_book(path)
+    moves = book.moves(board)
+    lines = [f"key {polyglot_key(board):016x}  {board.fen()}"]
+    if not moves:
+        lines.append("no book moves")
+        return "\n".join(lines)
+    total = sum(m.weight for m in moves)
+    width = max(len(board.san(m.move)) for m in moves)
+    for m in moves:
+        lines.append(f"{board.san(m.move):<{width}}  weight {m.weight:>5} ({m.weight / total:6.2%})")
+    return "\n".join(lines)
+
+
+def describe_book(path: Path) -> str:
+    """Return a summary: entries, positions, weight totals, and the start position's moves."""
+    book = open_book(path)
+    weights = book.entries["weight"].astype(np.int64)
+    lines = [
+        f"book       {path}",
+        f"entries    {len(book):,}",
+        f"positions  {book.positions():,}",
+        f"weight     total {int(weights.sum()):,}, max {int(weights.max()) if len(weights) else 0:,}",
+        f"zero-weight entries {int((weights == 0).sum()):,}",
+        "",
+        describe_position(path, chess.Board()),
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,33 @@
+"""`chesspipe book show`: a position's book moves, or a summary of a book."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "show",
+        help="show a position's book moves, or summarise a book",
+        description="Without a position, summarise the book. With --fen or --moves, list the "
+        "position's legal book moves in SAN with weights and percentages, heaviest first.",
+    )
+    parser.add_argument("book", type=Path)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--fen", help="position as FEN")
+    where.add_argument("--moves", help='moves from the start position, e.g. "e4 e5 Nf3"')
+    parser.add_argument("--chess960", action="store_true", help="read --fen as Chess960")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.book_show import describe_book, describe_position, position_from
+
+    board = position_from(args.fen, args.moves, args.chess960)
+    if board is None:
+        print(describe_book(args.book))
+    else:
+        print(describe_position(args.book, board))
+    return 0

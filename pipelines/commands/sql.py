@@ -1,0 +1,55 @@
+"""`chesspipe sql`: DuckDB over the warehouse."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sql",
+        help="run SQL over the move statistics (DuckDB)",
+        description="Run a query with DuckDB. The view move_stats holds every month (with a "
+        "month column); uci(move) shows a Polyglot move as UCI, hexkey(key) a key as hex.",
+    )
+    parser.add_argument("query")
+    parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.errors import ChesspipeError
+    from pipelines.stats_sql import run_query
+
+    try:
+        columns, rows = run_query(args.warehouse, args.query)
+    except ValueError as exc:
+        raise ChesspipeError(str(exc).splitlines()[0]) from None
+    write_rows(columns, rows, args.format)
+    return 0
+
+
+def write_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: str) -> None:
+    """Print a result as an aligned table, CSV (header then rows) or JSON (a list of objects)."""
+    out = sys.stdout
+    if fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif fmt == "json":
+        json.dump([dict(zip(columns, row, strict=True)) for row in rows], out, default=str, indent=1)
+        out.write("\n")
+    else:
+        cells = [[str(c) for c in columns]] + [["NULL" if v is None else str(v) for v in row] for row in rows]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+        for n, row in enumerate(cells):
+            out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+            if n == 0:
+                out.write("  ".join("-" * w for w in widths) + "\n")
+        out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")

@@ -1,0 +1,85 @@
+"""Decompressed chunks of a PGN stream: plain text or zstd (any number of frames)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import zstandard
+
+from pipelines.errors import CorruptInput
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: Skippable frames use magic numbers 0x184D2A50..0x184D2A5F (little-endian on disk).
+SKIPPABLE_MAGIC_LOW = 0x184D2A50
+
+_FEED = 1 << 16
+
+
+def is_zstd(head: bytes) -> bool:
+    """Tell whether bytes start a zstd stream (a data frame or a skippable frame)."""
+    if head[:4] == ZSTD_MAGIC:
+        return True
+    return len(head) >= 4 and (int.from_bytes(head[:4], "little") & 0xFFFFFFF0) == SKIPPABLE_MAGIC_LOW
+
+
+def zstd_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
+    """Yield the decompressed bytes of a zstd stream, failing on a truncated or corrupt one."""
+    dctx = zstandard.ZstdDecompressor()
+    frame = dctx.decompressobj()
+    frame_started = False
+    offset = 0
+    while block := stream.read(read_size):
+        view = memoryview(block)
+        while view:
+            piece = view[:_FEED]
+            view = view[_FEED:]
+            while piece:
+                try:
+                    out = frame.decompress(piece)
+                except zstandard.ZstdError as exc:
+                    raise CorruptInput(f"corrupt zstd data near compressed byte {offset}: {exc}") from None
+                frame_started = True
+                if out:
+                    yield out
+                if frame.eof:
+                    rest = frame.unused_data
+                    frame = dctx.decompressobj()
+                    frame_started = False
+                    consumed = len(piece) - len(rest)
+                    offset += consumed
+                    piece = memoryview(rest) if rest else memoryview(b"")
+                else:
+                    offset += len(piece)
+                    piece = memoryview(b"")
+    if frame_started:
+        raise CorruptInput(f"truncated zstd stream: the last frame ends early at byte {offset}")
+
+
+def decompressed_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
+    """Yield the PGN bytes of a stream, decompressing zstd when the stream starts with it."""
+    head = stream.read(4)
+    if not head:
+        return
+    rest = _Prepend(head, stream)
+    if is_zstd(head):
+        yield from zstd_chunks(rest, read_size)
+    else:
+        while block := rest.read(read_size):
+            yield block
+
+
+class _Prepend:
+    """A reader that returns some bytes already read, then the rest of a stream."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self._head = head
+        self._stream = stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            head, self._head = self._head, b""
+            if size < 0:
+                return head + self._stream.read()
+            return head + self._stream.read(max(0, size - len(head)))
+        return self._stream.read(size)

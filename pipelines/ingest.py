@@ -1,0 +1,262 @@
+"""Ingest: a month of games from a source into the warehouse's Parquet move statistics."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines import __version__
+from pipelines.decompress import decompressed_chunks
+from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.move_counting import BadFen, IllegalMove, MoveRows, OpeningTree, count_game
+from pipelines.pgn_scan import GameFilter, ScanStats, filter_game, split_games
+from pipelines.sources import open_source
+from pipelines.warehouse import (
+    check_month,
+    manifest_path,
+    month_lock,
+    partition_file,
+    publish_file,
+    staging_dir,
+    write_json_atomic,
+)
+from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
+
+#: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
+FLUSH_ROWS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress report: compressed bytes read of the total, games read and kept."""
+
+    bytes_read: int
+    bytes_total: int | None
+    games_read: int
+    games_kept: int
+    seconds: float
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def _aggregate_rows(rows: MoveRows) -> Any:
+    """Return a per-(key, move, speed, band) Arrow table of wins, draws and losses."""
+    import numpy as np
+    import pyarrow as pa
+
+    points = np.frombuffer(rows.points, dtype=np.uint8)
+    table = pa.table(
+        {
+            "key": np.frombuffer(rows.keys, dtype=np.uint64),
+            "move": np.frombuffer(rows.moves, dtype=np.uint16),
+            "speed": np.frombuffer(rows.speeds, dtype=np.uint8),
+            "rating_band": np.frombuffer(rows.bands, dtype=np.uint16),
+            "wins": (points == 2).astype(np.uint64),
+            "draws": (points == 1).astype(np.uint64),
+            "losses": (points == 0).astype(np.uint64),
+        }
+    )
+    grouped = table.group_by(["key", "move", "speed", "rating_band"]).aggregate(
+        [("wins", "sum"), ("draws", "sum"), ("losses", "sum")]
+    )
+    names = {"wins_sum": "wins", "draws_sum": "draws", "losses_sum": "losses"}
+    grouped = grouped.rename_columns([names.get(name, name) for name in grouped.column_names])
+    return grouped.select(["key", "move", "speed", "rating_band", "wins", "draws", "losses"])
+
+
+def _write_run(rows: MoveRows, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(_aggregate_rows(rows), path, compression="zstd")
+
+
+def _merge_runs(runs: list[Path], target_tmp: Path, staging: Path) -> int:
+    """Sum the run files into one sorted Parquet file; return its row count."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    speeds = "[" + ", ".join(f"'{s}'" for s in SPEEDS) + "]"
+    con = duckdb.connect()
+    try:
+        con.execute("SET memory_limit = '1GB'")
+        con.execute(f"SET temp_directory = '{staging / 'duckdb.tmp'}'")
+        con.execute("SET threads = 2")
+        if runs:
+            files = "[" + ", ".join(f"'{p}'" for p in runs) + "]"
+            source = (
+                f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, "
+                "sum(wins)::UBIGINT AS w, sum(draws)::UBIGINT AS d, sum(losses)::UBIGINT AS l "
+                f"FROM read_parquet({files}) GROUP BY key, move, speed, rating_band"
+            )
+        else:
+            source = (
+                "SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, NULL::VARCHAR AS speed, "
+                "NULL::USMALLINT AS rating_band, NULL::UBIGINT AS w, NULL::UBIGINT AS d, "
+                "NULL::UBIGINT AS l WHERE false"
+            )
+        query = (
+            "SELECT key::UBIGINT AS key, move::USMALLINT AS move, speed, "
+            "rating_band::USMALLINT AS rating_band, (w + d + l)::UBIGINT AS games, "
+            f"w AS wins, d AS draws, l AS losses FROM ({source}) ORDER BY key, move, speed, rating_band"
+        )
+        con.execute(
+            f"COPY ({query}) TO '{target_tmp}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
+        )
+    finally:
+        con.close()
+    schema = pq.read_schema(target_tmp)
+    if not schema.remove_metadata().equals(MOVE_STATS_SCHEMA.remove_metadata(), check_metadata=False):
+        # DuckDB marks columns nullable; the types must still match exactly.
+        got = [(f.name, f.type) for f in schema]
+        want = [(f.name, f.type) for f in MOVE_STATS_SCHEMA]
+        if got != want:
+            raise AssertionError(f"move statistics schema drifted: {got} != {want}")
+    return int(pq.read_metadata(target_tmp).num_rows)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ingest(
+    source: str,
+    month: str,
+    warehouse: Path,
+    rules: GameFilter | None = None,
+    plies: int = 20,
+    keep_partial: bool = False,
+    progress: ProgressCallback | None = None,
+    flush_rows: int = FLUSH_ROWS,
+) -> dict[str, Any]:
+    """Stream a month's games into its move statistics partition; return the run manifest."""
+    rules = rules or GameFilter()
+    check_month(month)
+    if plies < 1:
+        raise ChesspipeError("--plies must be at least 1")
+    warehouse = Path(warehouse)
+    started = time.monotonic()
+    with month_lock(warehouse, month):
+        staging = staging_dir(warehouse, month)
+        try:
+            return _ingest_locked(
+                source, month, warehouse, rules, plies, keep_partial, progress, flush_rows,
+                staging, started,
+            )
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _ingest_locked(
+    source: str,
+    month: str,
+    warehouse: Path,
+    rules: GameFilter,
+    plies: int,
+    keep_partial: bool,
+    progress: ProgressCallback | None,
+    flush_rows: int,
+    staging: Path,
+    started: float,
+) -> dict[str, Any]:
+    stats = ScanStats()
+    tree = OpeningTree()
+    rows = MoveRows()
+    runs: list[Path] = []
+    error: str | None = None
+    chess960 = rules.variant == "chess960"
+    last_report = 0.0
+    with open_source(source, rules.variant) as opened:
+        try:
+            for game in split_games(decompressed_chunks(opened.reader), stats):
+                kept = filter_game(game, rules, stats)
+                if kept is not None:
+                    try:
+                        added = count_game(kept, plies, tree, rows, chess960)
+                    except IllegalMove:
+                        stats.drop("illegal_move")
+                        continue
+                    except BadFen:
+                        stats.drop("bad_fen")
+                        continue
+                    if not added:
+                        stats.drop("no_moves")
+                        continue
+                    stats.games_kept += 1
+                    if len(rows) >= flush_rows:
+                        runs.append(staging / f"run-{len(runs):05d}.parquet")
+                        _write_run(rows, runs[-1])
+                        rows = MoveRows()
+                if progress is not None and stats.games_read & 0x3FF == 0:
+                    now = time.monotonic()
+                    if now - last_report >= 0.5:
+                        last_report = now
+                        progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        except CorruptInput as exc:
+            if not keep_partial:
+                raise
+            error = str(exc)
+        if progress is not None:
+            progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        scanned = time.monotonic()
+        if len(rows):
+            runs.append(staging / f"run-{len(runs):05d}.parquet")
+            _write_run(rows, runs[-1])
+        target = partition_file(warehouse, month)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
+        try:
+            row_count = _merge_runs(runs, tmp, staging)
+            manifest = {
+                "chesspipe_version": __version__,
+                "month": month,
+                "source": source,
+                "source_resolved": opened.name,
+                "source_kind": opened.kind,
+                "source_size": opened.size,
+                "source_bytes_read": opened.reader.bytes_read,
+                "source_sha256": opened.reader.sha256.hexdigest(),
+                "settings": settings_dict(rules, plies),
+                "games_read": stats.games_read,
+                "games_kept": stats.games_kept,
+                "games_dropped": dict(sorted(stats.dropped.items())),
+                "pgn_bytes": stats.pgn_bytes,
+                "rows": row_count,
+                "partial": error is not None,
+                "error": error,
+                "output": str(target.relative_to(warehouse)),
+                "output_sha256": _sha256(tmp),
+                "opening_tree": {"hits": tree.hits, "misses": tree.misses},
+                "timings": {
+                    "scan_seconds": round(scanned - started, 3),
+                    "total_seconds": round(time.monotonic() - started, 3),
+                },
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            publish_file(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        write_json_atomic(manifest_path(warehouse, month), manifest)
+        return manifest
+
+
+def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:
+    return Progress(bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started)
+
+
+def settings_dict(rules: GameFilter, plies: int) -> dict[str, Any]:
+    """Return the settings of an ingest as plain JSON values."""
+    data = asdict(rules)
+    data["speeds"] = sorted(rules.speeds, key=SPEEDS.index)
+    data["plies"] = plies
+    return data

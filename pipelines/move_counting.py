@@ -1,0 +1,143 @@
+"""The first plies of kept games as (Polyglot key, Polyglot move, result for the mover).
+
+python-chess is the authority on the rules. Kept games share their openings, so positions reached
+by a sequence of SAN moves are remembered in a bounded tree and not replayed again.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+import chess
+
+from schemas.move_stats import SPEEDS
+from schemas.polyglot import encode_move, polyglot_key
+from pipelines.pgn_scan import KeptGame, san_tokens
+
+
+class IllegalMove(ValueError):
+    """A SAN token is illegal, ambiguous or unparsable in its position."""
+
+
+class BadFen(ValueError):
+    """A game's FEN header is not a valid starting position."""
+
+
+class OpeningTree:
+    """Positions reached from a start position by SAN sequences, with their keys (bounded)."""
+
+    def __init__(self, max_nodes: int = 2_000_000) -> None:
+        self.max_nodes = max_nodes
+        self.hits = 0
+        self.misses = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._roots: dict[str, int] = {}
+        self._keys: array[int] = array("Q")
+        self._children: dict[tuple[int, bytes], tuple[int, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _root(self, fen: str | None, chess960: bool) -> tuple[int, chess.Board]:
+        name = fen or chess.STARTING_FEN
+        node = self._roots.get(name)
+        board = self._board(fen, chess960)
+        if node is None:
+            node = len(self._keys)
+            self._keys.append(polyglot_key(board))
+            self._roots[name] = node
+        return node, board
+
+    @staticmethod
+    def _board(fen: str | None, chess960: bool) -> chess.Board:
+        if fen is None:
+            return chess.Board(chess960=chess960)
+        try:
+            board = chess.Board(fen, chess960=chess960)
+        except ValueError as exc:
+            raise BadFen(f"invalid FEN {fen!r}: {exc}") from None
+        status = board.status()
+        if chess960:
+            status &= ~chess.STATUS_BAD_CASTLING_RIGHTS  # python-chess drops impossible rights
+        if status:
+            raise BadFen(f"FEN is not a legal position: {fen!r}")
+        return board
+
+    def walk(
+        self, sans: list[bytes], fen: str | None = None, chess960: bool = False
+    ) -> list[tuple[int, int]]:
+        """Return (key before the move, Polyglot move) for each SAN move, in order."""
+        if len(self._keys) >= self.max_nodes:
+            self._clear()
+        node, board = self._root(fen, chess960)
+        out: list[tuple[int, int]] = []
+        replayed = 0  # how many of the moves so far have been pushed on `board`
+        for ply, san in enumerate(sans):
+            key = self._keys[node]
+            cached = self._children.get((node, san))
+            if cached is not None:
+                self.hits += 1
+                node, raw = cached
+                out.append((key, raw))
+                continue
+            self.misses += 1
+            for earlier in sans[replayed:ply]:
+                board.push(board.parse_san(earlier.decode("ascii")))
+            replayed = ply
+            try:
+                move = board.parse_san(san.decode("ascii"))
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise IllegalMove(f"ply {ply + 1}: {san!r}: {exc}") from None
+            raw = encode_move(board, move)
+            board.push(move)
+            replayed = ply + 1
+            child = len(self._keys)
+            self._keys.append(polyglot_key(board))
+            self._children[(node, san)] = (child, raw)
+            out.append((key, raw))
+            node = child
+        return out
+
+
+@dataclass
+class MoveRows:
+    """Growing columns of per-ply rows: key, move, speed, rating band, mover's points."""
+
+    keys: array[int] = field(default_factory=lambda: array("Q"))
+    moves: array[int] = field(default_factory=lambda: array("H"))
+    speeds: array[int] = field(default_factory=lambda: array("B"))
+    bands: array[int] = field(default_factory=lambda: array("H"))
+    points: array[int] = field(default_factory=lambda: array("B"))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+_SPEED_INDEX = {speed: index for index, speed in enumerate(SPEEDS)}
+
+
+def count_game(
+    game: KeptGame, plies: int, tree: OpeningTree, rows: MoveRows, chess960: bool = False
+) -> int:
+    """Append the first plies of a kept game to rows; return how many were added."""
+    sans = san_tokens(game.movetext, plies)
+    if not sans:
+        return 0
+    walked = tree.walk(sans, game.fen, chess960)
+    white_to_move = True
+    if game.fen is not None:
+        white_to_move = game.fen.split()[1:2] != ["b"]
+    speed = _SPEED_INDEX[game.speed]
+    band = game.rating_band
+    white_points = game.result
+    for key, raw in walked:
+        rows.keys.append(key)
+        rows.moves.append(raw)
+        rows.speeds.append(speed)
+        rows.bands.append(band)
+        rows.points.append(white_points if white_to_move else 2 - white_points)
+        white_to_move = not white_to_move
+    return len(walked)

@@ -1,0 +1,33 @@
+"""Move statistics: games per (Polyglot key, Polyglot move) and dimension, as Parquet."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: Speed categories in Lichess's order, slowest last.
+SPEEDS = ("ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence")
+
+#: Width of a rating band: the lower-rated player's rating floored to this step.
+RATING_BAND_WIDTH = 100
+
+#: One row per (key, move, speed, rating band) in a month; results from the mover's view.
+MOVE_STATS_SCHEMA = pa.schema(
+    [
+        pa.field("key", pa.uint64(), nullable=False),
+        pa.field("move", pa.uint16(), nullable=False),
+        pa.field("speed", pa.string(), nullable=False),
+        pa.field("rating_band", pa.uint16(), nullable=False),
+        pa.field("games", pa.uint64(), nullable=False),
+        pa.field("wins", pa.uint64(), nullable=False),
+        pa.field("draws", pa.uint64(), nullable=False),
+        pa.field("losses", pa.uint64(), nullable=False),
+    ],
+    metadata={
+        b"description": b"Polyglot key of the position before the move, Polyglot move, "
+        b"speed category, rating band of the lower-rated player, and game counts with "
+        b"wins/draws/losses for the side that played the move.",
+    },
+)
+
+#: Hive partition column added by readers: YYYY-MM.
+PARTITION_COLUMN = "month"

@@ -1,0 +1,86 @@
+"""Shared fixtures: where the real data lives, and running the command line as a user would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Real data for tests and benchmarks: Lichess games, a Polyglot book, Syzygy tables.
+SHARED_DATA = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+LICHESS_DIR = Path(os.environ.get("CHESSPIPE_LICHESS", SHARED_DATA / "lichess"))
+POLYGLOT_BOOK = Path(os.environ.get("CHESSPIPE_POLYGLOT_BOOK", SHARED_DATA / "polyglot" / "performance.bin"))
+SYZYGY_DIR = Path(os.environ.get("CHESSPIPE_SYZYGY", SHARED_DATA / "syzygy" / "3-4"))
+
+GAMES_2021 = LICHESS_DIR / "standard-2021-10-sample.pgn.zst"
+GAMES_2013 = LICHESS_DIR / "standard-2013-01-part1.pgn.zst"
+ODD_CASES = LICHESS_DIR / "odd-cases.pgn"
+
+
+def need(path: Path, what: str) -> Path:
+    """Skip the test with a clear reason when a data file is absent."""
+    if not path.exists():
+        pytest.skip(f"{what} not found at {path}; set CHESSPIPE_SHARED_DATA to the shared data folder")
+    return path
+
+
+def need_program(name: str) -> str:
+    """Return a program's path, or skip (outside CI) / fail (in CI) when it is not installed."""
+    found = shutil.which(name) or shutil.which(name, path="/usr/games")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed; .ci/run must install it")
+        pytest.skip(f"{name} is not installed (Debian package); install it to run this test")
+    return found
+
+
+def run_cli(*args: str, stdin: bytes | None = None, check: bool = True, cwd: Path | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `chesspipe ARGS` in a subprocess from this checkout and return the finished process."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    if env:
+        full_env.update(env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines", *args],
+        input=stdin.decode() if stdin is not None else None,
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env=full_env,
+        timeout=600,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"chesspipe {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def games_2021() -> Path:
+    return need(GAMES_2021, "real Lichess games (2021-10 sample)")
+
+
+@pytest.fixture
+def games_2013() -> Path:
+    return need(GAMES_2013, "real Lichess games (2013-01 part 1)")
+
+
+@pytest.fixture
+def odd_cases() -> Path:
+    return need(ODD_CASES, "real Lichess odd cases")
+
+
+@pytest.fixture
+def polyglot_book() -> Path:
+    return need(POLYGLOT_BOOK, "a real Polyglot book (performance.bin)")
+
+
+@pytest.fixture
+def syzygy_dir() -> Path:
+    return need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent
