@@ -89,7 +89,7 @@ def build_book(
     con = connect(Path(warehouse))
     try:
         sql, params = book_query(wanted, settings)
-        table = con.execute(sql, params).to_arrow_table()
+        table = con.sql(sql, params=params).to_arrow_table()
     finally:
         con.close()
     entries = np.zeros(table.num_rows, dtype=ENTRY_DTYPE)

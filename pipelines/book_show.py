@@ -48,7 +48,9 @@ def describe_position(path: Path, board: chess.Board) -> str:
     total = sum(m.weight for m in moves)
     width = max(len(board.san(m.move)) for m in moves)
     for m in moves:
-        lines.append(f"{board.san(m.move):<{width}}  weight {m.weight:>5} ({m.weight / total:6.2%})")
+        lines.append(
+            f"{board.san(m.move):<{width}}  weight {m.weight:>5} ({m.weight / total:6.2%})"
+        )
     return "\n".join(lines)
 
 
@@ -60,7 +62,7 @@ def describe_book(path: Path) -> str:
         f"book       {path}",
         f"entries    {len(book):,}",
         f"positions  {book.positions():,}",
-        f"weight     total {int(weights.sum()):,}, max {int(weights.max()) if len(weights) else 0:,}",
+        f"weight     total {int(weights.sum()):,}, max {int(weights.max(initial=0)):,}",
         f"zero-weight entries {int((weights == 0).sum()):,}",
         "",
         describe_position(path, chess.Board()),

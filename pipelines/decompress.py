@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Protocol
 
 import zstandard
 
@@ -16,14 +16,22 @@ SKIPPABLE_MAGIC_LOW = 0x184D2A50
 _FEED = 1 << 16
 
 
+class Readable(Protocol):
+    """Anything with a binary `read(size)`: files, sockets' responses, stdin."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 def is_zstd(head: bytes) -> bool:
     """Tell whether bytes start a zstd stream (a data frame or a skippable frame)."""
     if head[:4] == ZSTD_MAGIC:
         return True
-    return len(head) >= 4 and (int.from_bytes(head[:4], "little") & 0xFFFFFFF0) == SKIPPABLE_MAGIC_LOW
+    return (
+        len(head) >= 4 and (int.from_bytes(head[:4], "little") & 0xFFFFFFF0) == SKIPPABLE_MAGIC_LOW
+    )
 
 
-def zstd_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
+def zstd_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
     """Yield the decompressed bytes of a zstd stream, failing on a truncated or corrupt one."""
     dctx = zstandard.ZstdDecompressor()
     frame = dctx.decompressobj()
@@ -38,7 +46,9 @@ def zstd_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
                 try:
                     out = frame.decompress(piece)
                 except zstandard.ZstdError as exc:
-                    raise CorruptInput(f"corrupt zstd data near compressed byte {offset}: {exc}") from None
+                    raise CorruptInput(
+                        f"corrupt zstd data near compressed byte {offset}: {exc}"
+                    ) from None
                 frame_started = True
                 if out:
                     yield out
@@ -56,12 +66,14 @@ def zstd_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
         raise CorruptInput(f"truncated zstd stream: the last frame ends early at byte {offset}")
 
 
-def decompressed_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[bytes]:
+def decompressed_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
     """Yield the PGN bytes of a stream, decompressing zstd when the stream starts with it."""
     head = stream.read(4)
     if not head:
         return
     rest = _Prepend(head, stream)
+    if len(head) < 4 and (ZSTD_MAGIC.startswith(head) or (len(head) >= 2 and head[1:2] == b"\x2a")):
+        raise CorruptInput(f"truncated zstd stream: only {len(head)} bytes")
     if is_zstd(head):
         yield from zstd_chunks(rest, read_size)
     else:
@@ -72,7 +84,7 @@ def decompressed_chunks(stream: BinaryIO, read_size: int = 1 << 20) -> Iterator[
 class _Prepend:
     """A reader that returns some bytes already read, then the rest of a stream."""
 
-    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+    def __init__(self, head: bytes, stream: Readable) -> None:
         self._head = head
         self._stream = stream
 

@@ -104,15 +104,19 @@ def _merge_runs(runs: list[Path], target_tmp: Path, staging: Path) -> int:
         query = (
             "SELECT key::UBIGINT AS key, move::USMALLINT AS move, speed, "
             "rating_band::USMALLINT AS rating_band, (w + d + l)::UBIGINT AS games, "
-            f"w AS wins, d AS draws, l AS losses FROM ({source}) ORDER BY key, move, speed, rating_band"
+            f"w AS wins, d AS draws, l AS losses FROM ({source}) "
+            "ORDER BY key, move, speed, rating_band"
         )
         con.execute(
-            f"COPY ({query}) TO '{target_tmp}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
+            f"COPY ({query}) TO '{target_tmp}' "
+            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
         )
     finally:
         con.close()
     schema = pq.read_schema(target_tmp)
-    if not schema.remove_metadata().equals(MOVE_STATS_SCHEMA.remove_metadata(), check_metadata=False):
+    if not schema.remove_metadata().equals(
+        MOVE_STATS_SCHEMA.remove_metadata(), check_metadata=False
+    ):
         # DuckDB marks columns nullable; the types must still match exactly.
         got = [(f.name, f.type) for f in schema]
         want = [(f.name, f.type) for f in MOVE_STATS_SCHEMA]
@@ -150,8 +154,16 @@ def ingest(
         staging = staging_dir(warehouse, month)
         try:
             return _ingest_locked(
-                source, month, warehouse, rules, plies, keep_partial, progress, flush_rows,
-                staging, started,
+                source,
+                month,
+                warehouse,
+                rules,
+                plies,
+                keep_partial,
+                progress,
+                flush_rows,
+                staging,
+                started,
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -251,7 +263,9 @@ def _ingest_locked(
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:
-    return Progress(bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started)
+    return Progress(
+        bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started
+    )
 
 
 def settings_dict(rules: GameFilter, plies: int) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import chess
 
+from pipelines.pgn_scan import KeptGame, san_tokens
 from schemas.move_stats import SPEEDS
 from schemas.polyglot import encode_move, polyglot_key
-from pipelines.pgn_scan import KeptGame, san_tokens
 
 
 class IllegalMove(ValueError):

@@ -137,10 +137,8 @@ def split_games(
             if not chunk:
                 continue
             first = False
-            if chunk[:1] == b"[":
-                chunk = b"\n\n" + chunk
-            else:
-                chunk = b"\n\n[" + chunk  # text before the first tag: a game with no tags
+            # Text before the first tag is read as a game with no tags.
+            chunk = (b"\n\n" if chunk[:1] == b"[" else b"\n\n[") + chunk
         pending.append(chunk)
         pending_size += len(chunk)
         if _BOUNDARY not in chunk and pending_size < max_game_bytes + len(chunk):
@@ -172,7 +170,7 @@ def split_games(
             if len(piece) > max_game_bytes:
                 stats.games_read += 1
                 stats.drop("oversized")
-            elif piece:
+            elif piece and not piece.isspace():
                 yield piece
     if not pending:
         return
@@ -181,7 +179,7 @@ def split_games(
     if skipping:
         pieces = pieces[1:]
     for piece in pieces:
-        if piece.strip():
+        if piece and not piece.isspace():
             if len(piece) > max_game_bytes:
                 stats.games_read += 1
                 stats.drop("oversized")
@@ -250,11 +248,11 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
             stats.drop("variant")
             return None
     else:
-        raw_fen = _tag(game, b"FEN", header_end)
-        if variant is None or variant.lower() not in (b"chess960", b"fischerandom") or raw_fen is None:
+        if variant is None or variant.lower() not in (b"chess960", b"fischerandom"):
             stats.drop("variant")
             return None
-        fen = raw_fen.decode("ascii", "replace")
+        raw_fen = _tag(game, b"FEN", header_end)  # absent for start position 518
+        fen = raw_fen.decode("ascii", "replace") if raw_fen is not None else None
     result = RESULTS.get(_tag(game, b"Result", header_end) or b"")
     if result is None:
         stats.drop("result")
@@ -263,7 +261,7 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
     return KeptGame(white, black, speed, result, fen, movetext)
 
 
-_COMMENT = re.compile(rb"\{[^}]*\}|;[^\n]*")
+_COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
 _VARIATION = re.compile(rb"\([^()]*\)")
 _MOVE_NUMBER = re.compile(rb"^\d+\.+")
 _RESULT_TOKENS = frozenset({b"1-0", b"0-1", b"1/2-1/2", b"*"})

@@ -23,7 +23,10 @@ def format_progress(report: Progress) -> str:
     if report.bytes_total:
         fraction = min(1.0, report.bytes_read / report.bytes_total)
         bar = "#" * int(fraction * 20)
-        parts = [f"[{bar:<20}] {fraction:6.1%}", f"{_size(report.bytes_read)}/{_size(report.bytes_total)}"]
+        parts = [
+            f"[{bar:<20}] {fraction:6.1%}",
+            f"{_size(report.bytes_read)}/{_size(report.bytes_total)}",
+        ]
         if 0 < fraction < 1:
             eta = report.seconds * (1 - fraction) / fraction
             parts.append(f"ETA {int(eta // 60)}:{int(eta % 60):02d}")

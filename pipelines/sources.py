@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
+from pipelines.decompress import Readable
 from pipelines.errors import ChesspipeError
 
 LICHESS_BASE = "https://database.lichess.org"
@@ -41,7 +41,7 @@ def is_url(source: str) -> bool:
 class CountingReader:
     """A binary reader that counts and hashes the bytes read through it."""
 
-    stream: BinaryIO
+    stream: Readable
     bytes_read: int = 0
     sha256: hashlib._Hash = field(default_factory=hashlib.sha256)
 
@@ -63,7 +63,9 @@ class OpenSource:
 
 
 @contextmanager
-def open_source(source: str, variant: str = "standard", **http_options: object) -> Iterator[OpenSource]:
+def open_source(
+    source: str, variant: str = "standard", **http_options: object
+) -> Iterator[OpenSource]:
     """Open a SOURCE for streaming: a path, '-' for stdin, a URL or lichess:YYYY-MM."""
     resolved = resolve(source, variant)
     if resolved == "-":
@@ -76,8 +78,10 @@ def open_source(source: str, variant: str = "standard", **http_options: object) 
             yield OpenSource(resolved, size, CountingReader(stream), "url")
         return
     try:
-        handle = open(resolved, "rb")
+        handle = open(resolved, "rb")  # noqa: SIM115 (closed by the with below)
     except OSError as exc:
         raise ChesspipeError(f"cannot open {resolved}: {exc.strerror}") from None
     with handle:
-        yield OpenSource(resolved, os.fstat(handle.fileno()).st_size, CountingReader(handle), "file")
+        yield OpenSource(
+            resolved, os.fstat(handle.fileno()).st_size, CountingReader(handle), "file"
+        )

@@ -103,7 +103,11 @@ def available_months(warehouse: Path) -> list[str]:
         return []
     months = []
     for child in root.iterdir():
-        if child.is_dir() and child.name.startswith("month=") and (child / "part-0.parquet").exists():
+        if (
+            child.is_dir()
+            and child.name.startswith("month=")
+            and (child / "part-0.parquet").exists()
+        ):
             months.append(child.name[len("month=") :])
     return sorted(months)
 
@@ -142,7 +146,8 @@ UCI_MACRO = """
 CREATE MACRO uci(m) AS
     chr(97 + ((m >> 6) & 7)::INTEGER) || chr(49 + ((m >> 9) & 7)::INTEGER)
     || chr(97 + (m & 7)::INTEGER) || chr(49 + ((m >> 3) & 7)::INTEGER)
-    || CASE (m >> 12) & 7 WHEN 1 THEN 'n' WHEN 2 THEN 'b' WHEN 3 THEN 'r' WHEN 4 THEN 'q' ELSE '' END;
+    || CASE (m >> 12) & 7
+        WHEN 1 THEN 'n' WHEN 2 THEN 'b' WHEN 3 THEN 'r' WHEN 4 THEN 'q' ELSE '' END;
 CREATE MACRO hexkey(k) AS lpad(lower(printf('%x', k)), 16, '0');
 """
 

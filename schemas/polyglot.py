@@ -36,7 +36,9 @@ def encode_move(board: chess.Board, move: chess.Move) -> int:
     """Return the 16-bit Polyglot encoding of a legal move (castling as king takes rook)."""
     to_square = move.to_square
     if not board.chess960 and board.is_castling(move):
-        rook_file = 7 if chess.square_file(move.to_square) > chess.square_file(move.from_square) else 0
+        rook_file = (
+            7 if chess.square_file(move.to_square) > chess.square_file(move.from_square) else 0
+        )
         to_square = chess.square(rook_file, chess.square_rank(move.from_square))
     return to_square | (move.from_square << 6) | (_PROMOTION_CODES[move.promotion] << 12)
 
@@ -58,10 +60,10 @@ def decode_move(board: chess.Board, raw: int) -> chess.Move | None:
         and target.piece_type == chess.ROOK
         and target.color == piece.color
         and promotion is None
+        and not board.chess960
     ):
-        if not board.chess960:
-            king_file = 6 if chess.square_file(to_square) > chess.square_file(from_square) else 2
-            to_square = chess.square(king_file, chess.square_rank(from_square))
+        king_file = 6 if chess.square_file(to_square) > chess.square_file(from_square) else 2
+        to_square = chess.square(king_file, chess.square_rank(from_square))
     move = chess.Move(from_square, to_square, promotion)
     return move if board.is_legal(move) else None
 
@@ -147,7 +149,9 @@ class Book:
             found[move] = BookMove(move, weight, int(entry["move"]), int(entry["learn"]))
         return sorted(found.values(), key=lambda m: -m.weight)
 
-    def weighted_choice(self, board: chess.Board, rng: random.Random | None = None) -> BookMove | None:
+    def weighted_choice(
+        self, board: chess.Board, rng: random.Random | None = None
+    ) -> BookMove | None:
         """Return a book move drawn at random in proportion to the weights, or None."""
         moves = self.moves(board)
         if not moves:

@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Real data for tests and benchmarks: Lichess games, a Polyglot book, Syzygy tables.
 SHARED_DATA = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
 LICHESS_DIR = Path(os.environ.get("CHESSPIPE_LICHESS", SHARED_DATA / "lichess"))
-POLYGLOT_BOOK = Path(os.environ.get("CHESSPIPE_POLYGLOT_BOOK", SHARED_DATA / "polyglot" / "performance.bin"))
+POLYGLOT_BOOK = Path(
+    os.environ.get("CHESSPIPE_POLYGLOT_BOOK", SHARED_DATA / "polyglot" / "performance.bin")
+)
 SYZYGY_DIR = Path(os.environ.get("CHESSPIPE_SYZYGY", SHARED_DATA / "syzygy" / "3-4"))
 
 GAMES_2021 = LICHESS_DIR / "standard-2021-10-sample.pgn.zst"
@@ -26,7 +28,9 @@ ODD_CASES = LICHESS_DIR / "odd-cases.pgn"
 def need(path: Path, what: str) -> Path:
     """Skip the test with a clear reason when a data file is absent."""
     if not path.exists():
-        pytest.skip(f"{what} not found at {path}; set CHESSPIPE_SHARED_DATA to the shared data folder")
+        pytest.skip(
+            f"{what} not found at {path}; set CHESSPIPE_SHARED_DATA to the shared data folder"
+        )
     return path
 
 
@@ -40,8 +44,13 @@ def need_program(name: str) -> str:
     return found
 
 
-def run_cli(*args: str, stdin: bytes | None = None, check: bool = True, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str,
+    stdin: bytes | None = None,
+    check: bool = True,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run `chesspipe ARGS` in a subprocess from this checkout and return the finished process."""
     full_env = dict(os.environ)
     full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
@@ -57,7 +66,9 @@ def run_cli(*args: str, stdin: bytes | None = None, check: bool = True, cwd: Pat
         timeout=600,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"chesspipe {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        raise AssertionError(
+            f"chesspipe {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
+        )
     return proc
 
 

@@ -40,5 +40,9 @@ def run(args: argparse.Namespace) -> int:
         min_band=args.min_band,
     )
     manifest = build_book(args.warehouse, args.months, args.out, settings)
-    print(json.dumps({k: manifest[k] for k in ("out", "months", "entries", "positions", "games")}, indent=2))
+    print(
+        json.dumps(
+            {k: manifest[k] for k in ("out", "months", "entries", "positions", "games")}, indent=2
+        )
+    )
     return 0

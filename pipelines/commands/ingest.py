@@ -27,7 +27,9 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on a truncated or corrupt stream, publish what was read (marked partial)",
     )
-    parser.add_argument("--progress", action="store_true", help="show progress even when not a terminal")
+    parser.add_argument(
+        "--progress", action="store_true", help="show progress even when not a terminal"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -84,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    summary = {k: manifest[k] for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")}
+    summary = {
+        k: manifest[k]
+        for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
+    }
     print(json.dumps(summary, indent=2))
     if manifest["partial"]:
         print(f"chesspipe: warning: partial month published: {manifest['error']}", file=sys.stderr)

@@ -43,13 +43,19 @@ def write_rows(columns: list[str], rows: list[tuple[Any, ...]], fmt: str) -> Non
         writer.writerow(columns)
         writer.writerows(rows)
     elif fmt == "json":
-        json.dump([dict(zip(columns, row, strict=True)) for row in rows], out, default=str, indent=1)
+        json.dump(
+            [dict(zip(columns, row, strict=True)) for row in rows], out, default=str, indent=1
+        )
         out.write("\n")
     else:
-        cells = [[str(c) for c in columns]] + [["NULL" if v is None else str(v) for v in row] for row in rows]
+        cells = [[str(c) for c in columns]] + [
+            ["NULL" if v is None else str(v) for v in row] for row in rows
+        ]
         widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
         for n, row in enumerate(cells):
-            out.write("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n")
+            out.write(
+                "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() + "\n"
+            )
             if n == 0:
                 out.write("  ".join("-" * w for w in widths) + "\n")
         out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''})\n")

@@ -1,0 +1,96 @@
+"""A plain python-chess recount of move statistics: the independent truth for ingest tests.
+
+Deliberately naive: `chess.pgn.read_game` on every game, headers read by python-chess, the
+filter written again from DESIGN.md, keys from `chess.polyglot.zobrist_hash`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+
+import chess
+import chess.pgn
+import chess.polyglot
+import zstandard
+
+from schemas.polyglot import encode_move
+
+SPEED_LIMITS = (
+    (30, "ultrabullet"),
+    (180, "bullet"),
+    (480, "blitz"),
+    (1500, "rapid"),
+    (21600, "classical"),
+)
+
+
+def read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if path.suffix == ".zst":
+        data = (
+            zstandard.ZstdDecompressor()
+            .stream_reader(io.BytesIO(data), read_across_frames=True)
+            .read()
+        )
+    return data.decode("utf-8", "replace")
+
+
+def speed(time_control: str) -> str | None:
+    if time_control == "-":
+        return "correspondence"
+    try:
+        base, inc = (int(x) for x in time_control.split("+"))
+    except ValueError:
+        return None
+    seconds = base + 40 * inc
+    for limit, name in SPEED_LIMITS:
+        if seconds < limit:
+            return name
+    return "correspondence"
+
+
+def keeps(headers: chess.pgn.Headers, min_rating: int, speeds: set[str], allow_bots: bool) -> bool:
+    try:
+        white, black = int(headers["WhiteElo"]), int(headers["BlackElo"])
+    except (KeyError, ValueError):
+        return False
+    if white < min_rating or black < min_rating:
+        return False
+    if speed(headers.get("TimeControl", "")) not in speeds:
+        return False
+    if not allow_bots and "BOT" in (headers.get("WhiteTitle"), headers.get("BlackTitle")):
+        return False
+    if headers.get("Variant", "Standard") != "Standard" or "FEN" in headers:
+        return False
+    return headers.get("Result") in ("1-0", "0-1", "1/2-1/2")
+
+
+def recount(
+    path: Path, min_rating: int, speeds: set[str], allow_bots: bool = False, plies: int = 20
+) -> tuple[Counter[tuple[int, int, str, int, str]], int]:
+    """Return counts per (key, move, speed, band, outcome for the mover), and games kept."""
+    counts: Counter[tuple[int, int, str, int, str]] = Counter()
+    kept = 0
+    stream = io.StringIO(read_text(path))
+    while (game := chess.pgn.read_game(stream)) is not None:
+        headers = game.headers
+        if not keeps(headers, min_rating, speeds, allow_bots):
+            continue
+        moves = list(game.mainline_moves())[:plies]
+        if not moves:
+            continue
+        kept += 1
+        band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 100 * 100
+        white_outcome = {"1-0": "win", "0-1": "loss", "1/2-1/2": "draw"}[headers["Result"]]
+        flip = {"win": "loss", "loss": "win", "draw": "draw"}
+        board = game.board()
+        for move in moves:
+            outcome = white_outcome if board.turn == chess.WHITE else flip[white_outcome]
+            key = chess.polyglot.zobrist_hash(board)
+            counts[
+                (key, encode_move(board, move), speed(headers["TimeControl"]) or "", band, outcome)
+            ] += 1
+            board.push(move)
+    return counts, kept

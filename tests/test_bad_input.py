@@ -1,0 +1,177 @@
+"""Bad input: bad games are dropped under a reason; bad streams fail clearly, publish nothing."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.ingest import ingest
+from pipelines.pgn_scan import GameFilter
+from pipelines.warehouse import manifest_path, partition_dir, partition_file
+from schemas.move_stats import SPEEDS
+from tests.conftest import run_cli
+from tests.recount import read_text
+
+ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+
+
+def game(moves: str = "1. e4 e5 2. Nf3 Nc6 1-0", result: str = "1-0", **tags: str) -> bytes:
+    base = {
+        "Event": "Rated Blitz game",
+        "Site": "https://lichess.org/x",
+        "White": "a",
+        "Black": "b",
+        "Result": result,
+        "WhiteElo": "2300",
+        "BlackElo": "2250",
+        "TimeControl": "300+0",
+    }
+    base.update(tags)
+    header = "\n".join(f'[{k} "{v}"]' for k, v in base.items() if v is not None)
+    return f"{header}\n\n{moves}\n\n".encode()
+
+
+def run(tmp_path: Path, data: bytes, name: str = "in.pgn", **kwargs: object) -> dict:
+    source = tmp_path / name
+    source.write_bytes(data)
+    return ingest(str(source), "2024-01", tmp_path / "wh", ANY, **kwargs)  # type: ignore[arg-type]
+
+
+def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
+    data = b"".join(
+        [
+            game(),
+            game(WhiteElo="?"),
+            game(BlackElo=None),  # type: ignore[arg-type]
+            game(moves="1. e4 e5 2. Ke3 Nc6 1-0"),  # illegal
+            game(moves="1. e4 e5 2. Zz9 Nc6 1-0"),  # unparsable
+            game(moves="1-0"),  # no moves
+            game(result="*", moves="1. e4 *"),
+            game(Result=None, moves="1. e4 1-0"),  # type: ignore[arg-type]
+            game(TimeControl="fast"),
+            game(Variant="Atomic"),
+            game(White="J\xfcrgen").replace("J\xfcrgen".encode(), b"J\xfcrgen"),  # latin-1 byte
+            game(moves="1. d4 {unclosed comment 1-0"),
+            game(),
+        ]
+    )
+    manifest = run(tmp_path, data)
+    assert manifest["games_read"] == 13
+    assert manifest["games_kept"] == 4  # two good, the latin-1 name, the unclosed comment's d4
+    assert manifest["games_dropped"] == {
+        "rating_missing": 2,
+        "illegal_move": 2,
+        "no_moves": 1,
+        "result": 2,
+        "time_control": 1,
+        "variant": 1,
+    }
+
+
+def test_huge_game_is_dropped_and_the_rest_counted(tmp_path: Path) -> None:
+    huge = game(moves="1. e4 " + "{ " + "x" * (5 << 20) + " } e5 1-0")
+    manifest = run(tmp_path, game() + huge + game())
+    assert manifest["games_dropped"] == {"oversized": 1}
+    assert manifest["games_kept"] == 2
+    assert manifest["games_read"] == 3
+
+
+def zst(data: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=3).compress(data)
+
+
+def test_truncated_zstd_fails_and_publishes_nothing(tmp_path: Path, games_2021: Path) -> None:
+    data = games_2021.read_bytes()
+    source = tmp_path / "cut.pgn.zst"
+    source.write_bytes(data[: len(data) // 2])
+    proc = run_cli(
+        "ingest",
+        str(source),
+        "--month",
+        "2021-10",
+        "--warehouse",
+        str(tmp_path / "wh"),
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("chesspipe: error: truncated zstd stream")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not partition_dir(tmp_path / "wh", "2021-10").exists() or not any(
+        partition_dir(tmp_path / "wh", "2021-10").glob("*.parquet")
+    )
+    assert not manifest_path(tmp_path / "wh", "2021-10").exists()
+
+
+def test_truncated_zstd_with_keep_partial(tmp_path: Path, games_2021: Path) -> None:
+    data = games_2021.read_bytes()
+    source = tmp_path / "cut.pgn.zst"
+    source.write_bytes(data[: len(data) // 2])
+    manifest = ingest(str(source), "2021-10", tmp_path / "wh", ANY, keep_partial=True)
+    assert manifest["partial"] is True
+    assert "truncated" in manifest["error"]
+    assert 0 < manifest["games_read"] < 999
+    assert partition_file(tmp_path / "wh", "2021-10").exists()
+
+
+def test_garbage_inside_zstd_fails_clearly(tmp_path: Path) -> None:
+    with pytest.raises(CorruptInput, match="corrupt zstd data"):
+        run(tmp_path, zst(game()) + b"\x00garbage" * 100, name="g.pgn.zst")
+
+
+def test_failed_run_keeps_the_previous_partition(tmp_path: Path, games_2021: Path) -> None:
+    good = ingest(str(games_2021), "2021-10", tmp_path, ANY)
+    before = partition_file(tmp_path, "2021-10").read_bytes()
+    cut = tmp_path / "cut.pgn.zst"
+    cut.write_bytes(games_2021.read_bytes()[:50000])
+    with pytest.raises(CorruptInput):
+        ingest(str(cut), "2021-10", tmp_path, ANY)
+    assert partition_file(tmp_path, "2021-10").read_bytes() == before
+    assert manifest_path(tmp_path, "2021-10").read_text().count(good["source_sha256"]) == 1
+    assert not list((tmp_path / ".staging").iterdir())
+
+
+def test_plain_garbage_is_read_as_games_that_fail(tmp_path: Path) -> None:
+    manifest = run(tmp_path, bytes(range(256)) * 50 + b"\n\n" + game())
+    assert manifest["games_kept"] == 1
+    assert manifest["games_read"] == 2
+    assert manifest["games_dropped"] == {"malformed": 1}
+
+
+def test_crlf_and_bom_and_no_trailing_newline(tmp_path: Path) -> None:
+    text = (b"\xef\xbb\xbf" + game() + game()).replace(b"\n", b"\r\n").rstrip()
+    manifest = run(tmp_path, text)
+    assert manifest["games_kept"] == 2
+
+
+def test_empty_input_publishes_an_empty_month(tmp_path: Path) -> None:
+    manifest = run(tmp_path, b"")
+    assert manifest["games_read"] == 0
+    assert manifest["rows"] == 0
+
+
+def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
+    from pipelines.warehouse import month_lock
+
+    with month_lock(tmp_path / "wh", "2024-01"), pytest.raises(ChesspipeError, match="another run"):
+        run(tmp_path, game())
+
+
+def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
+    import chess.pgn
+
+    manifest = ingest(str(odd_cases), "2013-01", tmp_path, ANY)
+    stream = io.StringIO(read_text(odd_cases))
+    unrated = total = 0
+    while (headers := chess.pgn.read_headers(stream)) is not None:
+        total += 1
+        unrated += not (
+            headers.get("WhiteElo", "").isdigit() and headers.get("BlackElo", "").isdigit()
+        )
+    assert manifest["games_read"] == total == 95
+    assert manifest["games_dropped"]["rating_missing"] == unrated
+    assert manifest["games_dropped"]["no_moves"] == 13  # 11 abandoned + 2 others (SOURCE.md)
+    assert manifest["games_kept"] == total - unrated - 13

@@ -1,0 +1,347 @@
+"""Books: equal to PolyGlot's make-book on the same kept games, readable by python-chess."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import chess
+import chess.pgn
+import chess.polyglot
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.book import BookSettings, build_book
+from pipelines.errors import ChesspipeError
+from pipelines.ingest import ingest
+from pipelines.pgn_scan import GameFilter
+from pipelines.warehouse import partition_file
+from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
+from schemas.polyglot import read_entries
+from tests.conftest import need_program, run_cli
+from tests.recount import read_text
+
+ALL = frozenset(SPEEDS)
+
+
+def entry_set(path: Path) -> set[tuple[int, int, int]]:
+    entries = read_entries(path)
+    return {
+        (int(k), int(m), int(w))
+        for k, m, w in zip(entries["key"], entries["move"], entries["weight"], strict=True)
+    }
+
+
+def make_book_reference(
+    tmp_path: Path, source: Path, rating: int, games: int, score: float
+) -> Path:
+    """PolyGlot's own book from the games pgn-extract keeps with the same Elo criteria."""
+    pgn_extract = need_program("pgn-extract")
+    polyglot = need_program("polyglot")
+    plain = tmp_path / "all.pgn"
+    plain.write_text(read_text(source))
+    tags = tmp_path / "tags.txt"
+    tags.write_text(f'WhiteElo >= "{rating}"\nBlackElo >= "{rating}"\n')
+    kept = tmp_path / "kept.pgn"
+    subprocess.run(
+        [pgn_extract, "-s", "-t", str(tags), "-o", str(kept), str(plain)],
+        check=True,
+        capture_output=True,
+    )
+    out = tmp_path / f"ref-{rating}-{games}-{score}.bin"
+    subprocess.run(
+        [
+            polyglot,
+            "make-book",
+            "-pgn",
+            str(kept),
+            "-bin",
+            str(out),
+            "-max-ply",
+            "20",
+            "-min-game",
+            str(games),
+            "-min-score",
+            f"{score * 100:g}",
+        ],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fixture", "rating", "settings"),
+    [
+        ("games_2021", 0, [(3, 0.35), (1, 0.0), (5, 0.5)]),
+        ("games_2013", 1500, [(3, 0.35), (20, 0.35), (2, 0.6)]),
+    ],
+)
+def test_book_equals_polyglot_make_book(
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    fixture: str,
+    rating: int,
+    settings: list[tuple[int, float]],
+) -> None:
+    source: Path = request.getfixturevalue(fixture)
+    ingest(str(source), "2020-01", tmp_path, GameFilter(rating, ALL, allow_bots=True))
+    table = pq.read_table(partition_file(tmp_path, "2020-01"))
+    top = (
+        table.group_by(["key", "move"])
+        .aggregate([("games", "sum")])
+        .column("games_sum")
+        .to_numpy()
+        .max()
+    )
+    assert top < 16384, "PolyGlot halves counts from 16384 games on; pick a smaller sample"
+    for games, score in settings:
+        ours = tmp_path / f"ours-{games}-{score}.bin"
+        manifest = build_book(tmp_path, "2020-01", ours, BookSettings(games, score))
+        reference = make_book_reference(tmp_path, source, rating, games, score)
+        assert entry_set(ours) == entry_set(reference)
+        assert manifest["entries"] == len(entry_set(reference)) > 0
+
+
+def test_python_chess_reads_every_entry(tmp_path: Path, games_2021: Path) -> None:
+    """Replaying the games with python-chess, its book reader finds exactly our entries."""
+    import io
+
+    ingest(str(games_2021), "2021-10", tmp_path, GameFilter(0, ALL, True))
+    book = tmp_path / "b.bin"
+    build_book(tmp_path, "2021-10", book, BookSettings(2, 0.3))
+    expected = {
+        (int(k), int(m), int(w))
+        for k, m, w in read_entries(book)[["key", "move", "weight"]].tolist()
+    }
+    seen: set[tuple[int, int, int]] = set()
+    stream = io.StringIO(read_text(games_2021))
+    with chess.polyglot.open_reader(book) as reader:
+        while (game := chess.pgn.read_game(stream)) is not None:
+            board = game.board()
+            for move in list(game.mainline_moves())[:20]:
+                seen.update((e.key, e.raw_move, e.weight) for e in reader.find_all(board))
+                board.push(move)
+    assert seen == expected
+    assert len(expected) > 100
+
+
+def synthetic_month(
+    warehouse: Path, month: str, rows: list[tuple[int, int, int, int, int]]
+) -> None:
+    """Write a partition by hand: (key, move, wins, draws, losses)."""
+    path = partition_file(warehouse, month)
+    path.parent.mkdir(parents=True)
+    table = pa.table(
+        {
+            "key": [r[0] for r in rows],
+            "move": [r[1] for r in rows],
+            "speed": ["blitz"] * len(rows),
+            "rating_band": [2200] * len(rows),
+            "games": [sum(r[2:]) for r in rows],
+            "wins": [r[2] for r in rows],
+            "draws": [r[3] for r in rows],
+            "losses": [r[4] for r in rows],
+        },
+        schema=MOVE_STATS_SCHEMA,
+    )
+    pq.write_table(table, path)
+
+
+def test_scaling_ties_and_order(tmp_path: Path) -> None:
+    rows = [
+        (7, 100, 40000, 1000, 0),  # points 81000 > 65535: position 7 is scaled
+        (7, 200, 20000, 500, 0),
+        (7, 300, 10, 0, 10),  # points 20 -> rounds to 16
+        (7, 400, 1, 0, 19),  # points 2 -> rounds to 2
+        (7, 500, 0, 1, 39),  # points 1 -> would round to 0: at least 1
+        (3, 10, 30, 0, 0),
+        (3, 11, 30, 0, 0),  # a tie
+        (3, 12, 0, 0, 30),  # no points: out
+        (5, 1, 5, 0, 0),  # too few games: out
+    ]
+    synthetic_month(tmp_path, "2024-01", rows)
+    out = tmp_path / "b.bin"
+    build_book(tmp_path, "2024-01", out, BookSettings(min_games=20, min_score=0.0))
+    entries = read_entries(out)
+    got = [(int(k), int(m), int(w)) for k, m, w in entries[["key", "move", "weight"]].tolist()]
+    top = 81000
+
+    def scaled(points: int) -> int:
+        return max(1, int(Fraction(points * 65535, top) + Fraction(1, 2)))
+
+    assert got == [
+        (3, 10, 60),
+        (3, 11, 60),
+        (7, 100, 65535),
+        (7, 200, scaled(40500)),
+        (7, 300, scaled(20)),
+        (7, 400, scaled(2)),
+        (7, 500, 1),
+    ]
+    assert scaled(20) == 16 and scaled(2) == 2
+    assert all(entries["learn"] == 0)
+
+
+def test_min_score_boundary_matches_polyglot_arithmetic(tmp_path: Path) -> None:
+    # 14 points in 20 games is exactly 35%: kept, as PolyGlot keeps it ((14/20)/2 >= 0.35).
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 7, 0, 13), (1, 2, 6, 1, 13)])
+    out = tmp_path / "b.bin"
+    build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
+    assert entry_set(out) == {(1, 1, 14)}
+
+
+def test_empty_book_and_missing_months(tmp_path: Path) -> None:
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 1, 0, 0)])
+    out = tmp_path / "empty.bin"
+    manifest = build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
+    assert manifest["entries"] == 0 and out.stat().st_size == 0
+    with pytest.raises(ChesspipeError, match="no move statistics for 2024-02"):
+        build_book(tmp_path, "2024-01..2024-03", tmp_path / "x.bin")
+    assert not (tmp_path / "x.bin").exists()
+    proc = run_cli(
+        "book",
+        "build",
+        "--warehouse",
+        str(tmp_path),
+        "--months",
+        "2024-03..2024-01",
+        "--out",
+        str(tmp_path / "y.bin"),
+        check=False,
+    )
+    assert proc.returncode == 1 and "ends before it starts" in proc.stderr
+
+
+def test_month_range_sums_months(tmp_path: Path) -> None:
+    synthetic_month(tmp_path, "2023-12", [(1, 1, 10, 0, 0)])
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 5, 2, 3), (1, 2, 20, 0, 0)])
+    out = tmp_path / "b.bin"
+    build_book(tmp_path, "2023-12..2024-01", out, BookSettings(20, 0.0))
+    assert entry_set(out) == {(1, 1, 32), (1, 2, 40)}
+
+
+def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_2021: Path) -> None:
+    """Book filters on stored dimensions give the book of a narrower ingest."""
+    ingest(str(games_2021), "2021-10", tmp_path / "all", GameFilter(0, ALL, True))
+    ingest(
+        str(games_2021), "2021-10", tmp_path / "blitz", GameFilter(0, frozenset({"blitz"}), True)
+    )
+    ingest(str(games_2021), "2021-10", tmp_path / "strong", GameFilter(2000, ALL, True))
+    blitz = book_entries(tmp_path / "all", BookSettings(2, 0.0, speeds=("blitz",)))
+    strong = book_entries(tmp_path / "all", BookSettings(2, 0.0, min_band=2000))
+    assert blitz == book_entries(tmp_path / "blitz", BookSettings(2, 0.0))
+    assert strong == book_entries(tmp_path / "strong", BookSettings(2, 0.0))
+    assert blitz and strong and blitz != strong
+
+
+def book_entries(warehouse: Path, settings: BookSettings) -> set[tuple[int, int, int]]:
+    out = warehouse / "tmp.bin"
+    build_book(warehouse, "2021-10", out, settings)
+    return entry_set(out)
+
+
+def chess960_games(count: int, seed: int) -> str:
+    rng = random.Random(seed)
+    out = []
+    for number in range(count):
+        board = chess.Board.from_chess960_pos(rng.choice([0, 518, 959, 123]))
+        game = chess.pgn.Game()
+        game.headers.update(
+            {
+                "Variant": "Chess960",
+                "FEN": board.fen(),
+                "SetUp": "1",
+                "WhiteElo": "2300",
+                "BlackElo": "2300",
+                "TimeControl": "300+0",
+                "Site": f"https://lichess.org/{number}",
+            }
+        )
+        game.setup(board)
+        node = game
+        for _ in range(rng.randrange(4, 30)):
+            moves = list(node.board().legal_moves)
+            if not moves:
+                break
+            castles = [m for m in moves if node.board().is_castling(m)]
+            node = node.add_variation(
+                rng.choice(castles) if castles and rng.random() < 0.5 else rng.choice(moves)
+            )
+        game.headers["Result"] = rng.choice(["1-0", "0-1", "1/2-1/2"])
+        out.append(str(game))
+    return "\n\n".join(out) + "\n"
+
+
+def test_chess960_book(tmp_path: Path) -> None:
+    pgn = tmp_path / "c960.pgn"
+    pgn.write_text(chess960_games(150, seed=5))
+    manifest = ingest(str(pgn), "2024-01", tmp_path, GameFilter(2200, ALL, False, "chess960"))
+    assert manifest["games_kept"] == 150
+    out = tmp_path / "c960.bin"
+    build_book(tmp_path, "2024-01", out, BookSettings(1, 0.0))
+    # The truth: python-chess replays every game and its book reader decodes the moves.
+    import io
+
+    points: Counter[tuple[int, chess.Move]] = Counter()
+    castles = 0
+    stream = io.StringIO(pgn.read_text())
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        games.append(game)
+        board = game.board()
+        assert board.chess960
+        white_points = {"1-0": 2, "1/2-1/2": 1, "0-1": 0}[game.headers["Result"]]
+        for move in list(game.mainline_moves())[:20]:
+            mover = white_points if board.turn == chess.WHITE else 2 - white_points
+            points[(chess.polyglot.zobrist_hash(board), move)] += mover
+            castles += board.is_castling(move)
+            board.push(move)
+    assert castles > 0
+    with chess.polyglot.open_reader(out) as reader:
+        for game in games:
+            board = game.board()
+            for move in list(game.mainline_moves())[:20]:
+                found = {e.move: e.weight for e in reader.find_all(board)}
+                wanted = points[(chess.polyglot.zobrist_hash(board), move)]
+                assert found.get(move, 0) == wanted
+                board.push(move)
+    assert len(read_entries(out)) == sum(1 for p in points.values() if p > 0)
+
+
+def test_book_show_cli(tmp_path: Path, polyglot_book: Path) -> None:
+    proc = run_cli("book", "show", str(polyglot_book), "--moves", "e4 e5")
+    board = chess.Board()
+    board.push_san("e4")
+    board.push_san("e5")
+    with chess.polyglot.open_reader(polyglot_book) as reader:
+        weights: dict[str, int] = {}
+        for entry in reader.find_all(board):
+            weights.setdefault(board.san(entry.move), entry.weight)
+    total = sum(weights.values())
+    lines = proc.stdout.splitlines()[1:]
+    assert len(lines) == len(weights)
+    for line in lines:
+        san, _, weight, percent = line.split()
+        assert int(weight) == weights[san]
+        assert (
+            percent == f"({weights[san] / total:.2%})"
+            or percent.strip("()") == f"{weights[san] / total:.2%}"
+        )
+    summary = run_cli("book", "show", str(polyglot_book)).stdout
+    assert f"entries    {polyglot_book.stat().st_size // 16:,}" in summary
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(b"x" * 20)
+    proc = run_cli("book", "show", str(bad), check=False)
+    assert proc.returncode == 1 and "not a multiple of 16" in proc.stderr
+    proc = run_cli("book", "show", str(polyglot_book), "--fen", "not a fen", check=False)
+    assert proc.returncode == 1 and "invalid FEN" in proc.stderr
+    assert np.array_equal(
+        read_entries(polyglot_book)["key"], np.sort(read_entries(polyglot_book)["key"])
+    )

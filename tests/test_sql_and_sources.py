@@ -1,0 +1,125 @@
+"""`chesspipe sql`, URL and lichess: sources, and the bundled sample."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from pipelines.ingest import ingest
+from pipelines.pgn_scan import GameFilter
+from pipelines.sample_data import SAMPLE_MONTHS, generate_month, sample_path
+from pipelines.sources import lichess_url, resolve
+from schemas.move_stats import SPEEDS
+from schemas.polyglot import move_to_uci
+from tests.conftest import run_cli
+
+ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+
+
+@pytest.fixture
+def http_files(tmp_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
+    """A real HTTP server on 127.0.0.1 serving an in-memory folder."""
+    files: dict[str, bytes] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = files.get(self.path)
+            if body is None:
+                self.send_error(404, "Not Found")
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", files
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_url_source_streams_like_a_file(
+    tmp_path: Path, games_2021: Path, http_files: tuple[str, dict[str, bytes]]
+) -> None:
+    base, files = http_files
+    files["/month.pgn.zst"] = games_2021.read_bytes()
+    from_url = ingest(f"{base}/month.pgn.zst", "2021-10", tmp_path / "a", ANY)
+    from_file = ingest(str(games_2021), "2021-10", tmp_path / "b", ANY)
+    assert from_url["output_sha256"] == from_file["output_sha256"]
+    assert from_url["source_sha256"] == from_file["source_sha256"]
+    assert from_url["source_kind"] == "url"
+    missing = run_cli(
+        "ingest",
+        f"{base}/nope.pgn.zst",
+        "--month",
+        "2021-10",
+        "--warehouse",
+        str(tmp_path / "c"),
+        check=False,
+    )
+    assert missing.returncode == 1 and "404" in missing.stderr
+    assert not (tmp_path / "c" / "move_stats").exists()
+
+
+def test_lichess_source_names_the_official_dump() -> None:
+    assert resolve("lichess:2024-01") == (
+        "https://database.lichess.org/standard/lichess_db_standard_rated_2024-01.pgn.zst"
+    )
+    assert lichess_url("2024-01", "chess960").endswith(
+        "/chess960/lichess_db_chess960_rated_2024-01.pgn.zst"
+    )
+    proc = run_cli(
+        "ingest", "lichess:2024-1", "--month", "2024-01", "--warehouse", "/nonexistent", check=False
+    )
+    assert proc.returncode == 1 and "lichess:YYYY-MM" in proc.stderr
+
+
+def test_sql_over_two_months(tmp_path: Path) -> None:
+    for month in SAMPLE_MONTHS:
+        ingest(str(sample_path(month)), month, tmp_path, ANY)
+    query = (
+        "SELECT month, uci(move) AS uci, move, sum(games) AS games FROM move_stats "
+        "WHERE hexkey(key) = '463b96181691fc9c' GROUP BY ALL ORDER BY month, games DESC"
+    )
+    proc = run_cli("sql", "--warehouse", str(tmp_path), query, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert proc.stdout.splitlines()[0] == "month,uci,move,games"
+    assert {r["month"] for r in rows} == set(SAMPLE_MONTHS)
+    for row in rows:
+        assert row["uci"] == move_to_uci(int(row["move"]))
+    as_json = json.loads(
+        run_cli("sql", "--warehouse", str(tmp_path), query, "--format", "json").stdout
+    )
+    assert [str(r["games"]) for r in as_json] == [r["games"] for r in rows]
+    table = run_cli("sql", "--warehouse", str(tmp_path), query).stdout
+    assert table.splitlines()[0].split() == ["month", "uci", "move", "games"]
+    bad = run_cli("sql", "--warehouse", str(tmp_path), "SELEC nonsense", check=False)
+    assert bad.returncode == 1 and bad.stderr.startswith("chesspipe: error: SQL error")
+
+
+def test_bundled_sample_is_what_the_script_generates() -> None:
+    month = SAMPLE_MONTHS[0]
+    stored = (
+        zstandard.ZstdDecompressor()
+        .stream_reader(io.BytesIO(sample_path(month).read_bytes()), read_across_frames=True)
+        .read()
+    )
+    assert stored == generate_month(month).encode("utf-8")
+    text = stored.decode()
+    assert '[WhiteTitle "BOT"]' in text or '[BlackTitle "BOT"]' in text
+    assert "[%clk" in text and "[%eval" in text
