@@ -92,10 +92,16 @@ def build_book(
         table = con.sql(sql, params=params).to_arrow_table()
     finally:
         con.close()
+    keys = table.column("key").to_numpy()
+    moves = table.column("move").to_numpy()
+    weights = table.column("weight").to_numpy()
+    # DuckDB may hand back ORDER BY results out of order when it runs in parallel without
+    # preserving insertion order: sort here (key, then weight descending, then move).
+    order = np.lexsort((moves, -weights.astype(np.int64), keys))
     entries = np.zeros(table.num_rows, dtype=ENTRY_DTYPE)
-    entries["key"] = table.column("key").to_numpy()
-    entries["move"] = table.column("move").to_numpy()
-    entries["weight"] = table.column("weight").to_numpy()
+    entries["key"] = keys[order]
+    entries["move"] = moves[order]
+    entries["weight"] = weights[order]
     games = int(table.column("games").to_numpy().sum()) if table.num_rows else 0
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,8 +15,8 @@ from pipelines import __version__
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.move_counting import BadFen, IllegalMove, MoveRows, OpeningTree, count_game
-from pipelines.pgn_scan import GameFilter, ScanStats, filter_game, split_games
-from pipelines.sources import open_source
+from pipelines.pgn_scan import GameFilter, ScanStats, kept_games, split_games
+from pipelines.sources import OpenSource, open_source
 from pipelines.warehouse import (
     check_month,
     manifest_path,
@@ -187,33 +187,27 @@ def _ingest_locked(
     runs: list[Path] = []
     error: str | None = None
     chess960 = rules.variant == "chess960"
-    last_report = 0.0
     with open_source(source, rules.variant) as opened:
         try:
-            for game in split_games(decompressed_chunks(opened.reader), stats):
-                kept = filter_game(game, rules, stats)
-                if kept is not None:
-                    try:
-                        added = count_game(kept, plies, tree, rows, chess960)
-                    except IllegalMove:
-                        stats.drop("illegal_move")
-                        continue
-                    except BadFen:
-                        stats.drop("bad_fen")
-                        continue
-                    if not added:
-                        stats.drop("no_moves")
-                        continue
-                    stats.games_kept += 1
-                    if len(rows) >= flush_rows:
-                        runs.append(staging / f"run-{len(runs):05d}.parquet")
-                        _write_run(rows, runs[-1])
-                        rows = MoveRows()
-                if progress is not None and stats.games_read & 0x3FF == 0:
-                    now = time.monotonic()
-                    if now - last_report >= 0.5:
-                        last_report = now
-                        progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+            games = split_games(decompressed_chunks(opened.reader), stats)
+            games = _reporting(games, progress, opened, stats, started)
+            for kept in kept_games(games, rules, stats):
+                try:
+                    added = count_game(kept, plies, tree, rows, chess960)
+                except IllegalMove:
+                    stats.drop("illegal_move")
+                    continue
+                except BadFen:
+                    stats.drop("bad_fen")
+                    continue
+                if not added:
+                    stats.drop("no_moves")
+                    continue
+                stats.games_kept += 1
+                if len(rows) >= flush_rows:
+                    runs.append(staging / f"run-{len(runs):05d}.parquet")
+                    _write_run(rows, runs[-1])
+                    rows = MoveRows()
         except CorruptInput as exc:
             if not keep_partial:
                 raise
@@ -260,6 +254,27 @@ def _ingest_locked(
             tmp.unlink(missing_ok=True)
         write_json_atomic(manifest_path(warehouse, month), manifest)
         return manifest
+
+
+def _reporting(
+    games: Iterator[bytes],
+    progress: ProgressCallback | None,
+    opened: OpenSource,
+    stats: ScanStats,
+    started: float,
+) -> Iterator[bytes]:
+    """Pass games through, calling progress with the bytes read about twice a second."""
+    if progress is None:
+        yield from games
+        return
+    last = 0.0
+    for count, game in enumerate(games):
+        if count & 0x3FF == 0:
+            now = time.monotonic()
+            if now - last >= 0.5:
+                last = now
+                progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        yield game
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:

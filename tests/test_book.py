@@ -345,3 +345,33 @@ def test_book_show_cli(tmp_path: Path, polyglot_book: Path) -> None:
     assert np.array_equal(
         read_entries(polyglot_book)["key"], np.sort(read_entries(polyglot_book)["key"])
     )
+
+
+def test_large_book_is_sorted(tmp_path: Path) -> None:
+    """Hundreds of thousands of entries: DuckDB's parallel ORDER BY must not leak into the file."""
+    rng = np.random.default_rng(1)
+    n = 400_000
+    keys = rng.integers(0, 2**63, n // 2, dtype=np.uint64).repeat(2)
+    path = partition_file(tmp_path, "2024-01")
+    path.parent.mkdir(parents=True)
+    wins = rng.integers(20, 40, n)
+    table = pa.table(
+        {
+            "key": keys,
+            "move": np.tile(np.array([1, 2], dtype=np.uint16), n // 2),
+            "speed": ["blitz"] * n,
+            "rating_band": np.full(n, 2200, dtype=np.uint16),
+            "games": wins.astype(np.uint64),
+            "wins": wins.astype(np.uint64),
+            "draws": np.zeros(n, dtype=np.uint64),
+            "losses": np.zeros(n, dtype=np.uint64),
+        },
+        schema=MOVE_STATS_SCHEMA,
+    )
+    pq.write_table(table, path)
+    out = tmp_path / "big.bin"
+    build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
+    entries = read_entries(out)  # rejects unsorted keys
+    assert len(entries) == n
+    same_key = entries["key"][1:] == entries["key"][:-1]
+    assert np.all(entries["weight"][1:][same_key] <= entries["weight"][:-1][same_key])
