@@ -112,17 +112,17 @@ def coverage(
     result = Coverage()
     start = chess.Board()
     seen: set[int] = {polyglot_key(start)}
-    frontier = [start]
+    frontier = [(start, polyglot_key(start))]
     for ply in range(max_plies + 1):
         positions = entries = 0
-        following: list[chess.Board] = []
-        for board in frontier:
-            moves = book.moves(board)
+        following: list[tuple[chess.Board, int]] = []
+        for board, board_key in frontier:
+            moves = book.moves(board, board_key)
             if not moves:
                 result.leaves += 1
                 continue
             positions += 1
-            entries += len(book.raw_entries(polyglot_key(board)))
+            entries += len(book.raw_entries(board_key))
             if ply == max_plies:
                 result.truncated = True
                 continue
@@ -136,7 +136,7 @@ def coverage(
                     result.truncated = True
                     continue
                 seen.add(key)
-                following.append(child)
+                following.append((child, key))
         if not positions:
             break
         result.positions_by_ply.append(positions)
