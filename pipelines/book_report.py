@@ -240,7 +240,10 @@ def column_chart_svg(
         f'stroke="{_INK}"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="{_INK}"/>',
     ]
-    ticks = [10**e for e in range(0, int(peak) + 1)] if log else list(np.linspace(0, peak, 5)[1:])
+    if log:
+        ticks = [10**e for e in range(0, int(peak) + 1) if scale(10**e) <= peak]
+    else:
+        ticks = list(np.linspace(0, peak, 5)[1:])
     for tick in ticks:
         y = top + plot_h - plot_h * scale(tick) / peak
         parts.append(
@@ -373,7 +376,11 @@ def render_report(
             f"{cover.entries_reached:,} of {facts.entries:,} "
             f"({cover.entries_reached / facts.entries if facts.entries else 0:.1%})",
         ),
-        ("deepest ply with book moves", "book-deepest-ply", f"{len(cover.positions_by_ply) - 1}"),
+        (
+            "deepest ply with book moves",
+            "book-deepest-ply",
+            f"{len(cover.positions_by_ply) - 1}" if cover.positions_by_ply else "none",
+        ),
     ]
     if manifest:
         if "months" in manifest:
@@ -397,24 +404,32 @@ def render_report(
         )
     else:
         first_chart = "<p>The book has no moves for the start position.</p>"
-    depth_chart = column_chart_svg(
-        cover.positions_by_ply,
-        "Depth profile: book positions reached at each ply",
-        "ply",
-        "positions (log)",
-        log=True,
+    depth_chart = (
+        column_chart_svg(
+            cover.positions_by_ply,
+            "Depth profile: book positions reached at each ply",
+            "ply",
+            "positions (log)",
+            log=True,
+        )
+        if cover.positions_by_ply
+        else "<p>No book position is reached from the start position.</p>"
     )
     spread = sorted(facts.moves_per_position.items())
     shown = [(str(k), v) for k, v in spread if k < 10]
     rest = sum(v for k, v in spread if k >= 10)
     if rest:
         shown.append(("10+", rest))
-    spread_chart = bar_chart_svg(
-        [k for k, _ in shown],
-        [float(v) for _, v in shown],
-        "Moves per position: how many positions have 1, 2, 3... entries",
-        [f"{v:,}" for _, v in shown],
-        color="#5a9a68",
+    spread_chart = (
+        bar_chart_svg(
+            [k for k, _ in shown],
+            [float(v) for _, v in shown],
+            "Moves per position: how many positions have 1, 2, 3... entries",
+            [f"{v:,}" for _, v in shown],
+            color="#5a9a68",
+        )
+        if shown
+        else "<p>The book has no entries.</p>"
     )
     coverage_rows = "".join(
         f"<tr><td>{ply}</td><td>{n:,}</td><td>{e:,}</td></tr>"
@@ -443,7 +458,8 @@ its position (legal moves with weight above 0, as engines read the book).</p>
 <h2>Coverage by ply</h2>
 <p>Book positions reached by following book moves from the start position (each counted once,
 at the first ply it is reached; positions without a book move are left out), and the book
-entries stored under them. {cover.leaves:,} positions reached this way have no book move.</p>{note}
+entries stored under them. Positions reached without a book move of their own
+(leaves): <span id="book-leaves">{cover.leaves:,}</span>.</p>{note}
 <table class="cov" id="coverage"><tr><th>ply</th><th>positions</th><th>entries</th></tr>
 {coverage_rows}</table>
 <footer>chesspipe {__version__}, {generated}. Main line: {_esc(_main_line(tree))}</footer>

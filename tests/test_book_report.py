@@ -415,3 +415,35 @@ def test_summary_of_any_book(polyglot_book: Path) -> None:
     with chess.polyglot.open_reader(polyglot_book) as reader:
         assert f"- entries: {len(reader):,}" in text
     assert "| e4 | 1 | 33.3% |" in text.replace(os.linesep, "\n")
+
+
+def test_report_skips_illegal_and_zero_weight_entries(tmp_path: Path) -> None:
+    board = chess.Board()
+    raw = [
+        (encode_move(board, chess.Move.from_uci("e2e4")), 10),
+        (encode_move(board, chess.Move.from_uci("d2d4")), 0),
+        (chess.Move.from_uci("e2e5").to_square | (chess.E2 << 6), 50),  # not a legal move
+        (encode_move(board, chess.Move.from_uci("g1f3")), 5),
+    ]
+    entries = np.zeros(len(raw), dtype=ENTRY_DTYPE)
+    entries["key"] = polyglot_key(board)
+    entries["move"] = [move for move, _ in raw]
+    entries["weight"] = [weight for _, weight in raw]
+    write_entries(tmp_path / "odd.bin", entries)
+    page = read_page(render_report(tmp_path / "odd.bin"))
+    check_page_against_reader(page, tmp_path / "odd.bin", 4, (5, 3))
+    assert [(i["data-line"], i["data-share"]) for i in page.items] == [
+        ("e4", "0.666667"),
+        ("Nf3", "0.333333"),
+    ]
+    assert page.facts["book-zero-weight"] == "1" and page.facts["book-entries"] == "4"
+    assert page.facts["book-reached-entries"].startswith("4 of 4")
+
+
+def test_report_of_an_empty_book(tmp_path: Path) -> None:
+    (tmp_path / "empty.bin").write_bytes(b"")
+    page = read_page(render_report(tmp_path / "empty.bin"))
+    assert page.items == [] and page.facts["book-entries"] == "0"
+    assert page.facts["book-positions"] == "0" and page.coverage_rows == []
+    summary = book_summary_markdown(tmp_path / "empty.bin")
+    assert "- entries: 0" in summary and "(no book moves at the start position)" in summary
