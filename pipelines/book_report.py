@@ -327,15 +327,19 @@ def _facts_rows(rows: list[tuple[str, str, str]]) -> str:
 
 
 def read_manifest_beside(book_path: Path) -> dict[str, Any] | None:
-    """Return the manifest written beside a book by `book build` (BOOK.json), if any."""
+    """Return the manifest `book build` wrote beside this very book (BOOK.json), if any."""
+    import hashlib
     import json
 
     path = Path(book_path).with_suffix(".json")
     try:
         data = json.loads(path.read_text())
+        digest = hashlib.sha256(Path(book_path).read_bytes()).hexdigest()
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("sha256") != digest:
+        return None
+    return data
 
 
 def render_report(
@@ -391,7 +395,9 @@ def render_report(
             )
             rows.append(("build settings", "manifest-settings", settings))
         if "games" in manifest:
-            rows.append(("games behind the kept moves", "manifest-games", f"{manifest['games']:,}"))
+            rows.append(
+                ("game moves behind the entries", "manifest-games", f"{manifest['games']:,}")
+            )
 
     if start_moves:
         labels = [board.san(m.move) for m in start_moves[:12]]
@@ -453,7 +459,8 @@ def render_report(
 <div class="charts" id="charts">{first_chart}{depth_chart}{spread_chart}</div>
 <h2>Opening tree from the start position</h2>
 <p>Heaviest lines, {plies} plies deep; each percentage is the move's share of the weights of
-its position (legal moves with weight above 0, as engines read the book).</p>
+its position (legal moves with weight above 0, as engines read the book).
+Main line (the heaviest move at each ply): <b id="main-line">{_esc(_main_line(tree))}</b>.</p>
 <div id="tree">{_tree_html(tree) if tree else "<p>No book moves at the start position.</p>"}</div>
 <h2>Coverage by ply</h2>
 <p>Book positions reached by following book moves from the start position (each counted once,
@@ -462,7 +469,7 @@ entries stored under them. Positions reached without a book move of their own
 (leaves): <span id="book-leaves">{cover.leaves:,}</span>.</p>{note}
 <table class="cov" id="coverage"><tr><th>ply</th><th>positions</th><th>entries</th></tr>
 {coverage_rows}</table>
-<footer>chesspipe {__version__}, {generated}. Main line: {_esc(_main_line(tree))}</footer>
+<footer>Written by chesspipe {__version__} at {generated}.</footer>
 </body></html>
 """
 

@@ -3,7 +3,9 @@ and rendered by headless Chromium."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import struct
 import subprocess
 import zlib
@@ -447,3 +449,29 @@ def test_report_of_an_empty_book(tmp_path: Path) -> None:
     assert page.facts["book-positions"] == "0" and page.coverage_rows == []
     summary = book_summary_markdown(tmp_path / "empty.bin")
     assert "- entries: 0" in summary and "(no book moves at the start position)" in summary
+
+
+def test_main_line_follows_the_heaviest_moves(any_book: Path) -> None:
+    text = render_report(any_book, plies=6, width=(1,))
+    line = re.search(r'<b id="main-line">([^<]*)</b>', text).group(1)  # type: ignore[union-attr]
+    sans = [token for token in line.split() if not token[0].isdigit()]
+    assert len(sans) == 6
+    board = chess.Board()
+    with chess.polyglot.open_reader(any_book) as reader:
+        for san in sans:
+            move = board.parse_san(san)
+            weights = {e.move: e.weight for e in reader.find_all(board)}
+            assert weights[move] == max(weights.values()), (line, san)
+            board.push(move)
+
+
+def test_manifest_shown_only_for_its_own_book(own_book: tuple[Path, dict, dict], tmp_path: Path):
+    path, _, built = own_book
+    page = read_page(render_report(path))
+    assert page.facts["manifest-months"] == "2021-10"
+    assert page.facts["manifest-games"] == f"{built['games']:,}"
+    assert "min_games 3" in page.facts["manifest-settings"]
+    other = tmp_path / "other.bin"
+    other.write_bytes(path.read_bytes()[:-16])
+    (tmp_path / "other.json").write_text(json.dumps(built))
+    assert not any(k.startswith("manifest-") for k in read_page(render_report(other)).facts)
