@@ -138,10 +138,13 @@ class Book:
         hi = int(np.searchsorted(self.keys, np.uint64(key), side="right"))
         return self.entries[lo:hi]
 
-    def moves(self, board: chess.Board) -> list[BookMove]:
-        """Return the legal book moves with weight > 0 in a position, heaviest first."""
+    def moves(self, board: chess.Board, key: int | None = None) -> list[BookMove]:
+        """Return the legal book moves with weight > 0 in a position, heaviest first.
+
+        `key` is the position's Polyglot key, when the caller has already computed it.
+        """
         found: dict[chess.Move, BookMove] = {}
-        for entry in self.raw_entries(polyglot_key(board)):
+        for entry in self.raw_entries(polyglot_key(board) if key is None else key):
             weight = int(entry["weight"])
             move = decode_move(board, int(entry["move"]))
             if weight <= 0 or move is None or move in found:
