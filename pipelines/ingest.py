@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -142,6 +143,7 @@ def ingest(
     keep_partial: bool = False,
     progress: ProgressCallback | None = None,
     flush_rows: int = FLUSH_ROWS,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Stream a month's games into its move statistics partition; return the run manifest."""
     rules = rules or GameFilter()
@@ -149,6 +151,7 @@ def ingest(
     if plies < 1:
         raise ChesspipeError("--plies must be at least 1")
     warehouse = Path(warehouse)
+    workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
     started = time.monotonic()
     with month_lock(warehouse, month):
         staging = staging_dir(warehouse, month)
@@ -164,9 +167,60 @@ def ingest(
                 flush_rows,
                 staging,
                 started,
+                workers,
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def count_games(
+    games: Iterable[bytes],
+    rules: GameFilter,
+    plies: int,
+    stats: ScanStats,
+    staging: Path,
+    prefix: str,
+    flush_rows: int = FLUSH_ROWS,
+    tree: OpeningTree | None = None,
+) -> tuple[list[Path], OpeningTree]:
+    """Count the first plies of the kept games into aggregated run files under staging."""
+    tree = tree if tree is not None else OpeningTree()
+    rows = MoveRows()
+    runs: list[Path] = []
+    chess960 = rules.variant == "chess960"
+    for kept in kept_games(games, rules, stats):
+        try:
+            added = count_game(kept, plies, tree, rows, chess960)
+        except IllegalMove:
+            stats.drop("illegal_move")
+            continue
+        except BadFen:
+            stats.drop("bad_fen")
+            continue
+        if not added:
+            stats.drop("no_moves")
+            continue
+        stats.games_kept += 1
+        if len(rows) >= flush_rows:
+            runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
+            _write_run(rows, runs[-1])
+            rows = MoveRows()
+    if len(rows):
+        runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
+        _write_run(rows, runs[-1])
+    return runs, tree
+
+
+def _until_corrupt(
+    games: Iterator[bytes], keep_partial: bool, errors: list[str]
+) -> Iterator[bytes]:
+    """Pass games through; on a corrupt stream, stop and note why if partial output is wanted."""
+    try:
+        yield from games
+    except CorruptInput as exc:
+        if not keep_partial:
+            raise
+        errors.append(str(exc))
 
 
 def _ingest_locked(
@@ -180,44 +234,29 @@ def _ingest_locked(
     flush_rows: int,
     staging: Path,
     started: float,
+    workers: int,
 ) -> dict[str, Any]:
     stats = ScanStats()
-    tree = OpeningTree()
-    rows = MoveRows()
-    runs: list[Path] = []
-    error: str | None = None
-    chess960 = rules.variant == "chess960"
+    errors: list[str] = []
     with open_source(source, rules.variant) as opened:
-        try:
+        units = _parallel_units(opened, workers) if opened.kind == "file" else None
+        if units:
+            from pipelines.parallel_ingest import ingest_units
+
+            runs, hits, misses = ingest_units(
+                opened, units, rules, plies, stats, staging, flush_rows, workers, progress, started
+            )
+        else:
             games = split_games(decompressed_chunks(opened.reader), stats)
-            games = _reporting(games, progress, opened, stats, started)
-            for kept in kept_games(games, rules, stats):
-                try:
-                    added = count_game(kept, plies, tree, rows, chess960)
-                except IllegalMove:
-                    stats.drop("illegal_move")
-                    continue
-                except BadFen:
-                    stats.drop("bad_fen")
-                    continue
-                if not added:
-                    stats.drop("no_moves")
-                    continue
-                stats.games_kept += 1
-                if len(rows) >= flush_rows:
-                    runs.append(staging / f"run-{len(runs):05d}.parquet")
-                    _write_run(rows, runs[-1])
-                    rows = MoveRows()
-        except CorruptInput as exc:
-            if not keep_partial:
-                raise
-            error = str(exc)
+            games = _until_corrupt(
+                _reporting(games, progress, opened, stats, started), keep_partial, errors
+            )
+            runs, tree = count_games(games, rules, plies, stats, staging, "run", flush_rows)
+            hits, misses = tree.hits, tree.misses
+        error = errors[0] if errors else None
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
         scanned = time.monotonic()
-        if len(rows):
-            runs.append(staging / f"run-{len(runs):05d}.parquet")
-            _write_run(rows, runs[-1])
         target = partition_file(warehouse, month)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
@@ -242,7 +281,8 @@ def _ingest_locked(
                 "error": error,
                 "output": str(target.relative_to(warehouse)),
                 "output_sha256": _sha256(tmp),
-                "opening_tree": {"hits": tree.hits, "misses": tree.misses},
+                "opening_tree": {"hits": hits, "misses": misses},
+                "workers": workers if units else 1,
                 "timings": {
                     "scan_seconds": round(scanned - started, 3),
                     "total_seconds": round(time.monotonic() - started, 3),
@@ -254,6 +294,23 @@ def _ingest_locked(
             tmp.unlink(missing_ok=True)
         write_json_atomic(manifest_path(warehouse, month), manifest)
         return manifest
+
+
+def _parallel_units(opened: OpenSource, workers: int) -> list[range] | None:
+    """Return the units of parallel work for a pzstd-style file, or None to read it in order."""
+    from pipelines.zstd_frames import frame_index, plan_units, read_frame
+
+    if workers < 2 or not opened.size:
+        return None
+    handle = opened.reader.stream
+    frames = frame_index(handle, opened.size)  # type: ignore[arg-type]
+    handle.seek(0)  # type: ignore[attr-defined]
+    if not frames or len(frames) < 2 or b"\r\n" in read_frame(handle, frames[0])[:65536]:  # type: ignore[arg-type]
+        handle.seek(0)  # type: ignore[attr-defined]
+        return None
+    handle.seek(0)  # type: ignore[attr-defined]
+    units = plan_units(frames, workers)
+    return units if len(units) > 1 else None
 
 
 def _reporting(

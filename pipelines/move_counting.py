@@ -13,7 +13,7 @@ import chess
 
 from pipelines.pgn_scan import KeptGame, san_tokens
 from schemas.move_stats import SPEEDS
-from schemas.polyglot import encode_move, polyglot_key
+from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 
 class IllegalMove(ValueError):
@@ -92,10 +92,10 @@ class OpeningTree:
             except (ValueError, UnicodeDecodeError) as exc:
                 raise IllegalMove(f"ply {ply + 1}: {san!r}: {exc}") from None
             raw = encode_move(board, move)
-            board.push(move)
+            child_key = push_with_key(board, move, key)
             replayed = ply + 1
             child = len(self._keys)
-            self._keys.append(polyglot_key(board))
+            self._keys.append(child_key)
             self._children[(node, san)] = (child, raw)
             out.append((key, raw))
             node = child

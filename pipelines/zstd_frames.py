@@ -59,3 +59,70 @@ def frame_index(handle: BinaryIO, size: int) -> list[Frame] | None:
         frames.append(Frame(start, frame_size))
         position = start + frame_size
     return frames
+
+
+def read_frame(handle: BinaryIO, frame: Frame) -> bytes:
+    """Return the decompressed bytes of one data frame, failing if it is cut short or corrupt."""
+    handle.seek(frame.offset)
+    data = handle.read(frame.size)
+    if len(data) != frame.size:
+        raise CorruptInput(f"truncated zstd stream: the frame at byte {frame.offset} is cut short")
+    decompressor = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        out = decompressor.decompress(data)
+    except zstandard.ZstdError as exc:
+        raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
+    if not decompressor.eof or decompressor.unused_data:
+        raise CorruptInput(
+            f"corrupt zstd frame at byte {frame.offset}: size does not match its index"
+        )
+    return out
+
+
+def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20) -> list[range]:
+    """Split frames into contiguous ranges of similar compressed size: units of parallel work."""
+    if not frames:
+        return []
+    total = sum(frame.size for frame in frames)
+    target = max(1, min(max_unit_bytes, total // (workers * 4) or 1))
+    units: list[range] = []
+    start = 0
+    size = 0
+    for index, frame in enumerate(frames):
+        size += frame.size
+        if size >= target:
+            units.append(range(start, index + 1))
+            start, size = index + 1, 0
+    if start < len(frames):
+        units.append(range(start, len(frames)))
+    return units
+
+
+BOUNDARY = b"\n\n["
+
+
+def unit_text(
+    handle: BinaryIO, frames: list[Frame], unit: range, max_game_bytes: int
+) -> tuple[bytes, int]:
+    """Return the text of the games a unit owns, and the length of the unit's own text.
+
+    A game belongs to the unit holding the first byte of the blank line before it (the first game
+    of the file to the first unit). The owner reads on into the next frames to finish its last game,
+    at most `max_game_bytes` past its end.
+    """
+    own = b"".join(read_frame(handle, frames[i]) for i in unit)
+    text = own
+    following = unit.stop
+    while True:
+        end = text.find(BOUNDARY, len(own))
+        if end >= 0 or following >= len(frames) or len(text) - len(own) > max_game_bytes + 3:
+            break
+        text += read_frame(handle, frames[following])
+        following += 1
+    end = text.find(BOUNDARY, len(own))
+    if end < 0:
+        end = len(text)
+    start = 0 if unit.start == 0 else text.find(BOUNDARY)
+    if start < 0 or start >= len(own):
+        return b"", len(own)
+    return text[start:end], len(own)

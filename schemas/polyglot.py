@@ -32,6 +32,60 @@ def polyglot_key(board: chess.Board) -> int:
     return chess.polyglot.zobrist_hash(board)
 
 
+_RANDOM = chess.polyglot.POLYGLOT_RANDOM_ARRAY
+
+
+def _castling_part(board: chess.Board) -> int:
+    part = 0
+    if board.has_kingside_castling_rights(chess.WHITE):
+        part ^= _RANDOM[768]
+    if board.has_queenside_castling_rights(chess.WHITE):
+        part ^= _RANDOM[769]
+    if board.has_kingside_castling_rights(chess.BLACK):
+        part ^= _RANDOM[770]
+    if board.has_queenside_castling_rights(chess.BLACK):
+        part ^= _RANDOM[771]
+    return part
+
+
+def _en_passant_part(board: chess.Board) -> int:
+    square = board.ep_square
+    if square is None:
+        return 0
+    capturers = (
+        chess.BB_PAWN_ATTACKS[not board.turn][square] & board.pawns & board.occupied_co[board.turn]
+    )
+    return _RANDOM[772 + chess.square_file(square)] if capturers else 0
+
+
+def push_with_key(board: chess.Board, move: chess.Move, key: int) -> int:
+    """Play a legal move on the board; return the new position's Polyglot key from the old one."""
+    before = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
+    white_before = board.occupied_co[chess.WHITE]
+    rights_before = board.castling_rights
+    key ^= _en_passant_part(board) ^ _RANDOM[780]
+    castling_before = _castling_part(board) if rights_before else 0
+    board.push(move)
+    after = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings)
+    changed = board.occupied_co[chess.WHITE] ^ white_before
+    for old, new in zip(before, after, strict=True):
+        changed |= old ^ new
+    for square in chess.scan_reversed(changed):
+        mask = chess.BB_SQUARES[square]
+        for index, bitboard in enumerate(before):
+            if bitboard & mask:
+                colour = 1 if white_before & mask else 0
+                key ^= _RANDOM[64 * (index * 2 + colour) + square]
+                break
+        piece_type = board.piece_type_at(square)
+        if piece_type:
+            colour = 1 if board.occupied_co[chess.WHITE] & mask else 0
+            key ^= _RANDOM[64 * ((piece_type - 1) * 2 + colour) + square]
+    if board.castling_rights != rights_before:
+        key ^= castling_before ^ _castling_part(board)
+    return key ^ _en_passant_part(board)
+
+
 def encode_move(board: chess.Board, move: chess.Move) -> int:
     """Return the 16-bit Polyglot encoding of a legal move (castling as king takes rook)."""
     to_square = move.to_square

@@ -1,0 +1,98 @@
+"""Ingest on several cores: units of zstd frames scanned and counted in worker processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from pipelines.ingest import Progress, ProgressCallback, count_games
+from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, split_games
+from pipelines.sources import OpenSource
+from pipelines.zstd_frames import Frame, frame_index, unit_text
+
+
+def scan_unit(
+    path: str,
+    frames: list[Frame],
+    unit: range,
+    rules: GameFilter,
+    plies: int,
+    staging: Path,
+    flush_rows: int,
+) -> tuple[ScanStats, list[Path], int, int]:
+    """Count the games one unit owns; return its scan counts, run files and tree hits/misses."""
+    stats = ScanStats()
+    with open(path, "rb") as handle:
+        text, own_length = unit_text(handle, frames, unit, MAX_GAME_BYTES)
+    games = split_games([text] if text else [], stats)
+    runs, tree = count_games(
+        games, rules, plies, stats, staging, f"unit-{unit.start:07d}", flush_rows
+    )
+    stats.pgn_bytes = own_length
+    return stats, runs, tree.hits, tree.misses
+
+
+def ingest_units(
+    opened: OpenSource,
+    units: list[range],
+    rules: GameFilter,
+    plies: int,
+    stats: ScanStats,
+    staging: Path,
+    flush_rows: int,
+    workers: int,
+    progress: ProgressCallback | None,
+    started: float,
+) -> tuple[list[Path], int, int]:
+    """Scan units in worker processes while this one hashes the file; return runs, tree counts."""
+    handle = opened.reader.stream
+    assert opened.size is not None
+    frames = frame_index(handle, opened.size)  # type: ignore[arg-type]
+    assert frames is not None
+    handle.seek(0)  # type: ignore[attr-defined]
+    runs: list[Path] = []
+    hits = misses = 0
+    done_bytes = 0
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
+        for unit in units:
+            future = pool.submit(
+                scan_unit, opened.name, frames, unit, rules, plies, staging, flush_rows
+            )
+            pending[future] = sum(frames[i].size for i in unit)
+        hashed_everything = False
+        try:
+            while pending:
+                if not hashed_everything:
+                    # Hash the file in the gaps: the manifest records its sha256.
+                    hashed_everything = not opened.reader.read(4 << 20)
+                    finished = {f for f in pending if f.done()}
+                else:
+                    finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    unit_stats, unit_runs, unit_hits, unit_misses = future.result()
+                    done_bytes += pending.pop(future)
+                    stats.merge(unit_stats)
+                    runs.extend(unit_runs)
+                    hits += unit_hits
+                    misses += unit_misses
+                    if progress is not None:
+                        progress(
+                            Progress(
+                                done_bytes,
+                                opened.size,
+                                stats.games_read,
+                                stats.games_kept,
+                                time.monotonic() - started,
+                            )
+                        )
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
+    while opened.reader.read(4 << 20):
+        pass
+    return sorted(runs), hits, misses

@@ -1,0 +1,107 @@
+"""Ingest on several cores gives exactly the single-process result."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines.errors import CorruptInput
+from pipelines.ingest import ingest
+from pipelines.pgn_scan import GameFilter, ScanStats, split_games
+from pipelines.warehouse import partition_file
+from pipelines.zstd_frames import Frame, frame_index, plan_units, unit_text, write_framed_zstd
+from schemas.move_stats import SPEEDS
+from tests.recount import read_text
+
+ANY = GameFilter(1500, frozenset(SPEEDS), allow_bots=True)
+
+
+def framed(tmp_path: Path, text: bytes, frame_size: int) -> Path:
+    path = tmp_path / f"framed-{frame_size}.pgn.zst"
+    write_framed_zstd(path, text, frame_size=frame_size, level=1)
+    return path
+
+
+def test_parallel_equals_sequential(tmp_path: Path, games_2013: Path, games_2021: Path) -> None:
+    text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
+    # Small frames so that games straddle frame and unit boundaries everywhere.
+    path = framed(tmp_path, text, frame_size=50_000)
+    one = ingest(str(path), "2020-01", tmp_path / "one", ANY, workers=1)
+    two = ingest(str(path), "2020-01", tmp_path / "two", ANY, workers=2)
+    assert one["workers"] == 1 and two["workers"] == 2
+    for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
+        assert one[key] == two[key], key
+    assert one["games_read"] == 999 + 25611
+    tables = [pq.read_table(partition_file(tmp_path / name, "2020-01")) for name in ("one", "two")]
+    assert tables[0].to_pylist() == tables[1].to_pylist()
+
+
+@settings(max_examples=40, deadline=None)
+@given(frame_size=st.integers(200, 20_000), workers=st.integers(2, 7), huge=st.integers(0, 3))
+def test_units_own_every_game_once(frame_size: int, workers: int, huge: int) -> None:
+    games = [
+        f'[Event "g{i}"]\n[Site "{i}"]\n\n1. e4 {{ {"x" * (i * 37 % 900)} }} e5 1-0\n\n'.encode()
+        for i in range(60)
+    ]
+    if huge:
+        games.insert(7 * huge, b'[Event "huge"]\n\n1. e4 { ' + b"y" * 30_000 + b" } 1-0\n\n")
+    text = b"".join(games)
+    cctx = zstandard.ZstdCompressor(level=1)
+    blob = io.BytesIO()
+    frames: list[Frame] = []
+    for start in range(0, len(text), frame_size):
+        frame = cctx.compress(text[start : start + frame_size])
+        frames.append(Frame(blob.tell(), len(frame)))
+        blob.write(frame)
+    expected = list(split_games([text], ScanStats(), max_game_bytes=10_000))
+    got: list[bytes] = []
+    stats = ScanStats()
+    own_total = 0
+    for unit in plan_units(frames, workers, max_unit_bytes=frame_size):
+        owned, own_length = unit_text(blob, frames, unit, max_game_bytes=10_000)
+        own_total += own_length
+        got.extend(split_games([owned] if owned else [], stats, max_game_bytes=10_000))
+    assert own_total == len(text)
+    assert got == expected
+    assert stats.dropped["oversized"] == (1 if huge else 0)
+
+
+def test_frame_index_of_truncated_file(tmp_path: Path, games_2021: Path) -> None:
+    path = framed(tmp_path, read_text(games_2021).encode(), frame_size=100_000)
+    with open(path, "rb") as handle:
+        frames = frame_index(handle, path.stat().st_size)
+    assert frames is not None and len(frames) > 5
+    cut = tmp_path / "cut.pgn.zst"
+    cut.write_bytes(path.read_bytes()[:-1000])
+    with pytest.raises(CorruptInput, match="truncated"):
+        ingest(str(cut), "2021-10", tmp_path / "wh", ANY, workers=2)
+    assert not partition_file(tmp_path / "wh", "2021-10").exists()
+
+
+def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
+    """Files written by the real pzstd are read frame by frame."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import need_program
+
+    pzstd = need_program("pzstd")
+    plain = tmp_path / "g.pgn"
+    plain.write_text(read_text(games_2021) * 3)
+    subprocess.run(
+        [pzstd, "-q", "-p", "2", "-3", str(plain), "-o", str(tmp_path / "g.pgn.zst")], check=True
+    )
+    with open(tmp_path / "g.pgn.zst", "rb") as handle:
+        frames = frame_index(handle, (tmp_path / "g.pgn.zst").stat().st_size)
+    assert frames is not None
+    one = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "a", ANY, workers=1)
+    two = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "b", ANY, workers=2)
+    assert one["games_read"] == two["games_read"] == 3 * 999
+    assert one["rows"] == two["rows"]
+    assert shutil.which("zstd") is not None
