@@ -15,7 +15,7 @@ from typing import Any
 from pipelines import __version__
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.move_counting import BadFen, IllegalMove, MoveRows, OpeningTree, count_game
+from pipelines.move_counting import MoveCounter, MoveRows, OpeningTree
 from pipelines.pgn_scan import GameFilter, ScanStats, kept_games, split_games
 from pipelines.sources import OpenSource, open_source
 from pipelines.warehouse import (
@@ -182,32 +182,23 @@ def count_games(
     prefix: str,
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
+    batched: bool | None = None,
 ) -> tuple[list[Path], OpeningTree]:
     """Count the first plies of the kept games into aggregated run files under staging."""
-    tree = tree if tree is not None else OpeningTree()
-    rows = MoveRows()
+    counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
     runs: list[Path] = []
-    chess960 = rules.variant == "chess960"
     for kept in kept_games(games, rules, stats):
-        try:
-            added = count_game(kept, plies, tree, rows, chess960)
-        except IllegalMove:
-            stats.drop("illegal_move")
-            continue
-        except BadFen:
-            stats.drop("bad_fen")
-            continue
-        if not added:
-            stats.drop("no_moves")
-            continue
-        stats.games_kept += 1
-        if len(rows) >= flush_rows:
+        counter.add(kept)
+        if len(counter.rows) >= flush_rows:
+            counter.flush()
             runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-            _write_run(rows, runs[-1])
-            rows = MoveRows()
-    if len(rows):
+            _write_run(counter.rows, runs[-1])
+            counter.rows = MoveRows()
+    counter.flush()
+    if len(counter.rows):
         runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-        _write_run(rows, runs[-1])
+        _write_run(counter.rows, runs[-1])
+    tree = counter.tree
     return runs, tree
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import chess
 
-from pipelines.pgn_scan import KeptGame, san_tokens
+from pipelines.pgn_scan import KeptGame, ScanStats, san_tokens
 from schemas.move_stats import SPEEDS
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
@@ -120,10 +120,16 @@ _SPEED_INDEX = {speed: index for index, speed in enumerate(SPEEDS)}
 
 
 def count_game(
-    game: KeptGame, plies: int, tree: OpeningTree, rows: MoveRows, chess960: bool = False
+    game: KeptGame,
+    plies: int,
+    tree: OpeningTree,
+    rows: MoveRows,
+    chess960: bool = False,
+    sans: list[bytes] | None = None,
 ) -> int:
     """Append the first plies of a kept game to rows; return how many were added."""
-    sans = san_tokens(game.movetext, plies)
+    if sans is None:
+        sans = san_tokens(game.movetext, plies)
     if not sans:
         return 0
     walked = tree.walk(sans, game.fen, chess960)
@@ -141,3 +147,93 @@ def count_game(
         rows.points.append(white_points if white_to_move else 2 - white_points)
         white_to_move = not white_to_move
     return len(walked)
+
+
+def _batch_replay_available() -> bool:
+    try:
+        import rust_pgn_reader_python_binding  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class MoveCounter:
+    """Counts the first plies of kept games into rows, replaying Standard games in batches."""
+
+    def __init__(
+        self,
+        plies: int,
+        stats: ScanStats,
+        tree: OpeningTree | None = None,
+        chess960: bool = False,
+        batch_size: int = 2048,
+        batched: bool | None = None,
+    ) -> None:
+        self.plies = plies
+        self.stats = stats
+        self.tree = tree if tree is not None else OpeningTree()
+        self.chess960 = chess960
+        self.rows = MoveRows()
+        self.batch_size = batch_size
+        self.batched = (not chess960 and _batch_replay_available()) if batched is None else batched
+        self._pending: list[tuple[KeptGame, list[bytes]]] = []
+
+    def add(self, game: KeptGame) -> None:
+        """Count a kept game (perhaps later, in a batch)."""
+        if not self.batched or game.fen is not None:
+            self._count_one(game, None)
+            return
+        sans = san_tokens(game.movetext, self.plies)
+        if not sans:
+            self.stats.drop("no_moves")
+            return
+        if not all(token.isascii() for token in sans):
+            self._count_one(game, sans)
+            return
+        self._pending.append((game, sans))
+        if len(self._pending) >= self.batch_size:
+            self.flush()
+
+    def _count_one(self, game: KeptGame, sans: list[bytes] | None) -> None:
+        try:
+            added = count_game(game, self.plies, self.tree, self.rows, self.chess960, sans)
+        except IllegalMove:
+            self.stats.drop("illegal_move")
+            return
+        except BadFen:
+            self.stats.drop("bad_fen")
+            return
+        if added:
+            self.stats.games_kept += 1
+        else:
+            self.stats.drop("no_moves")
+
+    def flush(self) -> None:
+        """Count the games waiting for a batch."""
+        if not self._pending:
+            return
+        import numpy as np
+
+        from pipelines.batch_replay import replay
+
+        pending, self._pending = self._pending, []
+        replayed = replay([b" ".join(sans).decode("ascii") for _, sans in pending])
+        rejected = set(replayed.rejected)
+        games = replayed.games
+        if len(games):
+            starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
+            first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
+            white_moves = (np.arange(len(games)) - first_row) % 2 == 0
+            speed = np.array([_SPEED_INDEX[g.speed] for g, _ in pending], dtype=np.uint8)[games]
+            band = np.array([g.rating_band for g, _ in pending], dtype=np.uint16)[games]
+            white_points = np.array([g.result for g, _ in pending], dtype=np.uint8)[games]
+            points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
+            self.rows.keys.frombytes(replayed.keys.astype(np.uint64).tobytes())
+            self.rows.moves.frombytes(replayed.moves.astype(np.uint16).tobytes())
+            self.rows.speeds.frombytes(speed.tobytes())
+            self.rows.bands.frombytes(band.tobytes())
+            self.rows.points.frombytes(points.tobytes())
+        self.stats.games_kept += len(pending) - len(rejected)
+        for index in sorted(rejected):
+            game, sans = pending[index]
+            self._count_one(game, sans)  # python-chess decides

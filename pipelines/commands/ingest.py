@@ -31,6 +31,12 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         "--progress", action="store_true", help="show progress even when not a terminal"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
+    )
 
 
 def filter_from_args(args: argparse.Namespace) -> Any:
@@ -82,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             plies=args.plies,
             keep_partial=args.keep_partial,
             progress=bar,
+            workers=args.workers,
         )
     finally:
         if bar is not None:
