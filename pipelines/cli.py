@@ -15,6 +15,8 @@ COMMAND_MODULES = (
     "pipelines.commands.ingest",
     "pipelines.commands.book",
     "pipelines.commands.sql",
+    "pipelines.commands.endgames",
+    "pipelines.commands.export",
 )
 
 
