@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "pipelines.commands.sql",
     "pipelines.commands.endgames",
     "pipelines.commands.export",
+    "pipelines.commands.probe",
 )
 
 
