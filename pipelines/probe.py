@@ -1,4 +1,4 @@
-"""Asking the tables about one position, like probetool: diagram, WDL, DTZ50, the DTZ-optimal line."""
+"""Asking the tables about one position, like probetool: WDL, DTZ50, the DTZ-optimal line."""
 
 from __future__ import annotations
 
