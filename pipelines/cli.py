@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "pipelines.commands.endgames",
     "pipelines.commands.export",
     "pipelines.commands.probe",
+    "pipelines.commands.syzygy",
 )
 
 
