@@ -386,3 +386,16 @@ def test_plain_records_round_trip_and_reject_bad_files(tmp_path: Path) -> None:
     path.write_text("fen x\nmove a\nscore 1.5\nply 0\nresult 0\ne\n")
     with pytest.raises(PlainFormatError):
         list(read_records(path))
+
+
+def test_sparse_fen_equals_python_chess_fen() -> None:
+    from pipelines.endgames.dataset import sparse_fen
+    from pipelines.endgames.positions import sample_positions
+
+    boards = [p.board for m in ("KRvKP", "KPPvK", "KQvKQ", "KBNvK") for p in
+              sample_positions(m, 200, seed=4)]  # fmt: skip
+    boards.append(chess.Board("8/8/8/8/3pP3/8/8/K1k5 b - e3 0 1"))
+    boards.append(chess.Board("8/8/8/8/4P3/8/8/K1k5 b - e3 12 40"))  # e3 not capturable
+    boards.append(chess.Board())
+    for board in boards:
+        assert sparse_fen(board) == board.fen()

@@ -28,6 +28,36 @@ BATCH_ROWS = 100_000
 _COLUMNS = [field.name for field in ENDGAME_LABELS_SCHEMA]
 
 
+def sparse_fen(board: chess.Board) -> str:
+    """Return `board.fen()` (en passant only when legal), faster for boards with few pieces."""
+    rows = []
+    occupied = board.occupied
+    for rank in range(7, -1, -1):
+        bits = (occupied >> (8 * rank)) & 0xFF
+        if not bits:
+            rows.append("8")
+            continue
+        row = ""
+        file = 0
+        while bits:
+            low = (bits & -bits).bit_length() - 1
+            if low > file:
+                row += str(low - file)
+            piece = board.piece_at(8 * rank + low)
+            row += piece.symbol() if piece else "?"
+            file = low + 1
+            bits &= bits - 1
+        if file < 8:
+            row += str(8 - file)
+        rows.append(row)
+    ep = board.ep_square
+    ep_text = chess.SQUARE_NAMES[ep] if ep is not None and board.has_legal_en_passant() else "-"
+    return (
+        f"{'/'.join(rows)} {'w' if board.turn else 'b'} {board.castling_xfen()} {ep_text} "
+        f"{board.halfmove_clock} {board.fullmove_number}"
+    )
+
+
 def _empty_batch() -> dict[str, list[Any]]:
     return {name: [] for name in _COLUMNS}
 
@@ -47,13 +77,13 @@ def label_batches(
     for position in positions:
         board = position.board
         try:
-            label = labeller.label(board)
+            label = labeller.label(board, validated=True)
         except TablebaseError:
             if not skip_uncovered:
                 raise
             counts["uncovered"] += 1
             continue
-        batch["fen"].append(board.fen())
+        batch["fen"].append(sparse_fen(board))
         batch["material"].append(chess.syzygy.calc_key(board))
         batch["pieces"].append(chess.popcount(board.occupied))
         batch["in_check"].append(board.is_check())

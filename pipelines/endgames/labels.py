@@ -111,14 +111,19 @@ def rank_moves(moves: Iterable[tuple[chess.Move, int]], clock: int) -> list[Rank
 
 def label_from_root(root: RootProbe, clock: int) -> Label:
     """Return the labels of a position from its root probe and halfmove clock."""
-    ranked = rank_moves(root.moves, clock)
-    best = ranked[0] if ranked else None
+    best_move: chess.Move | None = None
+    best_dtz = 0
+    best_key: tuple[int, int, int, int] | None = None
+    for move, v in root.moves:
+        key = (-move_rank(v, clock), *_tie_key(move))
+        if best_key is None or key < best_key:
+            best_key, best_move, best_dtz = key, move, v
     return Label(
         wdl=root.wdl,
         dtz=root.dtz,
         wdl50=dtz_to_wdl(root.dtz, clock),
-        best_move=best.move if best else None,
-        best_move_dtz=best.dtz if best else 0,
+        best_move=best_move,
+        best_move_dtz=best_dtz,
     )
 
 
@@ -200,8 +205,12 @@ class TableSet:
             self._complete[material] = missing
         return self._complete[material]
 
-    def check(self, board: chess.Board) -> None:
-        """Fail with the reason when the tables cannot label a position."""
+    def check(self, board: chess.Board, validated: bool = False) -> None:
+        """Fail with the reason when the tables cannot label a position.
+
+        ``validated`` skips the legality test for boards known to be valid (samples, replayed
+        games, checked EPD lines); Fathom must never see an illegal position.
+        """
         if board.castling_rights:
             raise TablebaseError(f"{board.fen()}: castling rights; no table covers castling")
         pieces = chess.popcount(board.occupied)
@@ -209,8 +218,7 @@ class TableSet:
             raise TablebaseError(
                 f"{board.fen()}: {pieces} pieces; the largest table here has {self.largest}"
             )
-        status = board.status()
-        if status != chess.STATUS_VALID:
+        if not validated and board.status() != chess.STATUS_VALID:
             raise TablebaseError(f"{board.fen()}: not a legal position")
         if board.occupied == board.kings:
             return
@@ -254,9 +262,9 @@ class Labeller:
     def backend_name(self) -> str:
         return self.backend.name
 
-    def label(self, board: chess.Board) -> Label:
+    def label(self, board: chess.Board, validated: bool = False) -> Label:
         """Return the labels of a position, or fail with the reason it cannot be labelled."""
-        self.tables.check(board)
+        self.tables.check(board, validated)
         return label_from_root(self.backend.root(board), board.halfmove_clock)
 
     def ranked_moves(self, board: chess.Board) -> list[RankedMove]:

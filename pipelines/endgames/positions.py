@@ -19,7 +19,7 @@ _BACK_RANKS = chess.BB_RANK_1 | chess.BB_RANK_8
 
 @dataclass
 class Position:
-    """A position to label, with what a game did from it when it comes from one."""
+    """A legal position to label, with what a game did from it when it comes from one."""
 
     board: chess.Board
     source: str  # "sample", "game" or "epd"
