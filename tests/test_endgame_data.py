@@ -15,6 +15,18 @@ import zstandard
 
 from pipelines.endgames.labels import dtz_to_wdl
 from pipelines.pgn_scan import speed_of
+from schemas.binpack import (
+    BinpackFormatError,
+    pack_move,
+    pack_position,
+    pack_record,
+    read_binpack,
+    unpack_move,
+    unpack_position,
+    unpack_record,
+    unzigzag,
+    zigzag,
+)
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
 from tests.conftest import run_cli
@@ -399,3 +411,57 @@ def test_sparse_fen_equals_python_chess_fen() -> None:
     boards.append(chess.Board())
     for board in boards:
         assert sparse_fen(board) == board.fen()
+
+
+def test_binpack_holds_the_plain_records(
+    syzygy_dir: Path, tmp_path: Path, games_2021: Path
+) -> None:
+    labels = tmp_path / "labels"
+    run_cli("endgames", "sample", "--syzygy", str(syzygy_dir), "--materials",
+            "KPvKP:150,KRvKP:100,KQvKR:50", "--seed", "8", "--out", str(labels))  # fmt: skip
+    run_cli("endgames", "from-games", str(games_2021), "--month", "2021-10", "--min-rating", "0",
+            "--syzygy", str(syzygy_dir), "--out", str(labels))  # fmt: skip
+    epd = tmp_path / "ep.epd"
+    epd.write_text("8/8/8/8/3pP3/8/8/K1k5 b - e3 0 31\n8/1P6/8/8/8/8/2k5/K7 w - - 3 70\n")
+    run_cli("endgames", "from-epd", str(epd), "--syzygy", str(syzygy_dir), "--out", str(labels))
+    run_cli("export", "plain", "--labels", str(labels), "--out", str(tmp_path / "a.plain"))
+    proc = run_cli(
+        "export", "binpack", "--labels", str(labels), "--out", str(tmp_path / "a.binpack")
+    )
+    assert json.loads(proc.stdout)["format"] == "binpack"
+    plain = list(read_records(tmp_path / "a.plain"))
+    packed = list(read_binpack(tmp_path / "a.binpack"))
+    assert packed == plain and len(plain) > 800
+    assert (tmp_path / "a.binpack").stat().st_size == len(plain) * 34 + 8
+    fens = {r.fen for r in packed}
+    assert "8/8/8/8/3pP3/8/8/K1k5 b - e3 0 31" in fens  # an en-passant square that round-trips
+    assert any(" b " in f for f in fens) and any(r.move[-1] == "q" for r in packed)
+    for record in packed:
+        assert chess.Move.from_uci(record.move) in chess.Board(record.fen).legal_moves
+
+
+def test_binpack_fields_and_bad_files(tmp_path: Path) -> None:
+    for value, raw in ((0, 0), (-1, 1), (1, 2), (-2, 3), (2, 4), (32767, 65534), (-32768, 65535)):
+        assert zigzag(value) == raw and unzigzag(raw) == value
+    record = PlainRecord("8/8/8/8/3pP3/8/8/K1k5 b - e3 0 31", "d4e3", -31700, 60, -1)
+    stem = pack_record(record)
+    assert len(stem) == 32
+    assert int.from_bytes(stem[:8], "big") == chess.Board(record.fen).occupied
+    assert unpack_record(stem) == record
+    # Castling is stored king-takes-rook and read back as the king's destination.
+    board = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    assert unpack_move(board, pack_move(board, chess.Move.from_uci("e1g1"))).uci() == "e1g1"
+    assert (pack_move(board, chess.Move.from_uci("e1c1")) >> 2) & 63 == chess.A1
+    assert unpack_position(pack_position(board)).castling_rights == board.castling_rights
+    path = tmp_path / "bad.binpack"
+    path.write_bytes(b"NOPE" + bytes(40))
+    with pytest.raises(BinpackFormatError, match="block header"):
+        list(read_binpack(path))
+    path.write_bytes(b"BINP" + (100).to_bytes(4, "little") + stem + b"\x00\x00")
+    with pytest.raises(BinpackFormatError, match="cut short"):
+        list(read_binpack(path))
+    path.write_bytes(b"BINP" + (34).to_bytes(4, "little") + stem + b"\x00\x03")
+    with pytest.raises(BinpackFormatError, match="not stem-only"):
+        list(read_binpack(path))
+    with pytest.raises(ValueError, match="not legal"):
+        pack_record(PlainRecord(record.fen, "a1a2", 0, 60, 0))

@@ -22,12 +22,22 @@ def register(subparsers: Any) -> None:
     plain.add_argument("--labels", required=True, type=Path, help="folder of label files")
     plain.add_argument("--out", required=True, type=Path, help="the .plain file to write")
     plain.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
-    plain.set_defaults(handler=run_plain)
+    plain.set_defaults(handler=run_plain, binpack=False)
+    binpack = formats.add_parser(
+        "binpack",
+        help="Stockfish .binpack (the .plain records as stem-only chains)",
+        description="Write the records `export plain` would write as a Stockfish .binpack: "
+        "one 32-byte stem per position, no move chains.",
+    )
+    binpack.add_argument("--labels", required=True, type=Path, help="folder of label files")
+    binpack.add_argument("--out", required=True, type=Path, help="the .binpack file to write")
+    binpack.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
+    binpack.set_defaults(handler=run_plain, binpack=True)
 
 
 def run_plain(args: argparse.Namespace) -> int:
     from pipelines.endgames.export import export_plain
 
-    summary = export_plain(args.labels, args.out, args.score_scheme)
+    summary = export_plain(args.labels, args.out, args.score_scheme, args.binpack)
     print(json.dumps(summary, indent=2))
     return 0

@@ -10,6 +10,7 @@ to move and 0 for every result of 0:
 - ``cp``: centipawn-like, 2000 - 10 x min(|DTZ|, 100), so 1000..1990.
 - ``wdl``: 1000 for a win, -1000 for a loss.
 
+`.binpack` output holds the same records as stem-only chains (schemas/binpack.py).
 The FEN's fullmove number is rewritten to ply / 2 + 1 and the en-passant square kept only where
 a pawn can capture, as Stockfish's converters need to round-trip.
 """
@@ -25,6 +26,7 @@ import chess
 
 from pipelines.endgames.dataset import label_files, read_label_batches
 from pipelines.errors import ChesspipeError
+from schemas.binpack import write_binpack
 from schemas.plain import PlainRecord, write_records
 
 #: Stockfish: VALUE_TB = VALUE_MATE_IN_MAX_PLY - 1; MAX_PLY = 246.
@@ -83,13 +85,16 @@ def plain_records(labels_dir: Path, scheme: str, counts: dict[str, int]) -> Iter
                               result_of(wdl50))  # fmt: skip
 
 
-def export_plain(labels_dir: Path, out: Path, scheme: str = "tb") -> dict[str, Any]:
-    """Write every labelled position of a folder as one .plain file; return a summary."""
+def export_plain(
+    labels_dir: Path, out: Path, scheme: str = "tb", binpack: bool = False
+) -> dict[str, Any]:
+    """Write every labelled position of a folder as one .plain (or .binpack) file; summarise."""
     started = time.monotonic()
     files = label_files(labels_dir)
     counts = {"records": 0, "no_move": 0}
+    writer = write_binpack if binpack else write_records
     try:
-        write_records(plain_records(labels_dir, scheme, counts), out)
+        writer(plain_records(labels_dir, scheme, counts), out)
     except ValueError as exc:
         raise ChesspipeError(f"cannot export {labels_dir}: {exc}") from None
     return {
@@ -97,6 +102,7 @@ def export_plain(labels_dir: Path, out: Path, scheme: str = "tb") -> dict[str, A
         "records": counts["records"],
         "skipped_no_move": counts["no_move"],
         "label_files": [f.name for f in files],
+        "format": "binpack" if binpack else "plain",
         "score_scheme": scheme,
         "seconds": round(time.monotonic() - started, 3),
     }
