@@ -465,3 +465,19 @@ def test_binpack_fields_and_bad_files(tmp_path: Path) -> None:
         list(read_binpack(path))
     with pytest.raises(ValueError, match="not legal"):
         pack_record(PlainRecord(record.fen, "a1a2", 0, 60, 0))
+
+
+def test_games_from_a_truncated_source_fail_and_write_nothing(
+    games_2021: Path, syzygy_dir: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / "cut.pgn.zst"
+    data = games_2021.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    out = tmp_path / "out"
+    proc = run_cli("endgames", "from-games", str(cut), "--month", "2021-10", "--syzygy",
+                   str(syzygy_dir), "--out", str(out), check=False)  # fmt: skip
+    assert proc.returncode == 1 and "truncated" in proc.stderr, proc.stderr
+    assert not out.exists() or not list(out.iterdir())
+    proc = run_cli("endgames", "from-games", str(games_2021), "--month", "2021-13", "--syzygy",
+                   str(syzygy_dir), "--out", str(out), check=False)  # fmt: skip
+    assert proc.returncode == 1 and "month" in proc.stderr.lower()

@@ -170,3 +170,18 @@ def test_missing_tables_are_named(syzygy_dir: Path, tmp_path: Path) -> None:
 def test_an_empty_folder_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TablebaseError, match="no Syzygy tables"):
         Labeller([tmp_path], "python")
+
+
+def test_two_fathom_labellers_on_different_tables_do_not_mix(
+    syzygy_dir: Path, tmp_path: Path
+) -> None:
+    need_fathom()
+    for name in ("KQvK", "KRvK"):
+        for ext in (".rtbw", ".rtbz"):
+            shutil.copy(syzygy_dir / (name + ext), tmp_path)
+    full = Labeller([syzygy_dir], "fathom")
+    small = Labeller([tmp_path], "fathom")  # Fathom's global tables now point here
+    board = chess.Board("4k3/4p3/8/8/8/8/8/R3K3 w - - 0 1")
+    assert full.label(board).wdl == chess.syzygy.open_tablebase(str(syzygy_dir)).probe_wdl(board)
+    assert small.label(chess.Board("4k3/8/8/8/8/8/8/R3K3 w - - 0 1")).wdl == 2
+    assert full.label(board).wdl == 2

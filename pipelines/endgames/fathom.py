@@ -105,23 +105,30 @@ class FathomBackend:
     name = "fathom"
 
     def __init__(self, folders: Sequence[Path]) -> None:
-        global _initialised_path
         lib = _load()
         if lib is None:
             raise TablebaseError(f"Fathom backend unavailable: {_load_error}")
         self.lib = lib
-        path = ":".join(str(Path(f).resolve()) for f in folders)
-        if path != _initialised_path:
-            if not lib.tb_init(path.encode()):
-                raise TablebaseError(f"Fathom could not load tables from {path}")
-            _initialised_path = path
-        if largest() == 0:
-            raise TablebaseError(f"Fathom found no tables in {path}")
+        self.path = ":".join(str(Path(f).resolve()) for f in folders)
+        self._load_tables()
         self._results = (ctypes.c_uint * TB_MAX_MOVES)()
         self._root = lib.tb_probe_root_impl
         self._wdl = lib.tb_probe_wdl_impl
 
+    def _load_tables(self) -> None:
+        """Point Fathom's global state at this backend's tables, unless it is there already."""
+        global _initialised_path
+        if self.path != _initialised_path:
+            _initialised_path = None
+            if not self.lib.tb_init(self.path.encode()):
+                raise TablebaseError(f"Fathom could not load tables from {self.path}")
+            _initialised_path = self.path
+            if largest() == 0:
+                raise TablebaseError(f"Fathom found no tables in {self.path}")
+
     def root(self, board: chess.Board) -> RootProbe:
+        if self.path != _initialised_path:
+            self._load_tables()
         black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
         ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
         results = self._results
@@ -155,6 +162,8 @@ class FathomBackend:
         return RootProbe(wdl, dtz, tuple(moves))
 
     def probe_wdl(self, board: chess.Board) -> int:
+        if self.path != _initialised_path:
+            self._load_tables()
         black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
         ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
         res = self._wdl(
