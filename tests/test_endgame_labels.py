@@ -76,6 +76,25 @@ def test_both_backends_choose_best_moves_of_equal_rank(syzygy_dir: Path) -> None
     assert same_move == compared  # ties broken the same way
 
 
+def test_our_ranking_agrees_with_fathoms_own_choice(syzygy_dir: Path) -> None:
+    """Fathom's tb_probe_root picks the fastest win / slowest loss / a drawing move itself."""
+    need_fathom()
+    labeller = Labeller([syzygy_dir], "fathom")
+    checked = 0
+    for material in all_materials(syzygy_dir):
+        for position in sample_positions(material, 60, seed=13):
+            board = position.board
+            root = labeller.backend.root(board)
+            if not root.moves:
+                continue
+            label = labeller.label(board)
+            theirs = dict(root.moves)[root.suggested]
+            assert root.suggested in board.legal_moves
+            assert move_rank(theirs, 0) == move_rank(label.best_move_dtz, 0), board.fen()
+            checked += 1
+    assert checked > 1800
+
+
 def test_best_move_keeps_the_best_result_checked_by_python_chess(syzygy_dir: Path) -> None:
     tablebase = chess.syzygy.open_tablebase(str(syzygy_dir))
     labeller = Labeller([syzygy_dir], "auto")

@@ -159,7 +159,8 @@ class FathomBackend:
             elif move_wdl == 2:
                 v = 0
             moves.append((chess.Move((r >> 10) & 63, (r >> 4) & 63, _PROMOTIONS[(r >> 16) & 7]), v))
-        return RootProbe(wdl, dtz, tuple(moves))
+        suggested = chess.Move((res >> 10) & 63, (res >> 4) & 63, _PROMOTIONS[(res >> 16) & 7])
+        return RootProbe(wdl, dtz, tuple(moves), suggested)
 
     def probe_wdl(self, board: chess.Board) -> int:
         if self.path != _initialised_path:

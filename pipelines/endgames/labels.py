@@ -36,6 +36,7 @@ class RootProbe:
     wdl: int
     dtz: int
     moves: tuple[tuple[chess.Move, int], ...]
+    suggested: chess.Move | None = None  # the backend's own choice, when it makes one
 
 
 @dataclass(frozen=True)
