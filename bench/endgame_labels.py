@@ -22,6 +22,10 @@ from pipelines.endgames.dataset import label_batches  # noqa: E402
 from pipelines.endgames.labels import Labeller, TableSet  # noqa: E402
 from pipelines.endgames.positions import Position, sample_positions  # noqa: E402
 
+DEFAULT_GAMES = (
+    Path(__file__).resolve().parent.parent.parent
+    / "shared" / "data" / "lichess" / "standard-2013-01-part1.pgn.zst"
+)  # fmt: skip
 DEFAULT_SYZYGY = (
     Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "syzygy" / "3-4"
 )
@@ -51,6 +55,9 @@ def main() -> None:
     parser.add_argument("--per-material", type=int, default=300)
     parser.add_argument("--python-per-material", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--games", type=Path, default=DEFAULT_GAMES, help="PGN(.zst) for from-games"
+    )
     args = parser.parse_args()
 
     materials = sorted(TableSet([args.syzygy]).tables)
@@ -80,6 +87,28 @@ def main() -> None:
             f"{backend:>7} ({len(sample):,} positions), per CPU second: "
             f"label {rate(len(sample), label.cpu)}  rows {rate(count, rows.cpu)}  "
             f"wdl {rate(len(wdl_sample), wdl.cpu)};  wall: label {rate(len(sample), label.wall)}"
+        )
+
+    if args.games.exists():
+        bench_games(args.games, TableSet([args.syzygy]))
+
+
+def bench_games(path: Path, tables: TableSet) -> None:
+    """From-games scanning with the capture count first, against replaying every kept game."""
+    from pipelines.endgames.from_games import GameScan, game_positions
+    from pipelines.pgn_scan import GameFilter
+    from schemas.move_stats import SPEEDS
+
+    rules = GameFilter(min_rating=0, speeds=frozenset(SPEEDS))
+    print(f"games: {path.name}")
+    for label, needed in (("capture count first", None), ("replay every game", 0)):
+        scan = GameScan()
+        with Clock() as clock:
+            found = sum(1 for _ in game_positions(str(path), rules, tables, scan, None, needed))
+        print(
+            f"  {label:>20}: {rate(scan.stats.games_read, clock.cpu)} games per CPU second, "
+            f"{scan.replayed:,} of {scan.stats.games_kept:,} kept games replayed, "
+            f"{found:,} positions"
         )
 
 

@@ -103,9 +103,13 @@ def game_positions(
     tables: TableSet,
     scan: GameScan,
     progress: ProgressCallback | None = None,
+    captures_needed: int | None = None,
 ) -> Iterator[Position]:
-    """Yield the distinct covered positions of the kept games of a source, first seen first."""
-    need = min_captures(tables.largest)
+    """Yield the distinct covered positions of the kept games of a source, first seen first.
+
+    ``captures_needed`` overrides the capture count a game needs to be replayed (benchmarks).
+    """
+    need = min_captures(tables.largest) if captures_needed is None else captures_needed
     seen: set[str] = set()
     stats = scan.stats
     started = last_report = time.monotonic()
