@@ -383,6 +383,43 @@ def test_export_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "x.plain").exists() and not list(tmp_path.glob(".x.plain*"))
 
 
+def test_export_refuses_a_label_row_with_an_illegal_move(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    row = {
+        "fen": "8/8/8/8/3k4/8/8/KR6 w - - 0 1",
+        "material": "KRvK",
+        "pieces": 3,
+        "in_check": False,
+        "wdl": 2,
+        "dtz": 29,
+        "wdl50": 2,
+        "best_move": "b1b8",
+        "best_move_dtz": 31,
+        "ply": 0,
+        "source": "epd",
+        "game_move": None,
+        "game_result": None,
+    }
+    good = dict(row, best_move="a1b2")
+    table = pa.Table.from_pylist([good, row], schema=ENDGAME_LABELS_SCHEMA)
+    pq.write_table(table, labels / "hand.parquet")
+    row["best_move"] = "a1a3"
+    for fmt in ("plain", "binpack"):
+        out = tmp_path / f"x.{fmt}"
+        proc = run_cli("export", fmt, "--labels", str(labels), "--out", str(out), check=False)
+        assert proc.returncode == 0, proc.stderr  # b1b8 is legal
+    pq.write_table(pa.Table.from_pylist([good, row], schema=ENDGAME_LABELS_SCHEMA),
+                   labels / "hand.parquet")  # fmt: skip
+    for fmt in ("plain", "binpack"):
+        out = tmp_path / f"y.{fmt}"
+        proc = run_cli("export", fmt, "--labels", str(labels), "--out", str(out), check=False)
+        assert proc.returncode == 1 and "a1a3 is not legal" in proc.stderr, proc.stderr
+        assert not out.exists() and not list(tmp_path.glob(".y.*"))
+
+
 def test_plain_records_round_trip_and_reject_bad_files(tmp_path: Path) -> None:
     records = [PlainRecord("8/8/8/8/8/8/2k5/1q5K w - - 30 71", "h1h2", -31700, 140, -1)]
     path = tmp_path / "a.plain"

@@ -60,11 +60,17 @@ def score_of(wdl50: int, dtz: int, scheme: str) -> int:
     return result * SCORE_SCHEMES[scheme](dtz) if result else 0
 
 
-def plain_fen(fen: str, ply: int) -> str:
-    """Return a FEN as .plain wants it: fullmove = ply / 2 + 1, en passant only if capturable."""
-    board = chess.Board(fen)
+def checked_record(fen: str, move: str, score: int, ply: int, result: int) -> PlainRecord:
+    """Return a .plain record after checking its move is legal (castling as the king's move)."""
+    try:
+        board = chess.Board(fen)
+        parsed = chess.Move.from_uci(move)
+    except ValueError as exc:
+        raise ChesspipeError(f"bad label row {fen!r} {move!r}: {exc}") from None
+    if parsed not in board.legal_moves:
+        raise ChesspipeError(f"bad label row: {move} is not legal in {fen}")
     board.fullmove_number = ply // 2 + 1
-    return board.fen(en_passant="legal")
+    return PlainRecord(board.fen(en_passant="legal"), parsed.uci(), score, ply, result)
 
 
 def plain_records(labels_dir: Path, scheme: str, counts: dict[str, int]) -> Iterator[PlainRecord]:
@@ -81,8 +87,7 @@ def plain_records(labels_dir: Path, scheme: str, counts: dict[str, int]) -> Iter
                 counts["no_move"] += 1
                 continue
             counts["records"] += 1
-            yield PlainRecord(plain_fen(fen, ply), move, score_of(wdl50, dtz, scheme), ply,
-                              result_of(wdl50))  # fmt: skip
+            yield checked_record(fen, move, score_of(wdl50, dtz, scheme), ply, result_of(wdl50))
 
 
 def export_plain(
