@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import chess
+import chess.polyglot
 
 from pipelines.decompress import decompressed_chunks
 from pipelines.endgames.labels import TableSet
@@ -110,7 +111,7 @@ def game_positions(
     ``captures_needed`` overrides the capture count a game needs to be replayed (benchmarks).
     """
     need = min_captures(tables.largest) if captures_needed is None else captures_needed
-    seen: set[str] = set()
+    seen: set[int] = set()  # Polyglot keys: 64 bits a position (pieces, turn, castling, ep)
     stats = scan.stats
     started = last_report = time.monotonic()
     chess960 = rules.variant == "chess960"
@@ -124,7 +125,7 @@ def game_positions(
                 else:
                     scan.replayed += 1
                     for position in replay(kept, tables, scan, chess960):
-                        key = position.board.epd()
+                        key = chess.polyglot.zobrist_hash(position.board)
                         if key in seen:
                             scan.repeats += 1
                             continue
