@@ -58,7 +58,7 @@ def min_captures(largest: int) -> int:
     return max(0, 32 - largest)
 
 
-def replay(kept: KeptGame, tables: TableSet, scan: GameScan, chess960: bool) -> Iterator[Position]:
+def replay(kept: KeptGame, tables: TableSet, scan: GameScan) -> Iterator[Position]:
     """Yield a replayed game's covered positions with the move played, the result and the ply."""
     try:
         board = chess.Board(kept.fen, chess960=True) if kept.fen else chess.Board()
@@ -114,7 +114,6 @@ def game_positions(
     seen: set[int] = set()  # Polyglot keys: 64 bits a position (pieces, turn, castling, ep)
     stats = scan.stats
     started = last_report = time.monotonic()
-    chess960 = rules.variant == "chess960"
     with open_source(source, rules.variant) as opened:
         for game in split_games(decompressed_chunks(opened.reader), stats):  # type: ignore[arg-type]
             kept = filter_game(game, rules, stats)
@@ -124,7 +123,7 @@ def game_positions(
                     scan.few_captures += 1
                 else:
                     scan.replayed += 1
-                    for position in replay(kept, tables, scan, chess960):
+                    for position in replay(kept, tables, scan):
                         key = chess.polyglot.zobrist_hash(position.board)
                         if key in seen:
                             scan.repeats += 1
