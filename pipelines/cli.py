@@ -15,6 +15,10 @@ COMMAND_MODULES = (
     "pipelines.commands.ingest",
     "pipelines.commands.book",
     "pipelines.commands.sql",
+    "pipelines.commands.endgames",
+    "pipelines.commands.export",
+    "pipelines.commands.probe",
+    "pipelines.commands.syzygy",
 )
 
 

@@ -1,0 +1,135 @@
+"""`chesspipe endgames`: Syzygy-labelled endgame positions as Parquet."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """Add --syzygy and --backend."""
+    parser.add_argument(
+        "--syzygy",
+        help="tablebase folder(s), joined by ':' (default: the SYZYGY_PATH variable)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "python", "fathom"),
+        default="auto",
+        help="prober: python-chess, Fathom (libfathom), or Fathom when installed (auto)",
+    )
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """Add ingest's game filter and progress options."""
+    parser.add_argument("--min-rating", type=int, default=2200, help="both players at least (2200)")
+    parser.add_argument(
+        "--speeds",
+        default="blitz,rapid,classical,correspondence",
+        help="comma-separated speeds to keep (as for ingest)",
+    )
+    parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
+    parser.add_argument("--variant", choices=("standard", "chess960"), default="standard")
+    parser.add_argument(
+        "--progress", action="store_true", help="show progress even when not a terminal"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "endgames", help="label endgame positions with Syzygy tablebases (Parquet)"
+    )
+    actions = parser.add_subparsers(dest="endgames_command", metavar="ACTION", required=True)
+
+    sample = actions.add_parser(
+        "sample",
+        help="uniformly random legal positions of given materials",
+        description="Sample distinct, uniformly random legal positions of each material (no "
+        "castling, no en passant), label them, and write OUT/sample-seedN.parquet + .json.",
+    )
+    sample.add_argument("--materials", required=True, help="e.g. KRvKP:1000,KQvKR:500")
+    sample.add_argument("--seed", type=int, default=1)
+    sample.add_argument("--out", required=True, type=Path)
+    add_table_options(sample)
+    sample.set_defaults(handler=run_sample)
+
+    epd = actions.add_parser(
+        "from-epd",
+        help="positions of an EPD or FEN list",
+        description="Label every position of FILE (one FEN or EPD a line; '#' comments) and "
+        "write OUT/epd-STEM.parquet + .json.",
+    )
+    epd.add_argument("file", type=Path)
+    epd.add_argument("--out", required=True, type=Path)
+    epd.add_argument(
+        "--skip-uncovered",
+        action="store_true",
+        help="skip positions the tables cannot label (counted) instead of failing",
+    )
+    add_table_options(epd)
+    epd.set_defaults(handler=run_epd)
+
+    games = actions.add_parser(
+        "from-games",
+        help="tablebase-phase positions of a month's kept games",
+        description="Stream SOURCE (as for ingest), keep the games that pass the filter, replay "
+        "those with enough captures to reach the tables, and label each distinct covered "
+        "position once, with the move played, the result and the ply: OUT/games-MONTH.parquet.",
+    )
+    games.add_argument("source")
+    games.add_argument("--month", required=True, help="YYYY-MM the games belong to")
+    games.add_argument("--out", required=True, type=Path)
+    add_table_options(games)
+    add_filter_options(games)
+    games.set_defaults(handler=run_games)
+
+
+def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
+    print(json.dumps({k: manifest[k] for k in keys if k in manifest}, indent=2))
+
+
+def run_sample(args: argparse.Namespace) -> int:
+    from pipelines.endgames.build import sample_labels
+    from pipelines.endgames.labels import syzygy_path
+
+    manifest = sample_labels(
+        syzygy_path(args.syzygy), args.materials, args.seed, args.out, args.backend
+    )
+    _report(manifest, ("output", "rows", "backend", "seconds"))
+    return 0
+
+
+def run_epd(args: argparse.Namespace) -> int:
+    from pipelines.endgames.build import epd_labels
+    from pipelines.endgames.labels import syzygy_path
+
+    manifest = epd_labels(
+        syzygy_path(args.syzygy), args.file, args.out, args.backend, args.skip_uncovered
+    )
+    _report(manifest, ("output", "rows", "uncovered_skipped", "backend", "seconds"))
+    return 0
+
+
+def run_games(args: argparse.Namespace) -> int:
+    from pipelines.commands.ingest import filter_from_args, progress_from_args
+    from pipelines.endgames.build import game_labels
+    from pipelines.endgames.labels import syzygy_path
+
+    folders = syzygy_path(args.syzygy)
+    bar = progress_from_args(args)
+    try:
+        manifest = game_labels(
+            folders, args.source, args.month, args.out, filter_from_args(args), args.backend, bar
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    _report(
+        manifest,
+        ("output", "rows", "games_read", "games_kept", "games_replayed", "games_reaching_tables",
+         "backend", "seconds"),
+    )  # fmt: skip
+    return 0

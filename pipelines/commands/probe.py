@@ -1,0 +1,31 @@
+"""`chesspipe probe`: what the Syzygy tables say about one position."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "probe",
+        help="WDL, DTZ50 and the DTZ-optimal line of a position, like probetool",
+        description="Print a board diagram, WDL in words, DTZ50 and the DTZ-optimal mating "
+        "line (PGN with a FEN tag) of FEN. Tables come from --syzygy, else SYZYGY_PATH.",
+    )
+    parser.add_argument("fen", help="the position, as a FEN (quote it)")
+    parser.add_argument("--syzygy", help="tablebase folder(s), joined by ':'")
+    parser.add_argument("--uci", "-u", action="store_true", help="moves in UCI, not SAN")
+    parser.add_argument("-r", "--ranks", action="store_true", help="also list ranked root moves")
+    parser.add_argument("--backend", choices=("auto", "python", "fathom"), default="auto")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.endgames.labels import Labeller, syzygy_path
+    from pipelines.probe import format_report, probe
+
+    with Labeller(syzygy_path(args.syzygy), args.backend) as labeller:
+        report = probe(labeller, args.fen)
+        print(format_report(report, len(labeller.tables.tables), args.uci, args.ranks))
+    return 0

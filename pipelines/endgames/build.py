@@ -1,0 +1,88 @@
+"""The three ways to make a label set: sampled materials, an EPD/FEN list, a month of games."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from pipelines.endgames.dataset import write_label_set
+from pipelines.endgames.from_games import GameScan, game_positions
+from pipelines.endgames.labels import Labeller, TablebaseError
+from pipelines.endgames.positions import Position, epd_positions, parse_materials, sample_positions
+from pipelines.ingest import ProgressCallback
+from pipelines.pgn_scan import GameFilter
+from pipelines.warehouse import check_month
+
+
+def sample_labels(
+    folders: Sequence[Path], materials: str, seed: int, out: Path, backend: str = "auto"
+) -> dict[str, Any]:
+    """Label uniformly random positions of each material into OUT/sample-seedN.parquet."""
+    pairs = parse_materials(materials)
+    labeller = Labeller(folders, backend)
+    for material, _ in pairs:
+        pieces = len(material) - 1
+        if pieces > labeller.tables.largest:
+            raise TablebaseError(
+                f"{material}: {pieces} pieces; the largest table here has {labeller.tables.largest}"
+            )
+        missing = labeller.tables.missing_for(material)
+        if missing:
+            raise TablebaseError(f"{material}: table {missing} is missing")
+
+    def positions() -> Iterator[Position]:
+        for material, count in pairs:
+            yield from sample_positions(material, count, seed)
+
+    settings = {"materials": dict(pairs), "seed": seed}
+    with labeller:
+        return write_label_set(positions(), labeller, out, f"sample-seed{seed}", settings)
+
+
+def epd_labels(
+    folders: Sequence[Path],
+    path: Path,
+    out: Path,
+    backend: str = "auto",
+    skip_uncovered: bool = False,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """Label the positions of an EPD/FEN list into OUT/epd-STEM.parquet."""
+    path = Path(path)
+    labeller = Labeller(folders, backend)
+    # Read the whole list first: a bad line fails before anything is written.
+    positions = list(epd_positions(path))
+    settings = {"input": str(path), "skip_uncovered": skip_uncovered}
+    with labeller:
+        return write_label_set(
+            positions, labeller, out, name or f"epd-{path.stem}", settings, skip_uncovered
+        )
+
+
+def game_labels(
+    folders: Sequence[Path],
+    source: str,
+    month: str,
+    out: Path,
+    rules: GameFilter,
+    backend: str = "auto",
+    progress: ProgressCallback | None = None,
+) -> dict[str, Any]:
+    """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH."""
+    check_month(month)
+    labeller = Labeller(folders, backend)
+    scan = GameScan()
+    positions = game_positions(source, rules, labeller.tables, scan, progress)
+    settings = {"source": source, "month": month, "filter": _filter_dict(rules)}
+    with labeller:
+        return write_label_set(
+            positions, labeller, out, f"games-{month}", settings, extra=scan.summary
+        )
+
+
+def _filter_dict(rules: GameFilter) -> dict[str, Any]:
+    data = asdict(rules)
+    data["speeds"] = sorted(rules.speeds)
+    return data

@@ -1,0 +1,364 @@
+"""Downloading Syzygy tables from a public mirror: resumable, checksummed, skipping finished files.
+
+Mirror layout (tablebase.sesse.net): BASE/3-4-5/NAME for every 3- to 5-piece file, BASE/6-WDL/NAME
+and BASE/6-DTZ/NAME for 6 pieces. The published SHA-256 list (syzygy-tables.info) has one line
+per file, ``<hex>  <name>``, and is also the list of files a set holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from pipelines import __version__
+from pipelines.errors import ChesspipeError
+
+DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
+DEFAULT_CHECKSUMS_URL = (
+    "https://raw.githubusercontent.com/niklasf/syzygy-tables.info/main/checksums/SHA256SUM"
+)
+
+#: Piece counts per set, and the approximate size of the whole set in bytes.
+SETS: dict[str, tuple[tuple[int, ...], int]] = {
+    "3-4": ((3, 4), 30 << 20),
+    "3-4-5": ((3, 4, 5), 939 << 20),
+    "6": ((6,), int(149.2 * (1 << 30))),
+}
+
+#: Record of files already verified, so finished files are not hashed again.
+STATE_FILE = ".chesspipe-syzygy.json"
+
+USER_AGENT = f"chesspipe/{__version__}"
+CHUNK = 1 << 20
+_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(\S+)$")
+_NAME = re.compile(r"^(K[QRBNP]*vK[QRBNP]*)\.(rtbw|rtbz)$")
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """A table file of a set: its name, published SHA-256 and URL."""
+
+    name: str
+    sha256: str
+    url: str
+
+
+@dataclass
+class FileProgress:
+    """Progress of one file: its index among the set's files and bytes so far."""
+
+    index: int
+    total_files: int
+    name: str
+    done: int
+    size: int | None
+    seconds: float
+
+
+def parse_checksums(text: str) -> dict[str, str]:
+    """Return {file name: sha256} from a `sha256sum`-style list (table files only)."""
+    checksums: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _LINE.match(line)
+        if not match:
+            raise ChesspipeError(f"checksum list line {number} is not '<sha256>  <name>': {raw!r}")
+        name = match.group(2).rsplit("/", 1)[-1]
+        if _NAME.match(name):
+            checksums[name] = match.group(1).lower()
+    if not checksums:
+        raise ChesspipeError("the checksum list names no table files")
+    return checksums
+
+
+def pieces_of(name: str) -> int:
+    """Return the piece count of a table file name."""
+    return len(name.split(".", 1)[0]) - 1
+
+
+def file_url(base_url: str, name: str) -> str:
+    """Return a table file's URL on a mirror with the public layout."""
+    base = base_url.rstrip("/")
+    if pieces_of(name) <= 5:
+        return f"{base}/3-4-5/{name}"
+    folder = "6-WDL" if name.endswith(".rtbw") else "6-DTZ"
+    return f"{base}/{folder}/{name}"
+
+
+def set_files(checksums: dict[str, str], set_name: str, base_url: str) -> list[TableFile]:
+    """Return the files of a set, smallest piece count first."""
+    if set_name not in SETS:
+        raise ChesspipeError(f"unknown set {set_name!r}; choose {', '.join(SETS)}")
+    counts = SETS[set_name][0]
+    names = sorted(
+        (n for n in checksums if pieces_of(n) in counts), key=lambda n: (pieces_of(n), n)
+    )
+    if not names:
+        raise ChesspipeError(f"the checksum list has no files of set {set_name}")
+    return [TableFile(n, checksums[n], file_url(base_url, n)) for n in names]
+
+
+def _request(url: str, offset: int = 0, timeout: float = 60.0) -> http.client.HTTPResponse:
+    headers = {"User-Agent": USER_AGENT}
+    if offset:
+        headers["Range"] = f"bytes={offset}-"
+    request = urllib.request.Request(url, headers=headers)
+    response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
+    return response
+
+
+def read_checksum_list(source: str, timeout: float = 60.0) -> dict[str, str]:
+    """Return the checksums from a URL or a local file."""
+    try:
+        if source.startswith(("http://", "https://")):
+            with _request(source, timeout=timeout) as response:
+                text = response.read().decode("utf-8", "replace")
+        else:
+            text = Path(source).read_text(encoding="utf-8")
+    except urllib.error.HTTPError as exc:
+        raise ChesspipeError(f"{source}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise ChesspipeError(f"cannot read the checksum list {source}: {exc}") from None
+    return parse_checksums(text)
+
+
+def sha256_file(path: Path) -> str:
+    """Return a file's SHA-256 as hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _State:
+    """Files already verified in a folder: name -> size, mtime and sha256."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / STATE_FILE
+        try:
+            self.data: dict[str, dict[str, Any]] = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def is_complete(self, path: Path, sha256: str) -> bool:
+        if not path.is_file():
+            return False
+        stat = path.stat()
+        entry = self.data.get(path.name)
+        if entry and entry == {
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+            "sha256": sha256,
+        }:
+            return True
+        if sha256_file(path) == sha256:
+            self.remember(path, sha256)
+            return True
+        return False
+
+    def remember(self, path: Path, sha256: str) -> None:
+        stat = path.stat()
+        self.data[path.name] = {
+            "size": stat.st_size,
+            "mtime_ns": stat.st_mtime_ns,
+            "sha256": sha256,
+        }
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)
+
+
+def fetch_file(
+    table: TableFile,
+    folder: Path,
+    report: Callable[[int, int | None], None] | None = None,
+    retries: int = 5,
+    timeout: float = 60.0,
+    backoff: float = 1.0,
+) -> Path:
+    """Download one file into FOLDER/NAME.part, resuming with Range; verify it; move it in place."""
+    target = folder / table.name
+    part = folder / f"{table.name}.part"
+    failures = 0
+    while True:
+        offset = part.stat().st_size if part.exists() else 0
+        try:
+            response = _request(table.url, offset, timeout)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 416 and offset:  # nothing after what we have: check it below
+                break
+            if exc.code in (404, 403, 410):
+                raise ChesspipeError(f"{table.url}: HTTP {exc.code} {exc.reason}") from None
+            failures += 1
+            if failures > retries:
+                raise ChesspipeError(f"{table.url}: HTTP {exc.code} {exc.reason}") from None
+            time.sleep(backoff * failures)
+            continue
+        except (urllib.error.URLError, OSError) as exc:
+            failures += 1
+            if failures > retries:
+                raise ChesspipeError(f"{table.url}: {getattr(exc, 'reason', exc)}") from None
+            time.sleep(backoff * failures)
+            continue
+        with response:
+            if response.status == 206:
+                start = _range_start(response.headers.get("Content-Range", ""))
+                if start != offset:
+                    raise ChesspipeError(f"{table.url}: server resumed at {start}, not {offset}")
+                mode = "ab"
+            else:
+                offset = 0
+                mode = "wb"
+            length = response.headers.get("Content-Length")
+            size = offset + int(length) if length and length.isdigit() else None
+            done = offset
+            try:
+                with open(part, mode) as handle:
+                    while block := response.read(CHUNK):
+                        handle.write(block)
+                        done += len(block)
+                        if report is not None:
+                            report(done, size)
+            except (http.client.HTTPException, OSError) as exc:
+                failures += 1
+                if failures > retries:
+                    raise ChesspipeError(f"{table.url}: connection lost ({exc})") from None
+                time.sleep(backoff * failures)
+                continue
+            if size is not None and done < size:
+                failures += 1
+                if failures > retries:
+                    raise ChesspipeError(f"{table.url}: connection lost at {done} of {size} bytes")
+                time.sleep(backoff * failures)
+                continue
+        break
+    actual = sha256_file(part)
+    if actual != table.sha256:
+        part.unlink()
+        raise ChesspipeError(
+            f"{table.name}: checksum mismatch (got {actual[:12]}..., "
+            f"published {table.sha256[:12]}...)"
+        )
+    os.replace(part, target)
+    return target
+
+
+def _range_start(content_range: str) -> int | None:
+    match = re.match(r"bytes (\d+)-\d+/(\d+|\*)", content_range.strip())
+    return int(match.group(1)) if match else None
+
+
+def download_set(
+    folder: Path,
+    set_name: str,
+    base_url: str = DEFAULT_BASE_URL,
+    checksums: str = DEFAULT_CHECKSUMS_URL,
+    progress: Callable[[FileProgress], None] | None = None,
+    retries: int = 5,
+    timeout: float = 60.0,
+    backoff: float = 1.0,
+) -> dict[str, Any]:
+    """Download a set's missing files into a folder; return counts. Fails listing bad files."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = set_files(read_checksum_list(checksums, timeout), set_name, base_url)
+    state = _State(folder)
+    skipped = fetched = 0
+    failed: list[str] = []
+    started = time.monotonic()
+    for index, table in enumerate(files, 1):
+        if state.is_complete(folder / table.name, table.sha256):
+            skipped += 1
+            continue
+
+        def report(done: int, size: int | None, index: int = index, name: str = table.name) -> None:
+            if progress is not None:
+                progress(FileProgress(index, len(files), name, done, size,
+                                      time.monotonic() - started))  # fmt: skip
+
+        try:
+            path = fetch_file(table, folder, report, retries, timeout, backoff)
+        except ChesspipeError as exc:
+            failed.append(str(exc))
+            continue
+        state.remember(path, table.sha256)
+        fetched += 1
+    summary = {
+        "folder": str(folder),
+        "set": set_name,
+        "files": len(files),
+        "already_complete": skipped,
+        "downloaded": fetched,
+        "failed": failed,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if failed:
+        raise ChesspipeError(f"{len(failed)} of {len(files)} files failed; first: {failed[0]}")
+    return summary
+
+
+def check_space(folder: Path, set_name: str, stream: TextIO = sys.stderr) -> int:
+    """Warn about a set's size; return the bytes free where it goes."""
+    size = SETS[set_name][1] if set_name in SETS else 0
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if set_name == "6":
+        stream.write(
+            f"chesspipe: warning: the 6-piece set is about {size / (1 << 30):.0f} GiB "
+            f"({free / (1 << 30):.0f} GiB free at {probe})\n"
+        )
+    return free
+
+
+class DownloadProgress:
+    """A progress line on stderr: file n of N, bytes of the file, rate."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self._last = 0.0
+        self._name = ""
+
+    def __call__(self, report: FileProgress) -> None:
+        now = time.monotonic()
+        finished = report.size is not None and report.done >= report.size
+        if (
+            not finished
+            and now - self._last < (0.2 if self.tty else 5.0)
+            and report.name == self._name
+        ):
+            return
+        self._last, self._name = now, report.name
+        size = f"/{report.size / 1e6:.1f}" if report.size else ""
+        fraction = report.done / report.size if report.size else 0.0
+        bar = "#" * int(fraction * 20)
+        line = (f"[{report.index}/{report.total_files}] [{bar:<20}] {report.name} "
+                f"{report.done / 1e6:.1f}{size} MB")  # fmt: skip
+        if self.tty:
+            self.stream.write("\r" + line + "\x1b[K")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
