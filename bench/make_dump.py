@@ -94,7 +94,8 @@ def main() -> int:
             return 1
     tmp.replace(args.out)
     print(
-        f"{args.out}: {written / 1e6:.0f} MB of PGN, {args.out.stat().st_size / 1e6:.1f} MB compressed"
+        f"{args.out}: {written / 1e6:.0f} MB of PGN, "
+        f"{args.out.stat().st_size / 1e6:.1f} MB compressed"
     )
     return 0
 

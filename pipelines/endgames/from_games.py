@@ -115,7 +115,7 @@ def game_positions(
     stats = scan.stats
     started = last_report = time.monotonic()
     with open_source(source, rules.variant) as opened:
-        for game in split_games(decompressed_chunks(opened.reader), stats):  # type: ignore[arg-type]
+        for game in split_games(decompressed_chunks(opened.reader), stats):
             kept = filter_game(game, rules, stats)
             if kept is not None:
                 stats.games_kept += 1
