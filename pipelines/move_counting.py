@@ -91,6 +91,8 @@ class OpeningTree:
                 move = board.parse_san(san.decode("ascii"))
             except (ValueError, UnicodeDecodeError) as exc:
                 raise IllegalMove(f"ply {ply + 1}: {san!r}: {exc}") from None
+            if not move:
+                raise IllegalMove(f"ply {ply + 1}: {san!r}: a null move")
             raw = encode_move(board, move)
             child_key = push_with_key(board, move, key)
             replayed = ply + 1

@@ -1,0 +1,225 @@
+"""Ingest and book building, side by side with the peer programs, in one run.
+
+    python bench/run_benchmarks.py [--mb 300] [--no-10x] [--out bench/RESULTS.md]
+
+On the same .pgn.zst inputs: (a) `zstd -dc` alone, the floor; (b) `zstd -dc | pgn-extract`
+(Elo >= 2200) `| polyglot make-book -max-ply 20`, what a user would otherwise run; (c) a naive
+python-chess script (`read_game` on every game); (d) `chesspipe ingest` + `chesspipe book build`.
+Also chesspipe on one core, and its filter stage alone (nothing passes the rating filter).
+Inputs: the real Lichess samples (CHESSPIPE_LICHESS, default ../shared/data/lichess), and dumps
+generated from them by bench/make_dump.py with about 2% of games passing the default filter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+WORK = HERE / "work"
+PY = sys.executable
+
+
+def measure(command: str) -> dict:
+    """Run a shell command in a fresh measuring process; return wall, CPU and peak memory."""
+    env = dict(os.environ)
+    env["PATH"] = env.get("PATH", "") + ":/usr/games"
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run(
+        [PY, str(HERE / "measure.py"), command], capture_output=True, text=True, env=env, check=True
+    )
+    result = json.loads(out.stdout)
+    if result["returncode"] != 0:
+        raise SystemExit(f"benchmark command failed: {command}\n{result['stderr']}")
+    return result
+
+
+def pgn_size(path: Path) -> int:
+    out = subprocess.run(
+        f"zstd -dc '{path}' | wc -c", shell=True, capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.strip())
+
+
+def real_input(lichess: Path) -> Path:
+    target = WORK / "real.pgn.zst"
+    with open(target, "wb") as out:
+        for path in sorted(lichess.glob("*.pgn.zst")):
+            out.write(path.read_bytes())  # concatenated zstd streams are one valid stream
+    return target
+
+
+def chesspipe(path: Path, name: str, extra: str = "") -> str:
+    warehouse = WORK / f"wh-{name}"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    return (
+        f"{PY} -m pipelines ingest '{path}' --month 2000-01 --warehouse '{warehouse}' --quiet {extra} && "
+        f"{PY} -m pipelines book build --warehouse '{warehouse}' --months 2000-01 --out '{warehouse}/book.bin'"
+    )
+
+
+def run_input(path: Path, label: str, naive_cap: float | None) -> dict:
+    tags = WORK / "elo-2200.txt"
+    tags.write_text('WhiteElo >= "2200"\nBlackElo >= "2200"\n')
+    size = pgn_size(path)
+    runs: dict[str, dict] = {}
+    runs["a"] = measure(f"zstd -dc '{path}' > /dev/null")
+    runs["b"] = measure(
+        f"zstd -dc '{path}' | pgn-extract -s -t '{tags}' 2>/dev/null | "
+        f"polyglot make-book -pgn /dev/stdin -bin '{WORK}/peer.bin' -max-ply 20 -min-game 20 -min-score 35 > /dev/null"
+    )
+    cap = f" --max-seconds {naive_cap}" if naive_cap else ""
+    runs["c"] = measure(f"{PY} '{HERE}/naive_python_chess.py' '{path}'{cap}")
+    naive = json.loads(runs["c"]["stdout"].strip().splitlines()[-1])
+    if not naive["complete"]:  # scale the capped run to the whole input by its measured rate
+        scale = size / naive["pgn_bytes"]
+        runs["c"]["wall"] *= scale
+        runs["c"]["cpu"] *= scale
+        runs["c"]["extrapolated_from_mb"] = naive["pgn_bytes"] / 1e6
+    runs["d"] = measure(chesspipe(path, label))
+    runs["d1"] = measure(chesspipe(path, label + "-1", "--workers 1"))
+    runs["f"] = measure(chesspipe(path, label + "-filter", "--min-rating 99999"))
+    manifest = json.loads((WORK / f"wh-{label}" / "move_stats" / "month=2000-01.json").read_text())
+    return {
+        "label": label,
+        "path": str(path),
+        "pgn_bytes": size,
+        "compressed_bytes": path.stat().st_size,
+        "games": manifest["games_read"],
+        "kept": manifest["games_kept"],
+        "runs": runs,
+    }
+
+
+def row(name: str, run: dict, result: dict) -> str:
+    mb = result["pgn_bytes"] / 1e6
+    note = (
+        f" (extrapolated from {run['extrapolated_from_mb']:.0f} MB)"
+        if "extrapolated_from_mb" in run
+        else ""
+    )
+    runs = result["runs"]
+    ratios = " | ".join(f"{run['wall'] / runs[k]['wall']:.2f}" for k in ("a", "b", "c"))
+    return (
+        f"| {name}{note} | {run['wall']:.2f} | {run['cpu']:.2f} | {run['max_rss_mb']:.0f} | "
+        f"{mb / run['wall']:.0f} | {result['games'] / run['wall']:,.0f} | {ratios} |"
+    )
+
+
+def report(results: list[dict], big: dict | None) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Run by `python bench/run_benchmarks.py` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{os.cpu_count()} cores. Times in seconds; memory is the largest single process's peak RSS (MB); "
+        "MB/s is decompressed PGN per wall second; ratios are wall time divided by the wall time of "
+        "(a), (b) and (c) (below 1 is faster).",
+        "",
+    ]
+    names = {
+        "a": "(a) zstd -dc (floor)",
+        "b": "(b) zstd -dc | pgn-extract | polyglot make-book",
+        "c": "(c) naive python-chess",
+        "d": "(d) chesspipe ingest + book build",
+        "d1": "(d) chesspipe, --workers 1",
+        "f": "chesspipe filter stage only (nothing kept)",
+    }
+    for result in results:
+        lines += [
+            f"## {result['label']}: {result['pgn_bytes'] / 1e6:.0f} MB of PGN "
+            f"({result['compressed_bytes'] / 1e6:.1f} MB compressed), {result['games']:,} games, "
+            f"{result['kept']:,} kept ({result['kept'] / max(1, result['games']):.1%})",
+            "",
+            "| program | wall | CPU | peak MB | MB/s | games/s | ÷(a) | ÷(b) | ÷(c) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            row(names[key], result["runs"][key], result) for key in ("a", "b", "c", "d", "d1", "f")
+        ]
+        lines.append("")
+    if big is not None:
+        lines += [
+            f"## Memory at 10x: {big['pgn_bytes'] / 1e6:.0f} MB of PGN, chesspipe only",
+            "",
+            f"chesspipe ingest + book build: {big['wall']:.1f} s wall, {big['cpu']:.1f} s CPU, "
+            f"peak {big['max_rss_mb']:.0f} MB in the largest process, "
+            f"{big['pgn_bytes'] / 1e6 / big['wall']:.0f} MB/s.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--mb", type=int, default=300)
+    parser.add_argument("--no-10x", action="store_true")
+    parser.add_argument(
+        "--naive-cap", type=float, default=60.0, help="seconds for (c) on generated dumps"
+    )
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    shared = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    parser.add_argument(
+        "--lichess",
+        type=Path,
+        default=Path(os.environ.get("CHESSPIPE_LICHESS", shared / "lichess")),
+    )
+    args = parser.parse_args()
+    for program in ("zstd", "pzstd"):
+        if shutil.which(program) is None:
+            raise SystemExit(f"{program} is needed (Debian package zstd)")
+    for program in ("pgn-extract", "polyglot"):
+        if shutil.which(program) is None and shutil.which(program, path="/usr/games") is None:
+            raise SystemExit(f"{program} is needed (Debian package {program})")
+    WORK.mkdir(exist_ok=True)
+    results = [run_input(real_input(args.lichess), "real Lichess games", None)]
+    dump = WORK / f"dump-{args.mb}.pgn.zst"
+    subprocess.run(
+        [
+            PY,
+            str(HERE / "make_dump.py"),
+            str(dump),
+            "--mb",
+            str(args.mb),
+            "--lichess",
+            str(args.lichess),
+        ],
+        check=True,
+    )
+    results.append(run_input(dump, f"generated dump, {args.mb} MB", args.naive_cap))
+    big = None
+    if not args.no_10x:
+        big_dump = WORK / f"dump-{args.mb * 10}.pgn.zst"
+        subprocess.run(
+            [
+                PY,
+                str(HERE / "make_dump.py"),
+                str(big_dump),
+                "--mb",
+                str(args.mb * 10),
+                "--seed",
+                "2",
+                "--lichess",
+                str(args.lichess),
+            ],
+            check=True,
+        )
+        big = measure(chesspipe(big_dump, "10x"))
+        big["pgn_bytes"] = pgn_size(big_dump)
+    text = report(results, big)
+    args.out.write_text(text + "\n")
+    (WORK / "results.json").write_text(json.dumps({"results": results, "big": big}, indent=1))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
