@@ -29,6 +29,9 @@ from pipelines.warehouse import (
 )
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
 
+#: Smallest compressed file read by several processes; below it, starting them costs more.
+PARALLEL_MIN_BYTES = 16 << 20
+
 #: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
 FLUSH_ROWS = 2_000_000
 
@@ -291,7 +294,7 @@ def _parallel_units(opened: OpenSource, workers: int) -> list[range] | None:
     """Return the units of parallel work for a pzstd-style file, or None to read it in order."""
     from pipelines.zstd_frames import frame_index, plan_units, read_frame
 
-    if workers < 2 or not opened.size:
+    if workers < 2 or not opened.size or opened.size < PARALLEL_MIN_BYTES:
         return None
     handle = opened.reader.stream
     frames = frame_index(handle, opened.size)  # type: ignore[arg-type]

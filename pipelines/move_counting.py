@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import chess
 
 from pipelines.pgn_scan import KeptGame, ScanStats, san_tokens
-from schemas.move_stats import SPEEDS
+from schemas.dimensions import SPEEDS
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 

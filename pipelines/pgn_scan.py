@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from schemas.move_stats import RATING_BAND_WIDTH, SPEEDS
+from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
 
 #: Games start after a blank line, with a tag. Splitting consumes the leading "[".
 _BOUNDARY = b"\n\n["

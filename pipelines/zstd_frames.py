@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -111,14 +112,20 @@ def unit_text(
     at most `max_game_bytes` past its end.
     """
     own = b"".join(read_frame(handle, frames[i]) for i in unit)
-    text = own
-    following = unit.stop
-    while True:
-        end = text.find(BOUNDARY, len(own))
-        if end >= 0 or following >= len(frames) or len(text) - len(own) > max_game_bytes + 3:
+    # Read on only as far as the next game that starts in the following unit.
+    parts: list[bytes] = []
+    read_on = 0
+    window = own[-2:]
+    for piece in _pieces_after(handle, frames, unit.stop):
+        joined = window + piece
+        window_start = len(own) + read_on - len(window)
+        found = joined.find(BOUNDARY, len(own) - window_start)
+        parts.append(piece)
+        read_on += len(piece)
+        if found >= 0 or read_on > max_game_bytes + 3:
             break
-        text += read_frame(handle, frames[following])
-        following += 1
+        window = joined[-2:]
+    text = own + b"".join(parts)
     end = text.find(BOUNDARY, len(own))
     if end < 0:
         end = len(text)
@@ -126,3 +133,24 @@ def unit_text(
     if start < 0 or start >= len(own):
         return b"", len(own)
     return text[start:end], len(own)
+
+
+def _pieces_after(handle: BinaryIO, frames: list[Frame], first: int) -> Iterator[bytes]:
+    """Yield the decompressed text from frame `first` on, a little at a time."""
+    for frame in frames[first:]:
+        handle.seek(frame.offset)
+        decompressor = zstandard.ZstdDecompressor().decompressobj()
+        left = frame.size
+        while left > 0:
+            data = handle.read(min(left, 1 << 14))
+            if not data:
+                raise CorruptInput(
+                    f"truncated zstd stream: the frame at byte {frame.offset} is cut short"
+                )
+            left -= len(data)
+            try:
+                out = decompressor.decompress(data)
+            except zstandard.ZstdError as exc:
+                raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
+            if out:
+                yield out

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: Speed categories in Lichess's order, slowest last.
-SPEEDS = ("ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence")
+from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
 
-#: Width of a rating band: the lower-rated player's rating floored to this step.
-RATING_BAND_WIDTH = 100
+__all__ = ["MOVE_STATS_SCHEMA", "PARTITION_COLUMN", "RATING_BAND_WIDTH", "SPEEDS"]
 
 #: One row per (key, move, speed, rating band) in a month; results from the mover's view.
 MOVE_STATS_SCHEMA = pa.schema(

@@ -28,7 +28,10 @@ def framed(tmp_path: Path, text: bytes, frame_size: int) -> Path:
     return path
 
 
-def test_parallel_equals_sequential(tmp_path: Path, games_2013: Path, games_2021: Path) -> None:
+def test_parallel_equals_sequential(
+    tmp_path: Path, games_2013: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)  # small files too
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
@@ -72,7 +75,10 @@ def test_units_own_every_game_once(frame_size: int, workers: int, huge: int) -> 
     assert stats.dropped["oversized"] == (1 if huge else 0)
 
 
-def test_frame_index_of_truncated_file(tmp_path: Path, games_2021: Path) -> None:
+def test_frame_index_of_truncated_file(
+    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
     path = framed(tmp_path, read_text(games_2021).encode(), frame_size=100_000)
     with open(path, "rb") as handle:
         frames = frame_index(handle, path.stat().st_size)

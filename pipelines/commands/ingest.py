@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from schemas.move_stats import SPEEDS
+from schemas.dimensions import SPEEDS
 
 
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
