@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "pipelines.commands.ingest",
     "pipelines.commands.book",
     "pipelines.commands.sql",
+    "pipelines.commands.chess960",
 )
 
 
