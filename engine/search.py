@@ -91,7 +91,7 @@ def time_budget(limits: Limits, turn: chess.Color, overhead_ms: int) -> tuple[fl
     target = left / moves_to_go + 0.75 * increment
     hard = min(3 * target, left / 2 if moves_to_go > 1 else left * 0.8)
     soft = min(target, hard) * 0.6
-    return max(soft, 0.001), max(hard, 0.002)
+    return max(soft, 1) / 1000, max(hard, 2) / 1000
 
 
 def score_to_tt(score: int, ply: int) -> int:

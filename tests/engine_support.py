@@ -66,7 +66,7 @@ class RawEngine:
 
     def until(self, prefix: str, timeout: float = 60) -> list[str]:
         """Return the lines read up to and including the first starting with `prefix`."""
-        seen = []
+        seen: list[str] = []
         while True:
             line = self.lines.get(timeout=timeout)
             if line == "<eof>":
