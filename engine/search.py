@@ -357,6 +357,8 @@ class Searcher:
             return 0
         if clock >= 100 and not board.is_checkmate():
             return 0
+        if chess.popcount(board.occupied) <= 4 and board.is_insufficient_material():
+            return 0
         if ply >= MAX_PLY - 1:
             return evaluate(board)
         alpha = max(alpha, -MATE + ply)

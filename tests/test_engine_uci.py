@@ -180,3 +180,21 @@ def test_uci_handshake_and_options() -> None:
         engine.configure({"Hash": 1, "Move Overhead": 10})
         board = chess.Board()
         assert board.is_legal(engine.play(board, chess.engine.Limit(depth=2)).move)
+
+
+def test_engine_package_never_imports_pipelines() -> None:
+    import ast
+    from pathlib import Path
+
+    engine_dir = Path(__file__).resolve().parent.parent / "engine"
+    sources = sorted(engine_dir.glob("*.py"))
+    assert sources
+    for source in sources:
+        for node in ast.walk(ast.parse(source.read_text(), str(source))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] != "pipelines", f"{source.name} imports {name}"
