@@ -115,3 +115,28 @@ def test_chess960_self_play_finishes_without_illegal_moves(number: int) -> None:
             assert len(board.move_stack) < 1000
     assert board.is_game_over(claim_draw=True)
     assert castled, "no castling was played"
+
+
+def test_engine_command_line_prints_start_positions() -> None:
+    import subprocess
+
+    from tests.engine_support import ENGINE_COMMAND, ROOT, engine_env
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*ENGINE_COMMAND, *args],
+            capture_output=True,
+            text=True,
+            env=engine_env(),
+            cwd=ROOT,
+            timeout=60,
+        )
+
+    done = run("--chess960", "959", "--shredder")
+    assert done.returncode == 0
+    assert done.stdout.strip() == chess.Board.from_chess960_pos(959).shredder_fen()
+    refused = run("--chess960", "-5")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "chesspipe-engine: error: Chess960 position number must be 0-959, not -5"
+    )
