@@ -6,6 +6,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,10 +41,12 @@ class RawEngine:
     """The engine process spoken to line by line, for protocol details a client hides."""
 
     def __init__(self) -> None:
+        self.errors = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed by raw_engine()
         self.proc = subprocess.Popen(
             ENGINE_COMMAND,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
+            stderr=self.errors,
             text=True,
             env=engine_env(),
             cwd=ROOT,
@@ -88,6 +91,11 @@ class RawEngine:
             if self.proc.poll() is None:
                 self.proc.kill()
 
+    def stderr(self) -> str:
+        """Everything the engine wrote to stderr so far."""
+        self.errors.seek(0)
+        return self.errors.read()
+
 
 @contextmanager
 def raw_engine() -> Iterator[RawEngine]:
@@ -96,4 +104,8 @@ def raw_engine() -> Iterator[RawEngine]:
     try:
         yield engine
     finally:
-        assert engine.close() == 0
+        status = engine.close()
+        errors = engine.stderr()
+        engine.errors.close()
+    assert status == 0
+    assert errors == "", errors

@@ -198,3 +198,74 @@ def test_engine_package_never_imports_pipelines() -> None:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] != "pipelines", f"{source.name} imports {name}"
+
+
+FUZZ_WORDS = [
+    "uci",
+    "isready",
+    "ucinewgame",
+    "position",
+    "startpos",
+    "fen",
+    "moves",
+    "go",
+    "depth",
+    "nodes",
+    "movetime",
+    "wtime",
+    "btime",
+    "winc",
+    "binc",
+    "movestogo",
+    "searchmoves",
+    "stop",
+    "setoption",
+    "name",
+    "value",
+    "Hash",
+    "OwnBook",
+    "BookFile",
+    "SyzygyPath",
+    "UCI_Chess960",
+    "SyzygyProbeLimit",
+    "Move",
+    "Overhead",
+    "true",
+    "false",
+    "e2e4",
+    "e7e5",
+    "e1g1",
+    "e1h1",
+    "a7a8q",
+    "0000",
+    "-1",
+    "0",
+    "1",
+    "2",
+    "99999999999999999999",
+    "rnbqkbnr/pppppppp/8/8",
+    "8/8/8/8/8/8/8/8",
+    "w",
+    "b",
+    "KQkq",
+    "-",
+    "\u00e9\u00e8",
+    "\x00",
+    "debug",
+    "ponderhit",
+]
+
+
+def test_random_command_lines_never_end_the_engine() -> None:
+    rng = random.Random(2026)
+    with raw_engine() as engine:
+        for _ in range(300):
+            words = [rng.choice(FUZZ_WORDS) for _ in range(rng.randrange(1, 9))]
+            if words[0] == "quit":
+                words[0] = "go"
+            engine.send(" ".join(words))
+        assert engine.ask("stop") != ["<eof>"]
+        engine.ask("setoption name UCI_Chess960 value false", "position startpos")
+        engine.send("go depth 1")
+        move = engine.until("bestmove")[-1].split()[1]
+        assert chess.Board().is_legal(chess.Move.from_uci(move))
