@@ -39,12 +39,16 @@ def play_game(
     ours_white: bool,
     base: float,
     increment: float,
-) -> tuple[str, chess.Board, str]:
-    """Play one game from an opening under a Fischer clock; return (result, board, reason)."""
+) -> tuple[str, chess.Board, str, list[float]]:
+    """Play a game from an opening under a Fischer clock: (result, board, reason, clocks).
+
+    `clocks` holds the mover's remaining time after each move played after the opening.
+    """
     board = chess.Board()
     for uci in opening.split():
         board.push_uci(uci)
     clocks = {chess.WHITE: base, chess.BLACK: base}
+    remaining: list[float] = []
     while not board.is_game_over(claim_draw=True) and len(board.move_stack) < MAX_PLIES:
         ours_to_move = (board.turn == chess.WHITE) == ours_white
         engine = ours if ours_to_move else stockfish
@@ -56,18 +60,21 @@ def play_game(
         )
         started = time.monotonic()
         move = engine.play(board, limit).move
-        clocks[board.turn] -= time.monotonic() - started
-        if clocks[board.turn] < 0:
+        spent = time.monotonic() - started
+        if clocks[board.turn] - spent < 0:
             loser_white = board.turn == chess.WHITE
-            return ("0-1" if loser_white else "1-0"), board, "time forfeit"
+            reason = f"time forfeit: {spent:.3f}s spent with {clocks[board.turn]:.3f}s left"
+            return ("0-1" if loser_white else "1-0"), board, reason, remaining
+        clocks[board.turn] -= spent
+        remaining.append(clocks[board.turn])
         clocks[board.turn] += increment
         if move is None:
             break
         board.push(move)
     outcome = board.outcome(claim_draw=True)
     if outcome is None:
-        return "1/2-1/2", board, f"adjudicated after {MAX_PLIES} plies"
-    return outcome.result(), board, outcome.termination.name.lower()
+        return "1/2-1/2", board, f"adjudicated after {MAX_PLIES} plies", remaining
+    return outcome.result(), board, outcome.termination.name.lower(), remaining
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         for number in range(args.games):
             opening = OPENINGS[(number // 2) % len(OPENINGS)]
             ours_white = number % 2 == 0
-            result, board, reason = play_game(
+            result, board, reason, remaining = play_game(
                 ours, stockfish, opening, ours_white, base_seconds, increment
             )
             white_points = {"1-0": 1.0, "0-1": 0.0}.get(result, 0.5)
@@ -107,6 +114,12 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             game = chess.pgn.Game.from_board(board)
+            node: chess.pgn.GameNode = game
+            opening_plies = len(opening.split())
+            for ply in range(len(board.move_stack)):
+                node = node.next()  # type: ignore[assignment]
+                if ply >= opening_plies and ply - opening_plies < len(remaining):
+                    node.set_clock(remaining[ply - opening_plies])
             game.headers["White"] = "chesspipe" if ours_white else f"Stockfish skill {args.skill}"
             game.headers["Black"] = f"Stockfish skill {args.skill}" if ours_white else "chesspipe"
             game.headers["Result"] = result

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from itertools import islice
 
 import chess
 
@@ -27,7 +28,7 @@ INFINITY = MATE + 1
 EXACT, LOWER, UPPER = 0, 1, 2
 
 #: Bytes a transposition table entry takes in memory (dict slot, key tuple, entry tuple).
-TT_ENTRY_BYTES = 400
+TT_ENTRY_BYTES = 600
 
 
 class SearchStopped(Exception):
@@ -271,7 +272,7 @@ class Searcher:
         return entry[3] if entry else None
 
     def _check_limits(self) -> None:
-        self.next_check = self.nodes + 256
+        self.next_check = self.nodes + 128
         if self.node_limit is not None:
             if self.nodes >= self.node_limit:
                 raise SearchStopped
@@ -285,7 +286,9 @@ class Searcher:
         self, key: Hashable, depth: int, bound: int, score: int, move: chess.Move | None, ply: int
     ) -> None:
         if len(self.tt) >= self.tt_limit:
-            self.tt.clear()
+            # Full: forget the oldest quarter (a dict keeps insertion order).
+            for old in list(islice(self.tt, self.tt_limit // 4)):
+                del self.tt[old]
         self.tt[key] = (depth, bound, score_to_tt(score, ply), move)
 
     def _ordered(
