@@ -144,7 +144,8 @@ def evaluate(board: chess.Board) -> int:
     eg += structure_eg
     eg += _mop_up(board, material)
     phase = min(phase, _FULL_PHASE)
-    score = (mg * phase + eg * (_FULL_PHASE - phase)) // _FULL_PHASE
+    # Truncate toward zero, so that a position and its mirror image score alike.
+    score = int((mg * phase + eg * (_FULL_PHASE - phase)) / _FULL_PHASE)
     score = max(-EVAL_LIMIT, min(EVAL_LIMIT, score))
     return (score if board.turn == chess.WHITE else -score) + 10
 
