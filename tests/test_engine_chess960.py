@@ -67,7 +67,19 @@ def test_engine_castles_king_takes_rook_and_reads_both_notations() -> None:
         assert engine.ask("d") == ["info string fen r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"]
         engine.send("go depth 1 searchmoves e1g1")
         assert engine.until("bestmove")[-1].split()[:2] == ["bestmove", "e1g1"]
+        # Input in either notation, even with UCI_Chess960 off.
+        for notation in ("e1g1", "e1h1", "e1a1", "e1c1"):
+            expected = chess.Board("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
+            expected.push(
+                expected.parse_uci({"e1h1": "e1g1", "e1a1": "e1c1"}.get(notation, notation))
+            )
+            lines = engine.ask(
+                f"position fen r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1 moves {notation}", "d"
+            )
+            assert lines == [f"info string fen {expected.fen()}"], notation
+            assert expected.king(chess.WHITE) in (chess.G1, chess.C1)
 
+        engine.ask("position fen r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1")
         engine.ask("setoption name UCI_Chess960 value true")
         engine.send("go depth 1 searchmoves e1h1")
         assert engine.until("bestmove")[-1].split()[:2] == ["bestmove", "e1h1"]
