@@ -376,11 +376,11 @@ class UciEngine:
             move = next(iter(board.legal_moves), None)
         if limits.infinite:
             stop.wait()
-        if move is None:
-            text = "bestmove (none)"
-        else:
-            line = uci_line(board, [move, ponder] if ponder else [move])
-            text = f"bestmove {line[0]}" + (f" ponder {line[1]}" if len(line) > 1 else "")
+        line = uci_line(board, [move, ponder] if ponder else [move]) if move else []
+        if not line:
+            fallback = next(iter(board.legal_moves), None)
+            line = [board.uci(fallback)] if fallback else ["(none)"]
+        text = f"bestmove {line[0]}" + (f" ponder {line[1]}" if len(line) > 1 else "")
         # Idle before the GUI can read the bestmove, so its next commands are never refused.
         self._busy = False
         self.send(text)
