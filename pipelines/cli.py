@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "pipelines.commands.export",
     "pipelines.commands.probe",
     "pipelines.commands.syzygy",
+    "pipelines.commands.chess960",
 )
 
 

@@ -1,0 +1,28 @@
+"""The engine's opening book: a Polyglot book whose moves are drawn in proportion to weight."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import chess
+
+from schemas.polyglot import Book, BookFormatError
+
+
+def open_book(path: str | os.PathLike[str]) -> Book:
+    """Read a Polyglot book, raising ValueError with a one-line reason if it can't be used."""
+    if not os.path.isfile(path):
+        raise ValueError(f"book file not found: {path}")
+    try:
+        return Book.open(path)
+    except (BookFormatError, OSError) as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def book_move(book: Book, board: chess.Board, rng: random.Random) -> chess.Move | None:
+    """Return a legal book move drawn in proportion to the weights, or None if out of book."""
+    choice = book.weighted_choice(board, rng)
+    if choice is None or not board.is_legal(choice.move):
+        return None
+    return choice.move
