@@ -125,7 +125,7 @@ def report(results: list[dict], big: dict | None) -> str:
     ]
     names = {
         "a": "(a) zstd -dc (floor)",
-        "b": "(b) zstd -dc | pgn-extract | polyglot make-book",
+        "b": "(b) zstd -dc \\| pgn-extract \\| polyglot make-book",
         "c": "(c) naive python-chess",
         "d": "(d) chesspipe ingest + book build",
         "d1": "(d) chesspipe, --workers 1",

@@ -16,7 +16,7 @@ from pipelines import __version__
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.move_counting import MoveCounter, MoveRows, OpeningTree
-from pipelines.pgn_scan import GameFilter, ScanStats, kept_games, split_games
+from pipelines.pgn_scan import GameFilter, ScanStats, game_batches, kept_games_in_batches
 from pipelines.sources import OpenSource, open_source
 from pipelines.warehouse import (
     check_month,
@@ -177,7 +177,7 @@ def ingest(
 
 
 def count_games(
-    games: Iterable[bytes],
+    batches: Iterable[Iterable[bytes]],
     rules: GameFilter,
     plies: int,
     stats: ScanStats,
@@ -190,7 +190,7 @@ def count_games(
     """Count the first plies of the kept games into aggregated run files under staging."""
     counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
     runs: list[Path] = []
-    for kept in kept_games(games, rules, stats):
+    for kept in kept_games_in_batches(batches, rules, stats):
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
             counter.flush()
@@ -206,11 +206,11 @@ def count_games(
 
 
 def _until_corrupt(
-    games: Iterator[bytes], keep_partial: bool, errors: list[str]
-) -> Iterator[bytes]:
-    """Pass games through; on a corrupt stream, stop and note why if partial output is wanted."""
+    batches: Iterator[list[bytes]], keep_partial: bool, errors: list[str]
+) -> Iterator[list[bytes]]:
+    """Pass batches through; on a corrupt stream, stop and note why if partial output is wanted."""
     try:
-        yield from games
+        yield from batches
     except CorruptInput as exc:
         if not keep_partial:
             raise
@@ -241,11 +241,11 @@ def _ingest_locked(
                 opened, units, rules, plies, stats, staging, flush_rows, workers, progress, started
             )
         else:
-            games = split_games(decompressed_chunks(opened.reader), stats)
-            games = _until_corrupt(
-                _reporting(games, progress, opened, stats, started), keep_partial, errors
+            batches = game_batches(decompressed_chunks(opened.reader), stats)
+            batches = _until_corrupt(
+                _reporting(batches, progress, opened, stats, started), keep_partial, errors
             )
-            runs, tree = count_games(games, rules, plies, stats, staging, "run", flush_rows)
+            runs, tree = count_games(batches, rules, plies, stats, staging, "run", flush_rows)
             hits, misses = tree.hits, tree.misses
         error = errors[0] if errors else None
         if progress is not None:
@@ -308,24 +308,23 @@ def _parallel_units(opened: OpenSource, workers: int) -> list[range] | None:
 
 
 def _reporting(
-    games: Iterator[bytes],
+    batches: Iterator[list[bytes]],
     progress: ProgressCallback | None,
     opened: OpenSource,
     stats: ScanStats,
     started: float,
-) -> Iterator[bytes]:
-    """Pass games through, calling progress with the bytes read about twice a second."""
+) -> Iterator[list[bytes]]:
+    """Pass batches of games through, calling progress with the bytes read twice a second."""
     if progress is None:
-        yield from games
+        yield from batches
         return
     last = 0.0
-    for count, game in enumerate(games):
-        if count & 0x3FF == 0:
-            now = time.monotonic()
-            if now - last >= 0.5:
-                last = now
-                progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
-        yield game
+    for batch in batches:
+        now = time.monotonic()
+        if now - last >= 0.5:
+            last = now
+            progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        yield batch
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:

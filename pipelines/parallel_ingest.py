@@ -8,7 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 
 from pipelines.ingest import Progress, ProgressCallback, count_games
-from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, split_games
+from pipelines.move_counting import OpeningTree
+from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_batches
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, frame_index, unit_text
 
@@ -26,12 +27,24 @@ def scan_unit(
     stats = ScanStats()
     with open(path, "rb") as handle:
         text, own_length = unit_text(handle, frames, unit, MAX_GAME_BYTES)
-    games = split_games([text] if text else [], stats)
-    runs, tree = count_games(
-        games, rules, plies, stats, staging, f"unit-{unit.start:07d}", flush_rows
-    )
+    batches = game_batches([text] if text else [], stats)
+    tree = _worker_tree()
+    hits, misses = tree.hits, tree.misses
+    prefix = f"unit-{unit.start:07d}"
+    runs, _ = count_games(batches, rules, plies, stats, staging, prefix, flush_rows, tree)
     stats.pgn_bytes = own_length
-    return stats, runs, tree.hits, tree.misses
+    return stats, runs, tree.hits - hits, tree.misses - misses
+
+
+_TREE: OpeningTree | None = None
+
+
+def _worker_tree() -> OpeningTree:
+    """Return this worker process's opening tree, kept across units (openings repeat)."""
+    global _TREE
+    if _TREE is None:
+        _TREE = OpeningTree()
+    return _TREE
 
 
 def ingest_units(

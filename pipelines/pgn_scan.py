@@ -119,6 +119,23 @@ def split_games(
     chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
 ) -> Iterator[bytes]:
     """Yield each game's bytes without its leading "[", from chunks of PGN text."""
+    for batch in game_batches(chunks, stats, max_game_bytes):
+        yield from batch
+
+
+def _whole_games(pieces: list[bytes], stats: ScanStats, max_game_bytes: int) -> list[bytes]:
+    """Return the pieces that are games, counting oversized ones as dropped."""
+    if pieces and max(map(len, pieces)) > max_game_bytes:
+        oversized = sum(1 for piece in pieces if len(piece) > max_game_bytes)
+        stats.games_read += oversized
+        stats.dropped["oversized"] += oversized
+    return [p for p in pieces if p and len(p) <= max_game_bytes and not p.isspace()]
+
+
+def game_batches(
+    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[list[bytes]]:
+    """Yield lists of whole games (each without its leading "["), from chunks of PGN text."""
     pending: list[bytes] = []
     pending_size = 0
     skipping = False  # inside an oversized game, waiting for the next boundary
@@ -166,25 +183,17 @@ def split_games(
         if skipping:
             pieces = pieces[1:]  # the rest of the oversized game
             skipping = False
-        for piece in pieces:
-            if len(piece) > max_game_bytes:
-                stats.games_read += 1
-                stats.drop("oversized")
-            elif piece and not piece.isspace():
-                yield piece
+        batch = _whole_games(pieces, stats, max_game_bytes)
+        if batch:
+            yield batch
     if not pending:
         return
-    buffer = b"".join(pending)
-    pieces = buffer.split(_BOUNDARY)
+    pieces = b"".join(pending).split(_BOUNDARY)
     if skipping:
         pieces = pieces[1:]
-    for piece in pieces:
-        if piece and not piece.isspace():
-            if len(piece) > max_game_bytes:
-                stats.games_read += 1
-                stats.drop("oversized")
-            else:
-                yield piece
+    batch = _whole_games(pieces, stats, max_game_bytes)
+    if batch:
+        yield batch
 
 
 _ELO_PAIR = re.compile(rb'\n\[WhiteElo "(\d+)"\]\n\[BlackElo "(\d+)"\]\n')
@@ -266,28 +275,36 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
 
 def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:
     """Yield the games that pass the filter, counting the others under their reasons."""
+    return kept_games_in_batches((games,), rules, stats)
+
+
+def kept_games_in_batches(
+    batches: Iterable[Iterable[bytes]], rules: GameFilter, stats: ScanStats
+) -> Iterator[KeptGame]:
+    """Yield the games of batches that pass the filter, counting the others under their reasons."""
     search = _ELO_PAIR.search
     min_rating = rules.min_rating
-    low = 0
-    try:
-        for game in games:
-            # Fast path for the dumps' layout, where most games fail on ratings: one regex
-            # search decides, if the tags it found are in the tag section.
-            pair = search(game)
-            if (
-                pair is not None
-                and (int(pair[1]) < min_rating or int(pair[2]) < min_rating)
-                and game.find(b"\n\n", 0, pair.start()) < 0
-            ):
-                low += 1
-                continue
-            kept = filter_game(game, rules, stats)
-            if kept is not None:
-                yield kept
-    finally:
-        if low:
-            stats.games_read += low
-            stats.dropped["rating_low"] += low
+    for batch in batches:
+        low = 0
+        try:
+            for game in batch:
+                # Fast path for the dumps' layout, where most games fail on ratings: one regex
+                # search decides, if the tags it found are in the tag section.
+                pair = search(game)
+                if (
+                    pair is not None
+                    and (int(pair[1]) < min_rating or int(pair[2]) < min_rating)
+                    and game.find(b"\n\n", 0, pair.start()) < 0
+                ):
+                    low += 1
+                    continue
+                kept = filter_game(game, rules, stats)
+                if kept is not None:
+                    yield kept
+        finally:
+            if low:
+                stats.games_read += low
+                stats.dropped["rating_low"] += low
 
 
 _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
