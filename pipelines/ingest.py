@@ -138,8 +138,14 @@ def ingest(
     keep_partial: bool = False,
     progress: ProgressCallback | None = None,
     flush_rows: int = FLUSH_ROWS,
+    expected_sha256: str | None = None,
+    http_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Stream a month's games into its move statistics partition; return the run manifest."""
+    """Stream a month's games into its move statistics partition; return the run manifest.
+
+    With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
+    `http_options` go to the downloader (timeout, retries, backoff, cache).
+    """
     rules = rules or GameFilter()
     check_month(month)
     if plies < 1:
@@ -147,11 +153,12 @@ def ingest(
     warehouse = Path(warehouse)
     started = time.monotonic()
     with month_lock(warehouse, month):
+        remove_stale_files(warehouse, month)
         staging = staging_dir(warehouse, month)
         try:
             return _ingest_locked(
                 source, month, warehouse, rules, plies, keep_partial, progress, flush_rows,
-                staging, started,
+                staging, started, expected_sha256, http_options or {},
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -168,6 +175,8 @@ def _ingest_locked(
     flush_rows: int,
     staging: Path,
     started: float,
+    expected_sha256: str | None,
+    http_options: dict[str, Any],
 ) -> dict[str, Any]:
     stats = ScanStats()
     tree = OpeningTree()
@@ -176,7 +185,9 @@ def _ingest_locked(
     error: str | None = None
     chess960 = rules.variant == "chess960"
     last_report = 0.0
-    with open_source(source, rules.variant) as opened:
+    if expected_sha256 is not None:
+        http_options = {**http_options, "expected_sha256": expected_sha256}
+    with open_source(source, rules.variant, **http_options) as opened:
         try:
             for game in split_games(decompressed_chunks(opened.reader), stats):
                 kept = filter_game(game, rules, stats)
@@ -208,6 +219,12 @@ def _ingest_locked(
             error = str(exc)
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        source_sha256 = opened.reader.sha256.hexdigest()
+        if expected_sha256 is not None and source_sha256 != expected_sha256.lower():
+            raise ChesspipeError(
+                f"{opened.name}: sha256 mismatch (got {source_sha256}, expected {expected_sha256}); "
+                "nothing published"
+            )
         scanned = time.monotonic()
         if len(rows):
             runs.append(staging / f"run-{len(runs):05d}.parquet")
@@ -225,7 +242,8 @@ def _ingest_locked(
                 "source_kind": opened.kind,
                 "source_size": opened.size,
                 "source_bytes_read": opened.reader.bytes_read,
-                "source_sha256": opened.reader.sha256.hexdigest(),
+                "source_sha256": source_sha256,
+                "source_sha256_verified": expected_sha256 is not None,
                 "settings": settings_dict(rules, plies),
                 "games_read": stats.games_read,
                 "games_kept": stats.games_kept,
@@ -248,6 +266,14 @@ def _ingest_locked(
             tmp.unlink(missing_ok=True)
         write_json_atomic(manifest_path(warehouse, month), manifest)
         return manifest
+
+
+def remove_stale_files(warehouse: Path, month: str) -> None:
+    """Delete what killed runs of a month left behind (call only while holding its lock)."""
+    for leftover in (Path(warehouse) / ".staging").glob(f"{month}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in partition_file(warehouse, month).parent.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:
