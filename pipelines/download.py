@@ -12,7 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -89,10 +89,10 @@ class HttpStream:
                 request, timeout=self.timeout
             )
         except urllib.error.HTTPError as exc:
-            headers = exc.headers
+            answer = exc.headers
             exc.close()
             if exc.code == 416 and self.offset:
-                total = (headers.get("Content-Range") or "").rpartition("/")[2]
+                total = (answer.get("Content-Range") or "").rpartition("/")[2]
                 if total.isdigit() and int(total) == self.offset:
                     self.size = int(total)
                     raise _AtEnd() from None
@@ -124,7 +124,8 @@ class HttpStream:
         if self._failures > self.retries:
             reason = str(exc) or type(exc).__name__
             raise ChesspipeError(
-                f"{self.url}: giving up after {self.retries} retries at byte {self.offset}: {reason}"
+                f"{self.url}: giving up after {self.retries} retries "
+                f"at byte {self.offset}: {reason}"
             ) from None
         self.reconnects += 1
         self._sleep(min(30.0, self.backoff * 2 ** (self._failures - 1)))
@@ -214,10 +215,8 @@ class HttpStream:
 
     def _close_response(self) -> None:
         if self._response is not None:
-            try:
+            with suppress(OSError):
                 self._response.close()
-            except OSError:
-                pass
             self._response = None
 
     def close(self) -> None:
@@ -320,8 +319,8 @@ class CachingReader:
         self.stream = stream
         self.expected_sha256 = expected_sha256
         self._have = part.stat().st_size if part.exists() else 0
-        self._cached = open(part, "rb") if self._have else None
-        self._sink = open(part, "ab")
+        self._cached = open(part, "rb") if self._have else None  # noqa: SIM115 (closed in close)
+        self._sink = open(part, "ab")  # noqa: SIM115
         self._digest = hashlib.sha256()
         self._done = False
 
