@@ -15,6 +15,9 @@ COMMAND_MODULES = (
     "pipelines.commands.ingest",
     "pipelines.commands.book",
     "pipelines.commands.sql",
+    "pipelines.commands.build_month",
+    "pipelines.commands.backfill",
+    "pipelines.commands.serve_monthly",
 )
 
 

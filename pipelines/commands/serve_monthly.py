@@ -1,0 +1,39 @@
+"""`chesspipe serve-monthly`: serve the monthly build deployment on its cron schedule."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from pipelines.commands.build_month import add_build_options
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve-monthly",
+        help="serve a Prefect deployment that builds the previous month's book on a cron",
+        description="Serve the monthly deployment from this process (Ctrl-C stops it). Each "
+        "scheduled run builds the month before its scheduled date from SOURCE ({month} is "
+        "replaced). Point PREFECT_API_URL at a Prefect server to see runs in its UI.",
+    )
+    parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument("--books", required=True, type=Path)
+    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+    parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
+    add_build_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.build_month import options_from_args
+    from pipelines.flows.deployment import MONTHLY_CRON, serve_monthly
+
+    serve_monthly(
+        str(args.warehouse.resolve()),
+        str(args.books.resolve()),
+        args.source,
+        args.cron or MONTHLY_CRON,
+        options_from_args(args),
+    )
+    return 0
