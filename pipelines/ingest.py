@@ -222,7 +222,8 @@ def _ingest_locked(
         source_sha256 = opened.reader.sha256.hexdigest()
         if expected_sha256 is not None and source_sha256 != expected_sha256.lower():
             raise ChesspipeError(
-                f"{opened.name}: sha256 mismatch (got {source_sha256}, expected {expected_sha256}); "
+                f"{opened.name}: sha256 mismatch (got {source_sha256}, "
+                f"expected {expected_sha256}); "
                 "nothing published"
             )
         scanned = time.monotonic()
