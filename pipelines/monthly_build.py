@@ -23,6 +23,7 @@ from pipelines.pgn_scan import GameFilter
 from pipelines.sources import is_url, resolve
 from pipelines.warehouse import (
     check_month,
+    manifest_path,
     month_lock,
     partition_file,
     read_manifest,
@@ -299,20 +300,37 @@ def remove_stale_staging(books: Path, month: str) -> None:
 def build_month(
     source: str,
     month: str,
-    warehouse: Path,
-    books: Path,
+    warehouse: Path | str,
+    books: Path | str,
     settings: MonthSettings | None = None,
     download: DownloadOptions | None = None,
     force: bool = False,
     progress: ProgressCallback | None = None,
     run_step: StepRunner = run_directly,
 ) -> dict[str, Any]:
-    """Build and publish a month's book; return the run manifest (status built or up-to-date)."""
+    """Build and publish a month's book; return the run manifest (status built or up-to-date).
+
+    `warehouse` and `books` are folders, or URLs of object storage (s3://...) handled by fsspec.
+    """
     settings = settings or MonthSettings()
     download = download or DownloadOptions()
     check_month(month)
     if settings.plies < 1:
         raise ChesspipeError("--plies must be at least 1")
+    from pipelines.object_store import is_remote
+
+    if is_remote(warehouse) or is_remote(books):
+        return _build_month_remote(
+            source,
+            str(warehouse),
+            str(books),
+            month,
+            settings,
+            download,
+            force,
+            progress,
+            run_step,
+        )
     warehouse, books = Path(warehouse), Path(books)
     started = time.monotonic()
     books.mkdir(parents=True, exist_ok=True)
@@ -350,6 +368,59 @@ def build_month(
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        return manifest
+
+
+def _build_month_remote(
+    source: str,
+    warehouse: str,
+    books: str,
+    month: str,
+    settings: MonthSettings,
+    download: DownloadOptions,
+    force: bool,
+    progress: ProgressCallback | None,
+    run_step: StepRunner,
+) -> dict[str, Any]:
+    """Build in a local scratch folder seeded from object storage, then upload what changed."""
+    import tempfile
+
+    from pipelines import object_store as store
+
+    remote_wh, remote_books = store.is_remote(warehouse), store.is_remote(books)
+    key = hashlib.sha256(f"{warehouse}\n{books}".encode()).hexdigest()[:16]
+    lock_root = Path(tempfile.gettempdir()) / "chesspipe-locks" / key
+    with build_lock(lock_root, month), tempfile.TemporaryDirectory(prefix="chesspipe-") as tmp:
+        scratch = Path(tmp)
+        local_wh = scratch / "warehouse" if remote_wh else Path(warehouse)
+        local_books = scratch / "books" if remote_books else Path(books)
+        book, manifest_file = published_paths(local_books, month, settings.rules.variant)
+        stats_file = partition_file(local_wh, month)
+        stats_manifest = manifest_path(local_wh, month)
+
+        def url(base: str, local: Path, root: Path) -> str:
+            return store.join(base, local.relative_to(root).as_posix())
+
+        if remote_books and not force:
+            for local in (manifest_file, book):
+                store.download_if_exists(url(books, local, local_books), local)
+        if remote_wh and not force:
+            store.download_if_exists(url(warehouse, stats_manifest, local_wh), stats_manifest)
+            previous = read_manifest(local_wh, month)
+            wanted = settings_dict(settings.rules, settings.plies)
+            if previous is not None and previous.get("settings") == wanted:
+                store.download_if_exists(url(warehouse, stats_file, local_wh), stats_file)
+        manifest = build_month(
+            source, month, local_wh, local_books, settings, download, force, progress, run_step
+        )
+        if manifest["status"] != "built":
+            return manifest
+        if remote_wh and not manifest["ingest_reused"]:
+            store.upload(stats_file, url(warehouse, stats_file, local_wh))
+            store.upload(stats_manifest, url(warehouse, stats_manifest, local_wh))
+        if remote_books:
+            store.upload(book, url(books, book, local_books))
+            store.upload(manifest_file, url(books, manifest_file, local_books))
         return manifest
 
 

@@ -231,3 +231,53 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
     assert visible_files(books) == visible_files(tmp_path / "ref-books")
     leftovers = [p for root in (books, warehouse) for p in root.glob(".staging/*")]
     assert leftovers == []
+
+
+def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) -> None:
+    import duckdb
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    warehouse, books = "memory://chesspipe-test/wh", "memory://chesspipe-test/books"
+    try:
+        manifest = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+        local = build_month(
+            str(games_2021), "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS
+        )
+        assert manifest["status"] == "built"
+        assert sorted(fs.find("/chesspipe-test")) == [
+            "/chesspipe-test/books/lichess-2021-10.bin",
+            "/chesspipe-test/books/lichess-2021-10.json",
+            "/chesspipe-test/wh/move_stats/month=2021-10.json",
+            "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet",
+        ]
+        book = "/chesspipe-test/books/lichess-2021-10.bin"
+        assert fs.cat(book) == published_paths(tmp_path / "books", "2021-10")[0].read_bytes()
+        assert local["book_sha256"] == manifest["book_sha256"]
+        # DuckDB reads the Parquet statistics where they are stored.
+        con = duckdb.connect()
+        con.register_filesystem(fs)
+        remote = con.sql(
+            "SELECT * FROM read_parquet('memory://chesspipe-test/wh/move_stats/month=*/*.parquet',"
+            " hive_partitioning = true) ORDER BY ALL"
+        ).fetchall()
+        here = con.sql(
+            f"SELECT * FROM read_parquet('{tmp_path}/wh/move_stats/month=*/*.parquet',"
+            " hive_partitioning = true) ORDER BY ALL"
+        ).fetchall()
+        assert remote == here and len(remote) == local["ingest"]["rows"]
+        # Up to date: no object is rewritten.
+        created = {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")}
+        again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+        assert again["status"] == "up-to-date"
+        assert {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")} == created
+        # New book settings reuse the stored partition and replace only the book and manifest.
+        stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
+        rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
+        assert rebuilt["status"] == "built" and rebuilt["ingest_reused"]
+        partition = "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet"
+        assert fs.info(partition)["created"] == created[partition]
+        assert fs.info(book)["created"] != created[book]
+    finally:
+        if fs.exists("/chesspipe-test"):
+            fs.rm("/chesspipe-test", recursive=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
@@ -21,8 +20,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--months", required=True, help="YYYY-MM..YYYY-MM")
     parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
-    parser.add_argument("--warehouse", required=True, type=Path)
-    parser.add_argument("--books", required=True, type=Path)
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
     runner = parser.add_mutually_exclusive_group()
     runner.add_argument("--dask-address", help="scheduler of a running Dask cluster (tcp://...)")
     runner.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
@@ -47,7 +46,7 @@ def task_runner(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.build_month import options_from_args
+    from pipelines.commands.build_month import location, options_from_args
     from pipelines.flows.backfill import backfill_flow
     from pipelines.warehouse import month_range
 
@@ -57,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     manifests = flow(
         months=args.months,
         source=args.source,
-        warehouse=str(args.warehouse),
-        books=str(args.books),
+        warehouse=location(args.warehouse),
+        books=location(args.books),
         options=options,
         force=args.force,
     )
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         {
             "month": m["month"],
             "status": m["status"],
-            "book": str(Path(args.books) / m["book_file"]),
+            "book": args.books.rstrip("/") + "/" + m["book_file"],
             "games_kept": m["ingest"]["games_kept"],
             "entries": m["book"]["entries"],
         }

@@ -26,6 +26,13 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
+def location(value: str) -> str:
+    """Return a warehouse or books location: an object storage URL as is, a folder absolute."""
+    from pipelines.object_store import is_remote
+
+    return value if is_remote(value) else str(Path(value).resolve())
+
+
 def options_from_args(args: argparse.Namespace) -> Any:
     """Return the flows' BuildOptions the command-line options describe."""
     from pipelines.commands.ingest import filter_from_args
@@ -61,8 +68,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")
-    parser.add_argument("--warehouse", required=True, type=Path)
-    parser.add_argument("--books", required=True, type=Path)
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
     add_build_options(parser)
     parser.set_defaults(handler=run)
 
@@ -79,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         manifest = build_month_flow(
             source=args.source,
-            warehouse=str(args.warehouse),
-            books=str(args.books),
+            warehouse=location(args.warehouse),
+            books=location(args.books),
             month=args.month,
             options=options,
             force=args.force,
@@ -93,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     summary = {
         "month": manifest["month"],
         "status": manifest["status"],
-        "book": str(Path(args.books) / manifest["book_file"]),
+        "book": args.books.rstrip("/") + "/" + manifest["book_file"],
         "games_read": manifest["ingest"]["games_read"],
         "games_kept": manifest["ingest"]["games_kept"],
         "entries": manifest["book"]["entries"],

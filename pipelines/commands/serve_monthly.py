@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
@@ -17,8 +16,8 @@ def register(subparsers: Any) -> None:
         "scheduled run builds the month before its scheduled date from SOURCE ({month} is "
         "replaced). Point PREFECT_API_URL at a Prefect server to see runs in its UI.",
     )
-    parser.add_argument("--warehouse", required=True, type=Path)
-    parser.add_argument("--books", required=True, type=Path)
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
     parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
     parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
     add_build_options(parser)
@@ -26,12 +25,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.build_month import options_from_args
+    from pipelines.commands.build_month import location, options_from_args
     from pipelines.flows.deployment import MONTHLY_CRON, serve_monthly
 
     serve_monthly(
-        str(args.warehouse.resolve()),
-        str(args.books.resolve()),
+        location(args.warehouse),
+        location(args.books),
         args.source,
         args.cron or MONTHLY_CRON,
         options_from_args(args),

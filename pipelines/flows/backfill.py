@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -24,8 +23,8 @@ def build_month_task(
     manifest = build_month(
         source.format(month=month),
         month,
-        Path(warehouse),
-        Path(books),
+        warehouse,
+        books,
         options.month_settings(),
         options.download(),
         force=force,

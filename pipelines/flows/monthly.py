@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -38,7 +37,7 @@ class LoggedProgress:
 
 def run_as_task(name: str, function: Callable[..., Any], *args: Any) -> Any:
     """Run one step of a build as a Prefect task run."""
-    return task(function, name=name, cache_policy=NO_CACHE)(*args)
+    return task(name=name, cache_policy=NO_CACHE)(function)(*args)
 
 
 def scheduled_month() -> str:
@@ -80,8 +79,8 @@ def build_month_flow(
     manifest = build_month(
         source,
         month,
-        Path(warehouse),
-        Path(books),
+        warehouse,
+        books,
         options.month_settings(),
         options.download(),
         force=force,
