@@ -184,7 +184,7 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
     )
     with LoopbackServer() as server:
         url = server.add_dump(
-            "/standard", "lichess_db_standard_rated_2013-01.pgn.zst", data, chunk=16_384, delay=0.02
+            "/standard", "lichess_db_standard_rated_2013-01.pgn.zst", data, chunk=16_384, delay=0.05
         )
         proc = subprocess.Popen(
             [
@@ -212,6 +212,13 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
                 assert proc.poll() is None, "the build ended before it could be killed"
                 assert time.monotonic() < deadline, "the build never started downloading"
                 time.sleep(0.05)
+            # A second run of the month, from another process, is refused with a clear message:
+            # into the same books, and into another books folder over the same warehouse.
+            with pytest.raises(ChesspipeError, match="build-month 2013-01 is already running"):
+                build_month(url, "2013-01", warehouse, books, settings, FAST)
+            with pytest.raises(ChesspipeError, match="month 2013-01 is being built by another run"):
+                build_month(url, "2013-01", warehouse, tmp_path / "books-2", settings, FAST)
+            assert proc.poll() is None and server.bytes_sent < len(data)
             os.kill(proc.pid, signal.SIGKILL)
         finally:
             proc.wait()

@@ -48,10 +48,12 @@ def task_runner(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.build_month import location, options_from_args
     from pipelines.flows.backfill import backfill_flow
+    from pipelines.flows.monthly import quiet_user_errors
     from pipelines.warehouse import month_range
 
     month_range(args.months)
     options = options_from_args(args)
+    quiet_user_errors()
     flow = backfill_flow.with_options(task_runner=task_runner(args))
     manifests = flow(
         months=args.months,

@@ -76,12 +76,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
-    from pipelines.flows.monthly import build_month_flow
+    from pipelines.flows.monthly import build_month_flow, quiet_user_errors
     from pipelines.monthly_build import print_status
     from pipelines.warehouse import check_month
 
     check_month(args.month)
     options = options_from_args(args)
+    quiet_user_errors()
     bar = progress_from_args(args)
     try:
         manifest = build_month_flow(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
+from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
 from pipelines.ingest import Progress, ProgressCallback
 from pipelines.monthly_build import build_month, month_to_build, summary_markdown
@@ -33,6 +35,29 @@ class LoggedProgress:
         if report.seconds - self._last >= self.every:
             self._last = report.seconds
             self.logger.info("%s%s", self.label, format_progress(report))
+
+
+class QuietUserErrors(logging.Filter):
+    """Drops the traceback from Prefect's log of a failure the user can act on (one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], ChesspipeError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_user_errors() -> None:
+    """Log ChesspipeError failures of task and flow runs without a traceback."""
+    for name in (
+        "prefect.task_runs",
+        "prefect.flow_runs",
+        "prefect.task_engine",
+        "prefect.flow_engine",
+    ):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietUserErrors) for f in logger.filters):
+            logger.addFilter(QuietUserErrors())
 
 
 def run_as_task(name: str, function: Callable[..., Any], *args: Any) -> Any:
