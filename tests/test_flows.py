@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly_build import MonthSettings, build_month, published_paths
 from pipelines.warehouse import partition_file
@@ -64,7 +65,12 @@ def stable(manifest: dict[str, Any]) -> dict[str, Any]:
 def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_2021: Path) -> None:
     from prefect.artifacts import Artifact
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
 
     from pipelines.flows.monthly import build_month_flow
 
@@ -137,6 +143,26 @@ def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_202
     names = sorted(run.name.rsplit("-", 1)[0] for run in runs)
     assert names == ["build-book", "ingest", "publish", "resolve-source"]
     assert all(run.state is not None and run.state.is_completed() for run in runs)
+    # The flow logged the progress line (bytes of the total, games per second, kept).
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=30)
+    with get_client(sync_client=True) as client:
+        logs = client.read_logs(
+            LogFilter(flow_run_id=LogFilterFlowRunId(any_=[state.state_details.flow_run_id]))
+        )
+    progress = [log.message for log in logs if "games (" in log.message]
+    assert progress and "100.0%" in progress[-1] and "999 games" in progress[-1]
+    assert f"{manifest['ingest']['games_kept']} kept" in progress[-1]
+    # A failure the user can act on surfaces as itself, and the flow run is marked failed.
+    with pytest.raises(ChesspipeError, match="no such file"):
+        build_month_flow(
+            source=str(tmp_path / "absent.pgn.zst"),
+            warehouse=str(warehouse),
+            books=str(books),
+            month="2021-10",
+            options=OPTIONS,
+        )
     assert book.read_bytes() == published_paths(tmp_path / "books2", "2021-10")[0].read_bytes()
 
 
