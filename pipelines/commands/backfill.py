@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import nullcontext
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
@@ -47,7 +48,7 @@ def task_runner(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.build_month import location, options_from_args
-    from pipelines.flows.backfill import backfill_flow
+    from pipelines.flows.backfill import backfill_flow, shared_api_server
     from pipelines.flows.monthly import quiet_user_errors
     from pipelines.warehouse import month_range
 
@@ -55,14 +56,16 @@ def run(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     quiet_user_errors()
     flow = backfill_flow.with_options(task_runner=task_runner(args))
-    manifests = flow(
-        months=args.months,
-        source=args.source,
-        warehouse=location(args.warehouse),
-        books=location(args.books),
-        options=options,
-        force=args.force,
-    )
+    dask = bool(args.dask_address or args.dask_workers)
+    with shared_api_server() if dask else nullcontext():
+        manifests = flow(
+            months=args.months,
+            source=args.source,
+            warehouse=location(args.warehouse),
+            books=location(args.books),
+            options=options,
+            force=args.force,
+        )
     summary = [
         {
             "month": m["month"],
