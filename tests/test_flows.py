@@ -218,9 +218,6 @@ def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
     prefect_env: dict[str, str], tmp_path: Path, games_2021: Path
 ) -> None:
     from distributed import Client, LocalCluster
-    from prefect_dask import DaskTaskRunner
-
-    from pipelines.flows.backfill import backfill_flow
 
     months = ["2021-08", "2021-09", "2021-10"]
     split_months(games_2021, tmp_path / "dumps", months)
@@ -238,23 +235,37 @@ def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
         host="127.0.0.1",
         dashboard_address=None,
     ) as cluster:
-        flow = backfill_flow.with_options(
-            task_runner=DaskTaskRunner(address=cluster.scheduler_address)
+        # The command line's DaskTaskRunner on the cluster; 2021-11 has no dump and must fail
+        # alone, without stopping the other months.
+        proc = run_cli(
+            "backfill",
+            "--months",
+            "2021-08..2021-11",
+            "--source",
+            template,
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--books",
+            str(tmp_path / "books"),
+            "--dask-address",
+            cluster.scheduler_address,
+            "--min-rating",
+            "0",
+            "--min-games",
+            "2",
+            check=False,
         )
-        parallel = flow(
-            months="2021-08..2021-10",
-            source=template,
-            warehouse=str(tmp_path / "wh"),
-            books=str(tmp_path / "books"),
-            options=OPTIONS,
-        )
-        # The months ran as tasks in the cluster's worker processes, not in this one.
+        # The months ran as tasks in the cluster's worker processes.
         with Client(cluster) as client:
             executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
-            pids = client.run(os.getpid)
-    assert len(executed) == 2 and sum(executed.values()) >= len(months)
-    assert os.getpid() not in pids.values()
-    assert [m["month"] for m in parallel] == months
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("chesspipe: error: backfill: 1 of 4 months failed: 2021-11 (")
+    assert "no such file" in last
+    assert len(executed) == 2 and sum(executed.values()) >= len(months) + 1
+    parallel = [
+        json.loads(published_paths(tmp_path / "books", month)[1].read_text()) for month in months
+    ]
     assert all(m["status"] == "built" for m in parallel)
     assert [stable(m) for m in parallel] == [stable(m) for m in sequential]
     for month in months:
@@ -266,3 +277,4 @@ def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
             == published_paths(tmp_path / "seq-books", month)[0].read_bytes()
         )
     assert len({m["book_sha256"] for m in parallel}) == 3
+    assert not published_paths(tmp_path / "books", "2021-11")[0].exists()
