@@ -367,6 +367,32 @@ class CachingReader:
         self.stream.close()
 
 
+class VerifiedFile:
+    """Reads a cached download; at its end, deletes it and fails if it has the wrong sha256."""
+
+    def __init__(self, handle: BinaryIO, path: Path, expected_sha256: str | None) -> None:
+        self.handle = handle
+        self.path = path
+        self.expected_sha256 = expected_sha256
+        self._digest = hashlib.sha256()
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self._digest.update(data)
+        at_end = size is None or size < 0 or (not data and size != 0)
+        if at_end and not self._done:
+            self._done = True
+            got = self._digest.hexdigest()
+            if self.expected_sha256 is not None and got != self.expected_sha256:
+                self.path.unlink(missing_ok=True)
+                raise ChesspipeError(
+                    f"cached {self.path} does not match its published sha256 "
+                    f"(got {got}); deleted it, run again to download it anew"
+                )
+        return data
+
+
 def cache_paths(cache: Path, url: str) -> tuple[Path, Path]:
     """Return (final file, hidden part file) of a URL in a cache folder."""
     name = url_file_name(url)
@@ -397,7 +423,7 @@ def open_url(
     final, part = cache_paths(Path(cache), url)
     if final.exists():
         with open(final, "rb") as handle:
-            yield handle, os.fstat(handle.fileno()).st_size
+            yield VerifiedFile(handle, final, expected_sha256), os.fstat(handle.fileno()).st_size  # type: ignore[misc]
         return
     final.parent.mkdir(parents=True, exist_ok=True)
     have = part.stat().st_size if part.exists() else 0

@@ -179,6 +179,14 @@ def test_cache_resumes_a_part_and_reuses_a_complete_file(tmp_path: Path, games_2
         with open_url(url, cache=cache, expected_sha256=digest, **FAST) as (stream, size):
             assert stream.read() == data and size == len(data)
         assert len(server.requests) == before
+        # A damaged cached copy is caught at its end and deleted.
+        final.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+        with (
+            pytest.raises(ChesspipeError, match="does not match its published sha256; deleted"),
+            open_url(url, cache=cache, expected_sha256=digest, **FAST) as (stream, _),
+        ):
+            stream.read()
+        assert not final.exists()
         # A download that does not match its checksum leaves neither a file nor a part.
         bad = server.add("/standard/b.pgn.zst", data)
         bad_final, bad_part = cache_paths(cache, bad)
