@@ -182,7 +182,10 @@ def test_cache_resumes_a_part_and_reuses_a_complete_file(tmp_path: Path, games_2
         # A damaged cached copy is caught at its end and deleted.
         final.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
         with (
-            pytest.raises(ChesspipeError, match=r"does not match its published sha256 \(got [0-9a-f]+\); deleted it"),
+            pytest.raises(
+                ChesspipeError,
+                match=r"does not match its published sha256 \(got [0-9a-f]+\); deleted it",
+            ),
             open_url(url, cache=cache, expected_sha256=digest, **FAST) as (stream, _),
         ):
             stream.read()
