@@ -63,7 +63,8 @@ def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
     command = [str(prefect) if prefect.exists() else "prefect", "server", "start"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--analytics-off"]
     try:
-        server = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        # Its own session: Ctrl-C stops the runner first; the server is stopped after it.
+        server = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         raise ChesspipeError(f"cannot start a Prefect server ({exc})") from None
     url = f"http://127.0.0.1:{port}/api"
