@@ -179,6 +179,13 @@ def test_cache_resumes_a_part_and_reuses_a_complete_file(tmp_path: Path, games_2
         with open_url(url, cache=cache, expected_sha256=digest, **FAST) as (stream, size):
             assert stream.read() == data and size == len(data)
         assert len(server.requests) == before
+        # A part that already holds every byte (killed before its rename): the server answers
+        # 416 to the Range past the end, and the part is verified and renamed.
+        final.rename(part)
+        with open_url(url, cache=cache, expected_sha256=digest, **FAST) as (stream, size):
+            assert stream.read() == data and size == len(data)
+        assert ranges(server, f"/standard/{NAME}")[-1] == f"bytes={len(data)}-"
+        assert final.read_bytes() == data and not part.exists()
         # A damaged cached copy is caught at its end and deleted.
         final.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
         with (
