@@ -243,7 +243,7 @@ def ingest_step(
 
 
 def book_step(
-    warehouse: Path, month: str, books: Path, settings: MonthSettings, staging: Path
+    warehouse: Path, month: str, settings: MonthSettings, staging: Path
 ) -> dict[str, Any]:
     """Build the month's book into a hidden staging folder; return its manifest."""
     staged = staging / book_name(month, settings.rules.variant)
@@ -352,7 +352,7 @@ def build_month(
         staging.mkdir(parents=True)
         try:
             book_manifest: dict[str, Any] = run_step(
-                "build-book", book_step, warehouse, month, books, settings, staging
+                "build-book", book_step, warehouse, month, settings, staging
             )
             manifest: dict[str, Any] = run_step(
                 "publish",
