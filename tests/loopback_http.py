@@ -25,6 +25,8 @@ class Served:
     chunk: int = 64 * 1024
     delay: float = 0.0
     etag: str | None = None
+    #: Content served from the first cut connection on (the file changes on the server).
+    after_drop: bytes | None = None
 
 
 class LoopbackServer:
@@ -101,6 +103,8 @@ class LoopbackServer:
                         server.bytes_sent += end - position
                     position = end
                     if drop is not None:
+                        if served.after_drop is not None:
+                            served.data = served.after_drop
                         self.close_connection = True
                         return
                     if served.delay:

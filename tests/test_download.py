@@ -66,6 +66,21 @@ def test_server_ignoring_range_is_skipped_forward(games_2021: Path) -> None:
         assert ranges(server, "/a.zst") == [None, "bytes=200000-"]
 
 
+def test_a_file_changed_during_the_download_fails(games_2021: Path) -> None:
+    data = games_2021.read_bytes()
+    with LoopbackServer() as server:
+        grown = server.add("/a.zst", data, drops=[5000], after_drop=data + b"more")
+        with pytest.raises(ChesspipeError, match="changed on the server"):
+            read_all(HttpStream(grown, **FAST))
+        # A server without Range support answers the resume with the whole file: a new ETag
+        # means new content.
+        retagged = server.add("/b.zst", data, drops=[5000], ignore_range=True, etag='"v1"')
+        stream = HttpStream(retagged, **FAST)
+        server.files["/b.zst"].etag = '"v2"'
+        with pytest.raises(ChesspipeError, match="changed on the server during the download"):
+            read_all(stream)
+
+
 def test_5xx_is_retried_then_served(games_2021: Path) -> None:
     data = games_2021.read_bytes()
     with LoopbackServer() as server:
