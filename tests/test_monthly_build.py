@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -205,6 +206,7 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + 240
@@ -219,8 +221,11 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
             with pytest.raises(ChesspipeError, match="month 2013-01 is being built by another run"):
                 build_month(url, "2013-01", warehouse, tmp_path / "books-2", settings, FAST)
             assert proc.poll() is None and server.bytes_sent < len(data)
-            os.kill(proc.pid, signal.SIGKILL)
         finally:
+            # kill -9 the build, and the temporary Prefect server it started (which a kill of
+            # the build alone would leave running).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         assert proc.returncode == -signal.SIGKILL
         # Nothing half-written is visible to readers of the warehouse or the books.
