@@ -1,29 +1,442 @@
-"""HTTP(S) streaming of dumps."""
+"""HTTP(S) downloads of dumps: streaming with retries, `Range` resume, checksums and a cache."""
 
 from __future__ import annotations
 
+import hashlib
+import http.client
+import os
+import posixpath
+import socket
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
 
 USER_AGENT = f"chesspipe/{__version__}"
 
+#: Name of the checksum list Lichess publishes beside its dumps.
+CHECKSUMS_NAME = "sha256sums.txt"
+
+#: Errors after which a request is worth repeating.
+_TRANSIENT = (
+    urllib.error.URLError,
+    http.client.HTTPException,
+    ConnectionError,
+    socket.timeout,
+    TimeoutError,
+    OSError,
+)
+
+
+class HttpStatusError(ChesspipeError):
+    """The server answered with an HTTP error status."""
+
+    def __init__(self, url: str, status: int, reason: str) -> None:
+        super().__init__(f"{url}: HTTP {status} {reason}".rstrip())
+        self.status = status
+
+
+def _retryable_status(status: int) -> bool:
+    return status >= 500 or status in (408, 425, 429)
+
+
+class HttpStream:
+    """A remote file read like a local one: reconnects with backoff and resumes with `Range`.
+
+    `start` skips that many leading bytes (a download resumed from a cached part).
+    A dropped connection, a timeout or a 5xx answer is retried up to `retries` times in a row;
+    any progress resets the count. 4xx answers fail at once.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        timeout: float = 60.0,
+        retries: int = 5,
+        backoff: float = 1.0,
+        start: int = 0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.offset = start
+        self.size: int | None = None
+        self.etag: str | None = None
+        self.reconnects = 0
+        self._sleep = sleep
+        self._response: http.client.HTTPResponse | None = None
+        self._failures = 0
+        self._connect()
+
+    def _request(self) -> http.client.HTTPResponse:
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+        if self.offset:
+            headers["Range"] = f"bytes={self.offset}-"
+            if self.etag:
+                headers["If-Range"] = self.etag
+        request = urllib.request.Request(self.url, headers=headers)
+        try:
+            response: http.client.HTTPResponse = urllib.request.urlopen(
+                request, timeout=self.timeout
+            )
+        except urllib.error.HTTPError as exc:
+            answer = exc.headers
+            exc.close()
+            if exc.code == 416 and self.offset:
+                total = (answer.get("Content-Range") or "").rpartition("/")[2]
+                if total.isdigit() and int(total) == self.offset:
+                    self.size = int(total)
+                    raise _AtEnd() from None
+            error = HttpStatusError(self.url, exc.code, str(exc.reason))
+            if _retryable_status(exc.code):
+                raise _Transient(str(error)) from None
+            raise error from None
+        return response
+
+    def _connect(self) -> None:
+        """Open a response at the current offset, retrying transient failures."""
+        while True:
+            try:
+                response = self._request()
+                self._accept(response)
+                return
+            except _AtEnd:
+                self._response = None
+                return
+            except ChesspipeError:
+                raise
+            except (_Transient, *_TRANSIENT) as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        """Count a failure in a row; wait before the next try, or give up."""
+        self._close_response()
+        self._failures += 1
+        if self._failures > self.retries:
+            reason = str(exc) or type(exc).__name__
+            raise ChesspipeError(
+                f"{self.url}: giving up after {self.retries} retries "
+                f"at byte {self.offset}: {reason}"
+            ) from None
+        self.reconnects += 1
+        self._sleep(min(30.0, self.backoff * 2 ** (self._failures - 1)))
+
+    def _accept(self, response: http.client.HTTPResponse) -> None:
+        """Check a fresh response against the offset asked for, and learn the total size."""
+        etag = response.headers.get("ETag")
+        if self.offset == 0 or response.status == 200:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            if self.offset and response.status == 200:
+                if self.etag and etag and etag != self.etag:
+                    response.close()
+                    raise ChesspipeError(
+                        f"{self.url}: the file changed on the server during the download"
+                    )
+                # The server ignored Range: read past the bytes we already have.
+                self._skip(response, self.offset)
+        else:
+            if response.status != 206:
+                response.close()
+                raise ChesspipeError(
+                    f"{self.url}: unexpected HTTP {response.status} to a Range request"
+                )
+            first, total = _content_range(response.headers.get("Content-Range"))
+            if first != self.offset:
+                response.close()
+                raise ChesspipeError(
+                    f"{self.url}: asked for bytes from {self.offset}, server sent from {first}"
+                )
+        if total is not None and self.size is not None and total != self.size:
+            response.close()
+            raise ChesspipeError(
+                f"{self.url}: the file changed on the server (size {self.size} became {total})"
+            )
+        if self.size is None:
+            self.size = total
+        if etag and not self.etag:
+            self.etag = etag
+        self._response = response
+
+    def _skip(self, response: http.client.HTTPResponse, count: int) -> None:
+        left = count
+        while left:
+            data = response.read(min(left, 1 << 20))
+            if not data:
+                raise _Transient("connection closed while skipping to the resume point")
+            left -= len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        """Return up to `size` bytes (all the rest for -1); b'' only at the end of the file."""
+        parts = []
+        left = size if size is not None and size >= 0 else -1
+        while left:
+            block = self._read_some(left if left > 0 else 1 << 20)
+            if not block:
+                break
+            parts.append(block)
+            if left > 0:
+                left -= len(block)
+        return b"".join(parts)
+
+    def _read_some(self, size: int) -> bytes:
+        """Return the bytes that arrive next (at most `size`), reconnecting as needed."""
+        while True:
+            if self._response is None:
+                if self.size is not None and self.offset >= self.size:
+                    return b""
+                self._connect()
+                if self._response is None:
+                    return b""
+            try:
+                data = self._response.read1(size)
+            except _TRANSIENT as exc:
+                self._failed(exc)
+                self._response = None
+                continue
+            if data:
+                self.offset += len(data)
+                self._failures = 0
+                return data
+            self._close_response()
+            if self.size is None or self.offset >= self.size:
+                return b""
+            # The connection ended early: resume from where it stopped.
+            self._failed(ConnectionError(f"connection closed at byte {self.offset} of {self.size}"))
+
+    def _close_response(self) -> None:
+        if self._response is not None:
+            with suppress(OSError):
+                self._response.close()
+            self._response = None
+
+    def close(self) -> None:
+        """Drop the connection."""
+        self._close_response()
+
+
+class _Transient(Exception):
+    """A failure worth retrying."""
+
+
+class _AtEnd(Exception):
+    """A Range request past the end of a complete file."""
+
+
+def _content_range(value: str | None) -> tuple[int, int | None]:
+    """Return (first byte, total size or None) of a `Content-Range: bytes A-B/T` header."""
+    if not value or not value.startswith("bytes "):
+        raise ChesspipeError(f"bad Content-Range header {value!r}")
+    span, _, total = value[len("bytes ") :].partition("/")
+    first = span.partition("-")[0]
+    if not first.isdigit():
+        raise ChesspipeError(f"bad Content-Range header {value!r}")
+    return int(first), int(total) if total.isdigit() else None
+
+
+def fetch_text(url: str, timeout: float = 60.0, retries: int = 5, backoff: float = 1.0) -> str:
+    """Return a small text file from a URL, with the same retries as a download."""
+    stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff)
+    try:
+        return stream.read().decode("utf-8", errors="replace")
+    finally:
+        stream.close()
+
+
+def checksums_url(url: str) -> str:
+    """Return the URL of the checksum list beside a dump."""
+    parts = urllib.parse.urlsplit(url)
+    folder = posixpath.dirname(parts.path)
+    return urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, f"{folder}/{CHECKSUMS_NAME}", "", "")
+    )
+
+
+def parse_checksums(text: str) -> dict[str, str]:
+    """Return {file name: sha256} from `sha256sum` output (`<hex>  <name>` lines)."""
+    sums = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and len(fields[0]) == 64:
+            digest, name = fields
+            sums[name.lstrip("*").rsplit("/", 1)[-1]] = digest.lower()
+    return sums
+
+
+def published_sha256(
+    url: str, timeout: float = 60.0, retries: int = 5, backoff: float = 1.0
+) -> str:
+    """Return the sha256 published for a dump in the `sha256sums.txt` beside it."""
+    list_url = checksums_url(url)
+    try:
+        text = fetch_text(list_url, timeout=timeout, retries=retries, backoff=backoff)
+    except HttpStatusError as exc:
+        raise ChesspipeError(
+            f"cannot verify {url}: {list_url} answered HTTP {exc.status} (use --no-verify to skip)"
+        ) from None
+    name = url_file_name(url)
+    digest = parse_checksums(text).get(name)
+    if digest is None:
+        raise ChesspipeError(f"cannot verify {url}: {name} is not listed in {list_url}")
+    return digest
+
+
+def url_file_name(url: str) -> str:
+    """Return the last path segment of a URL."""
+    return posixpath.basename(urllib.parse.urlsplit(url).path) or "download"
+
+
+def remote_identity(url: str, timeout: float = 60.0, retries: int = 5) -> dict[str, Any]:
+    """Return what identifies a remote file's version without reading it: size and ETag."""
+    stream = HttpStream(url, timeout=timeout, retries=retries)
+    try:
+        return {"url": url, "size": stream.size, "etag": stream.etag}
+    finally:
+        stream.close()
+
+
+class CachingReader:
+    """Reads a cached part file, then the rest from the network, appending it to the part.
+
+    When the last byte has been read the part is checked (size, and sha256 when known) and
+    renamed to its final name; a part that fails the check is deleted.
+    """
+
+    def __init__(
+        self, part: Path, final: Path, stream: HttpStream, expected_sha256: str | None
+    ) -> None:
+        self.part = part
+        self.final = final
+        self.stream = stream
+        self.expected_sha256 = expected_sha256
+        self._have = part.stat().st_size if part.exists() else 0
+        self._cached = open(part, "rb") if self._have else None  # noqa: SIM115 (closed in close)
+        self._sink = open(part, "ab")  # noqa: SIM115
+        self._digest = hashlib.sha256()
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            parts = []
+            while block := self.read(1 << 20):
+                parts.append(block)
+            return b"".join(parts)
+        if self._cached is not None:
+            data = self._cached.read(size)
+            if data:
+                self._digest.update(data)
+                return data
+            self._cached.close()
+            self._cached = None
+        data = self.stream.read(size)
+        if data:
+            self._sink.write(data)
+            self._digest.update(data)
+        elif not self._done:
+            self._done = True
+            self._finish()
+        return data
+
+    def _finish(self) -> None:
+        self._sink.flush()
+        os.fsync(self._sink.fileno())
+        self._sink.close()
+        got = self._digest.hexdigest()
+        if self.expected_sha256 is not None and got != self.expected_sha256:
+            self.part.unlink(missing_ok=True)
+            raise ChesspipeError(
+                f"{self.stream.url}: sha256 mismatch (got {got}, published {self.expected_sha256})"
+            )
+        os.replace(self.part, self.final)
+
+    def close(self) -> None:
+        """Close the files and the connection; a part stays for a later resume."""
+        if self._cached is not None:
+            self._cached.close()
+        if not self._sink.closed:
+            self._sink.close()
+        self.stream.close()
+
+
+class VerifiedFile:
+    """Reads a cached download; at its end, deletes it and fails if it has the wrong sha256."""
+
+    def __init__(self, handle: BinaryIO, path: Path, expected_sha256: str | None) -> None:
+        self.handle = handle
+        self.path = path
+        self.expected_sha256 = expected_sha256
+        self._digest = hashlib.sha256()
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self._digest.update(data)
+        at_end = size is None or size < 0 or (not data and size != 0)
+        if at_end and not self._done:
+            self._done = True
+            got = self._digest.hexdigest()
+            if self.expected_sha256 is not None and got != self.expected_sha256:
+                self.path.unlink(missing_ok=True)
+                raise ChesspipeError(
+                    f"cached {self.path} does not match its published sha256 "
+                    f"(got {got}); deleted it, run again to download it anew"
+                )
+        return data
+
+
+def cache_paths(cache: Path, url: str) -> tuple[Path, Path]:
+    """Return (final file, hidden part file) of a URL in a cache folder."""
+    name = url_file_name(url)
+    return Path(cache) / name, Path(cache) / f".{name}.part"
+
 
 @contextmanager
-def open_url(url: str, timeout: float = 60.0) -> Iterator[tuple[BinaryIO, int | None]]:
-    """Open a URL for streaming; yield the response and its length if the server says it."""
-    request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+def open_url(
+    url: str,
+    timeout: float = 60.0,
+    retries: int = 5,
+    backoff: float = 1.0,
+    cache: Path | None = None,
+    expected_sha256: str | None = None,
+) -> Iterator[tuple[BinaryIO, int | None]]:
+    """Open a URL for streaming; yield a reader and the total size if known.
+
+    With `cache`, the compressed file is kept there: a complete copy is read instead of the
+    network, and a part left by an interrupted run is resumed.
+    """
+    if cache is None:
+        stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff)
+        try:
+            yield stream, stream.size  # type: ignore[misc]
+        finally:
+            stream.close()
+        return
+    final, part = cache_paths(Path(cache), url)
+    if final.exists():
+        with open(final, "rb") as handle:
+            yield VerifiedFile(handle, final, expected_sha256), os.fstat(handle.fileno()).st_size  # type: ignore[misc]
+        return
+    final.parent.mkdir(parents=True, exist_ok=True)
+    have = part.stat().st_size if part.exists() else 0
     try:
-        response = urllib.request.urlopen(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        raise ChesspipeError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise ChesspipeError(f"{url}: {getattr(exc, 'reason', exc)}") from None
-    with response:
-        length = response.headers.get("Content-Length")
-        yield response, int(length) if length and length.isdigit() else None
+        stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff, start=have)
+    except ChesspipeError:
+        raise
+    if have and stream.size is not None and have > stream.size:
+        stream.close()
+        part.unlink()
+        stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff)
+    reader = CachingReader(part, final, stream, expected_sha256)
+    try:
+        yield reader, stream.size  # type: ignore[misc]
+    finally:
+        reader.close()

@@ -147,8 +147,14 @@ def ingest(
     progress: ProgressCallback | None = None,
     flush_rows: int = FLUSH_ROWS,
     workers: int | None = None,
+    expected_sha256: str | None = None,
+    http_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Stream a month's games into its move statistics partition; return the run manifest."""
+    """Stream a month's games into its move statistics partition; return the run manifest.
+
+    With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
+    `http_options` go to the downloader (timeout, retries, backoff, cache).
+    """
     rules = rules or GameFilter()
     check_month(month)
     if plies < 1:
@@ -157,6 +163,7 @@ def ingest(
     workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
     started = time.monotonic()
     with month_lock(warehouse, month):
+        remove_stale_files(warehouse, month)
         staging = staging_dir(warehouse, month)
         try:
             return _ingest_locked(
@@ -171,6 +178,8 @@ def ingest(
                 staging,
                 started,
                 workers,
+                expected_sha256,
+                http_options or {},
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -229,10 +238,14 @@ def _ingest_locked(
     staging: Path,
     started: float,
     workers: int,
+    expected_sha256: str | None,
+    http_options: dict[str, Any],
 ) -> dict[str, Any]:
     stats = ScanStats()
     errors: list[str] = []
-    with open_source(source, rules.variant) as opened:
+    if expected_sha256 is not None:
+        http_options = {**http_options, "expected_sha256": expected_sha256}
+    with open_source(source, rules.variant, **http_options) as opened:
         units = _parallel_units(opened, workers) if opened.kind == "file" else None
         if units:
             from pipelines.parallel_ingest import ingest_units
@@ -250,6 +263,13 @@ def _ingest_locked(
         error = errors[0] if errors else None
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+        source_sha256 = opened.reader.sha256.hexdigest()
+        if expected_sha256 is not None and source_sha256 != expected_sha256.lower():
+            raise ChesspipeError(
+                f"{opened.name}: sha256 mismatch (got {source_sha256}, "
+                f"expected {expected_sha256}); "
+                "nothing published"
+            )
         scanned = time.monotonic()
         target = partition_file(warehouse, month)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -264,7 +284,8 @@ def _ingest_locked(
                 "source_kind": opened.kind,
                 "source_size": opened.size,
                 "source_bytes_read": opened.reader.bytes_read,
-                "source_sha256": opened.reader.sha256.hexdigest(),
+                "source_sha256": source_sha256,
+                "source_sha256_verified": expected_sha256 is not None,
                 "settings": settings_dict(rules, plies),
                 "games_read": stats.games_read,
                 "games_kept": stats.games_kept,
@@ -325,6 +346,14 @@ def _reporting(
             last = now
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
         yield batch
+
+
+def remove_stale_files(warehouse: Path, month: str) -> None:
+    """Delete what killed runs of a month left behind (call only while holding its lock)."""
+    for leftover in (Path(warehouse) / ".staging").glob(f"{month}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in partition_file(warehouse, month).parent.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:

@@ -1,0 +1,80 @@
+"""`chesspipe backfill`: many months' books in parallel through a Prefect task runner."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import nullcontext
+from typing import Any
+
+from pipelines.commands.build_month import add_build_options
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "backfill",
+        help="Prefect flow: build the books of a range of months in parallel (threads or Dask)",
+        description="Run the monthly build for every month of MONTHS in parallel. SOURCE holds "
+        "{month}, e.g. lichess:{month} or /data/lichess_db_standard_rated_{month}.pgn.zst. "
+        "With --dask-address the months run on an existing Dask cluster; with --dask-workers "
+        "on a local one; otherwise on threads of this process.",
+    )
+    parser.add_argument("--months", required=True, help="YYYY-MM..YYYY-MM")
+    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    runner = parser.add_mutually_exclusive_group()
+    runner.add_argument("--dask-address", help="scheduler of a running Dask cluster (tcp://...)")
+    runner.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
+    runner.add_argument("--threads", type=int, default=2, help="months at once on threads (2)")
+    add_build_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def task_runner(args: argparse.Namespace) -> Any:
+    """Return the Prefect task runner the options ask for."""
+    if args.dask_address or args.dask_workers:
+        from prefect_dask import DaskTaskRunner
+
+        if args.dask_address:
+            return DaskTaskRunner(address=args.dask_address)
+        return DaskTaskRunner(
+            cluster_kwargs={"n_workers": args.dask_workers, "threads_per_worker": 1}
+        )
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=args.threads)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.build_month import location, options_from_args
+    from pipelines.flows.backfill import backfill_flow, shared_api_server
+    from pipelines.flows.monthly import quiet_user_errors
+    from pipelines.warehouse import month_range
+
+    month_range(args.months)
+    options = options_from_args(args)
+    quiet_user_errors()
+    flow = backfill_flow.with_options(task_runner=task_runner(args))
+    dask = bool(args.dask_address or args.dask_workers)
+    with shared_api_server() if dask else nullcontext():
+        manifests = flow(
+            months=args.months,
+            source=args.source,
+            warehouse=location(args.warehouse),
+            books=location(args.books),
+            options=options,
+            force=args.force,
+        )
+    summary = [
+        {
+            "month": m["month"],
+            "status": m["status"],
+            "book": args.books.rstrip("/") + "/" + m["book_file"],
+            "games_kept": m["ingest"]["games_kept"],
+            "entries": m["book"]["entries"],
+        }
+        for m in manifests
+    ]
+    print(json.dumps(summary, indent=2))
+    return 0

@@ -1,0 +1,110 @@
+"""`chesspipe build-month`: the monthly Prefect flow, from a dump to a published book."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from pipelines.commands.book_build import add_book_options
+from pipelines.commands.ingest import add_ingest_options
+
+
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """Add the ingest, book and download options shared by build-month, backfill and serve."""
+    add_ingest_options(parser)
+    add_book_options(parser)
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep the compressed download in this folder"
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="do not check URLs against sha256sums.txt"
+    )
+    parser.add_argument("--retries", type=int, default=5, help="retries after a failure (5)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="network timeout (60 s)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+
+
+def location(value: str) -> str:
+    """Return a warehouse or books location: an object storage URL as is, a folder absolute."""
+    from pipelines.object_store import is_remote
+
+    return value if is_remote(value) else str(Path(value).resolve())
+
+
+def options_from_args(args: argparse.Namespace) -> Any:
+    """Return the flows' BuildOptions the command-line options describe."""
+    from pipelines.commands.ingest import filter_from_args
+    from pipelines.flows.options import BuildOptions
+
+    rules = filter_from_args(args)  # validates speeds and variant with a clear error
+    return BuildOptions(
+        min_rating=rules.min_rating,
+        speeds=sorted(rules.speeds),
+        allow_bots=rules.allow_bots,
+        plies=args.plies,
+        variant=rules.variant,
+        keep_partial=args.keep_partial,
+        min_games=args.min_games,
+        min_score=args.min_score,
+        book_speeds=[s for s in args.book_speeds.split(",") if s] if args.book_speeds else None,
+        min_band=args.min_band,
+        verify=not args.no_verify,
+        cache=str(args.cache) if args.cache else None,
+        timeout=args.timeout,
+        retries=args.retries,
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "build-month",
+        help="Prefect flow: ingest a month, build its book, publish BOOKS/lichess-YYYY-MM.bin",
+        description="Run the monthly Prefect flow (local ephemeral mode unless PREFECT_API_URL "
+        "is set): stream SOURCE, ingest it into WAREHOUSE, build the month's book and publish "
+        "BOOKS/lichess-YYYY-MM.bin with a manifest BOOKS/lichess-YYYY-MM.json. Nothing is "
+        "rebuilt when the source and settings are unchanged.",
+    )
+    parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
+    parser.add_argument("--month", required=True, help="YYYY-MM")
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    add_build_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.ingest import progress_from_args
+    from pipelines.flows.monthly import build_month_flow, quiet_user_errors
+    from pipelines.monthly_build import print_status
+    from pipelines.warehouse import check_month
+
+    check_month(args.month)
+    options = options_from_args(args)
+    quiet_user_errors()
+    bar = progress_from_args(args)
+    try:
+        manifest = build_month_flow(
+            source=args.source,
+            warehouse=location(args.warehouse),
+            books=location(args.books),
+            month=args.month,
+            options=options,
+            force=args.force,
+            progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    print_status(manifest)
+    summary = {
+        "month": manifest["month"],
+        "status": manifest["status"],
+        "book": args.books.rstrip("/") + "/" + manifest["book_file"],
+        "games_read": manifest["ingest"]["games_read"],
+        "games_kept": manifest["ingest"]["games_kept"],
+        "entries": manifest["book"]["entries"],
+    }
+    print(json.dumps(summary, indent=2))
+    return 0

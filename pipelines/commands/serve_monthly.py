@@ -1,0 +1,43 @@
+"""`chesspipe serve-monthly`: serve the monthly build deployment on its cron schedule."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pipelines.commands.build_month import add_build_options
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve-monthly",
+        help="serve a Prefect deployment that builds the previous month's book on a cron",
+        description="Serve the monthly deployment from this process (Ctrl-C stops it). Each "
+        "scheduled run builds the month before its scheduled date from SOURCE ({month} is "
+        "replaced). Uses the Prefect server of PREFECT_API_URL, or starts a local one "
+        "(scheduler and UI on --port) for as long as it serves.",
+    )
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+    parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
+    parser.add_argument(
+        "--port", type=int, default=4200, help="port of the local Prefect server and UI (4200)"
+    )
+    add_build_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.build_month import location, options_from_args
+    from pipelines.flows.deployment import MONTHLY_CRON, serve_monthly
+
+    serve_monthly(
+        location(args.warehouse),
+        location(args.books),
+        args.source,
+        args.cron or MONTHLY_CRON,
+        options_from_args(args),
+        port=args.port,
+    )
+    return 0

@@ -1,0 +1,1 @@
+"""Prefect flows: they orchestrate the plain functions of `pipelines` and hold no logic."""

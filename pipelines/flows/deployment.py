@@ -1,0 +1,134 @@
+"""The monthly schedule: a deployment that builds the previous month's book, served locally.
+
+Run `python -m pipelines.flows.deployment --warehouse DIR --books DIR` (or
+`chesspipe serve-monthly ...`) to serve it; each run on the cron builds the month before.
+Without PREFECT_API_URL a local Prefect server (scheduler and UI) is started for the purpose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pipelines.errors import ChesspipeError
+from pipelines.flows.monthly import build_month_flow
+from pipelines.flows.options import BuildOptions
+
+#: The dumps of a month appear in the first days of the next: build on the 3rd at 06:00 UTC.
+MONTHLY_CRON = "0 6 3 * *"
+DEPLOYMENT_NAME = "monthly-book"
+
+
+def monthly_deployment(
+    warehouse: str,
+    books: str,
+    source: str = "lichess:{month}",
+    cron: str = MONTHLY_CRON,
+    options: BuildOptions | None = None,
+    name: str = DEPLOYMENT_NAME,
+) -> Any:
+    """Return the deployment that builds the previous month on the cron (month left unset)."""
+    parameters: dict[str, Any] = {"source": source, "warehouse": warehouse, "books": books}
+    if options is not None:
+        parameters["options"] = options.model_dump()
+    return build_month_flow.to_deployment(
+        name=name,
+        cron=cron,
+        parameters=parameters,
+        description="Build the previous month's lichess book on the 3rd of each month.",
+        tags=["chesspipe", "monthly"],
+    )
+
+
+@contextmanager
+def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
+    """Yield the API URL of a Prefect server: PREFECT_API_URL's, or a local one started here.
+
+    A schedule needs a server with its scheduler running; Prefect's ephemeral mode has none.
+    The local server (with its UI) lives as long as the block.
+    """
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    configured = PREFECT_API_URL.value()
+    if configured:
+        yield configured
+        return
+    prefect = Path(sys.executable).with_name("prefect")
+    command = [str(prefect) if prefect.exists() else "prefect", "server", "start"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--analytics-off"]
+    try:
+        # Its own session: Ctrl-C stops the runner first; the server is stopped after it.
+        server = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        raise ChesspipeError(f"cannot start a Prefect server ({exc})") from None
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        _wait_until_healthy(server, url, timeout)
+        print(f"Prefect server and UI on http://127.0.0.1:{port}", file=sys.stderr)
+        with temporary_settings(updates={PREFECT_API_URL: url}):
+            yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _wait_until_healthy(server: subprocess.Popen[bytes], url: str, timeout: float) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise ChesspipeError(
+                f"the Prefect server exited with status {server.returncode} (port in use? "
+                "use --port, or set PREFECT_API_URL to a running server)"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise ChesspipeError(f"the Prefect server did not answer on {url} within {timeout:.0f} s")
+
+
+def serve_monthly(
+    warehouse: str,
+    books: str,
+    source: str = "lichess:{month}",
+    cron: str = MONTHLY_CRON,
+    options: BuildOptions | None = None,
+    port: int = 4200,
+) -> None:
+    """Serve the monthly deployment from this process until interrupted."""
+    from prefect import serve
+
+    with prefect_server(port):
+        serve(monthly_deployment(warehouse, books, source, cron, options))
+
+
+def main() -> None:
+    """Serve the monthly deployment with default build options."""
+    parser = argparse.ArgumentParser(description="Serve the monthly book deployment.")
+    parser.add_argument("--warehouse", required=True)
+    parser.add_argument("--books", required=True)
+    parser.add_argument("--source", default="lichess:{month}")
+    parser.add_argument("--cron", default=MONTHLY_CRON)
+    parser.add_argument("--port", type=int, default=4200, help="local Prefect server port")
+    args = parser.parse_args()
+    serve_monthly(args.warehouse, args.books, args.source, args.cron, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The monthly flow: one month's dump to a published book, each step a Prefect task."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from pipelines.errors import ChesspipeError
+from pipelines.flows.options import BuildOptions
+from pipelines.ingest import Progress, ProgressCallback
+from pipelines.monthly_build import build_month, month_to_build, summary_markdown
+from pipelines.progress import format_progress
+
+
+class LoggedProgress:
+    """A progress callback that logs a line every few seconds and can also draw a bar."""
+
+    def __init__(
+        self, logger: Any, every: float, also: ProgressCallback | None = None, label: str = ""
+    ) -> None:
+        self.logger = logger
+        self.every = every
+        self.also = also
+        self.label = label
+        self._last = -every
+
+    def __call__(self, report: Progress) -> None:
+        if self.also is not None:
+            self.also(report)
+        if report.seconds - self._last >= self.every:
+            self._last = report.seconds
+            self.logger.info("%s%s", self.label, format_progress(report))
+
+
+class QuietUserErrors(logging.Filter):
+    """Drops the traceback from Prefect's log of a failure the user can act on (one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], ChesspipeError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_user_errors() -> None:
+    """Log ChesspipeError failures of task and flow runs without a traceback."""
+    for name in (
+        "prefect.task_runs",
+        "prefect.flow_runs",
+        "prefect.task_engine",
+        "prefect.flow_engine",
+    ):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QuietUserErrors) for f in logger.filters):
+            logger.addFilter(QuietUserErrors())
+
+
+def run_as_task(name: str, function: Callable[..., Any], *args: Any) -> Any:
+    """Run one step of a build as a Prefect task run."""
+    return task(name=name, cache_policy=NO_CACHE)(function)(*args)
+
+
+def scheduled_month() -> str:
+    """Return the month the current flow run builds when none is given: the previous month."""
+    from prefect.runtime import flow_run
+
+    return month_to_build(flow_run.scheduled_start_time)
+
+
+def publish_artifact(manifest: dict[str, Any]) -> None:
+    """Leave a Markdown summary of the build on the flow run."""
+    create_markdown_artifact(
+        markdown=summary_markdown(manifest),
+        key=f"book-{manifest['month']}",
+        description=f"lichess {manifest['month']} book ({manifest['status']})",
+    )
+
+
+@flow(name="build-month", log_prints=False)
+def build_month_flow(
+    source: str,
+    warehouse: str,
+    books: str,
+    month: str | None = None,
+    options: BuildOptions | None = None,
+    force: bool = False,
+    progress: Any = None,
+) -> dict[str, Any]:
+    """Ingest a month, build its book and publish it with a manifest; skip when up to date.
+
+    `source` may hold `{month}` (e.g. `lichess:{month}`); without `month`, the month is the one
+    before the run's scheduled time. `progress` is an extra in-process callback (the CLI's bar).
+    """
+    options = options or BuildOptions()
+    logger = get_run_logger()
+    month = month or scheduled_month()
+    source = source.format(month=month)
+    logger.info("building lichess %s from %s", month, source)
+    manifest = build_month(
+        source,
+        month,
+        warehouse,
+        books,
+        options.month_settings(),
+        options.download(),
+        force=force,
+        progress=LoggedProgress(logger, options.log_every, progress),
+        run_step=run_as_task,
+    )
+    if manifest["status"] == "up-to-date":
+        logger.info("%s is up to date: nothing changed", manifest["book_file"])
+    else:
+        ingest = manifest["ingest"]
+        logger.info(
+            "published %s: %s games read, %s kept, %s entries",
+            manifest["book_file"],
+            ingest["games_read"],
+            ingest["games_kept"],
+            manifest["book"]["entries"],
+        )
+    publish_artifact(manifest)
+    return manifest

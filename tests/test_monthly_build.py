@@ -1,0 +1,380 @@
+"""The monthly build as plain functions: publish, idempotency, locks, checksums, kill -9."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import chess
+import chess.polyglot
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from pipelines.book import BookSettings, build_book
+from pipelines.errors import ChesspipeError
+from pipelines.ingest import ingest
+from pipelines.monthly_build import (
+    DownloadOptions,
+    MonthSettings,
+    build_lock,
+    build_month,
+    month_to_build,
+    published_paths,
+    summary_markdown,
+)
+from pipelines.pgn_scan import GameFilter
+from pipelines.warehouse import partition_file
+from tests.conftest import ROOT
+from tests.loopback_http import LoopbackServer
+
+SETTINGS = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=2))
+FAST = DownloadOptions(timeout=5.0, backoff=0.01)
+NAME = "lichess_db_standard_rated_2021-10.pgn.zst"
+
+
+def visible_files(root: Path) -> set[str]:
+    """Return the files a reader of the folder sees: none under a dot-named part."""
+    if not root.exists():
+        return set()
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_ino, info.st_mtime_ns
+
+
+def test_month_to_build_is_the_previous_month() -> None:
+    assert month_to_build(date(2026, 1, 3)) == "2025-12"
+    assert month_to_build(datetime(2026, 1, 1, 0, 0, tzinfo=UTC)) == "2025-12"
+    assert month_to_build(datetime(2025, 12, 31, 23, 59, tzinfo=UTC)) == "2025-11"
+    assert month_to_build(date(2024, 3, 3)) == "2024-02"
+    assert month_to_build(date(2000, 2, 29)) == "2000-01"
+
+
+def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None:
+    warehouse, books = tmp_path / "wh", tmp_path / "books"
+    manifest = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+    book, manifest_file = published_paths(books, "2021-10")
+    assert manifest["status"] == "built" and not manifest["ingest_reused"]
+    assert visible_files(books) == {book.name, manifest_file.name}
+    assert json.loads(manifest_file.read_text()) == manifest
+
+    # The same as running ingest and book build by hand.
+    ingest(str(games_2021), "2021-10", tmp_path / "ref", SETTINGS.rules)
+    reference = build_book(tmp_path / "ref", ["2021-10"], tmp_path / "ref.bin", SETTINGS.book)
+    assert book.read_bytes() == (tmp_path / "ref.bin").read_bytes()
+    assert manifest["book_sha256"] == reference["sha256"]
+    assert (
+        manifest["source_identity"]["sha256"] == hashlib.sha256(games_2021.read_bytes()).hexdigest()
+    )
+
+    # The manifest's top moves are python-chess's reading of the published book.
+    with chess.polyglot.open_reader(book) as reader:
+        entries = sorted(reader.find_all(chess.Board()), key=lambda e: -e.weight)
+    total = sum(e.weight for e in entries)
+    assert [(m["move"], m["weight"]) for m in manifest["top_moves"]] == [
+        (e.move.uci(), e.weight) for e in entries[:5]
+    ]
+    assert manifest["top_moves"][0]["share"] == round(entries[0].weight / total, 4)
+    text = summary_markdown(manifest)
+    assert f"games read: {manifest['ingest']['games_read']:,}" in text
+    assert f"| {manifest['top_moves'][0]['san']} (" in text
+
+    # Again with the same source and settings: nothing is rewritten.
+    before = {p: stamp(p) for p in (book, manifest_file, partition_file(warehouse, "2021-10"))}
+    again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+    assert again["status"] == "up-to-date"
+    assert {p: stamp(p) for p in before} == before
+
+    # New book settings: the book is rebuilt from the partition already there.
+    stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
+    rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
+    assert rebuilt["status"] == "built" and rebuilt["ingest_reused"]
+    assert (
+        stamp(partition_file(warehouse, "2021-10")) == before[partition_file(warehouse, "2021-10")]
+    )
+    assert rebuilt["book"]["entries"] < manifest["book"]["entries"]
+
+    # --force redoes everything.
+    forced = build_month(str(games_2021), "2021-10", warehouse, books, stricter, force=True)
+    assert forced["status"] == "built" and not forced["ingest_reused"]
+    assert forced["book_sha256"] == rebuilt["book_sha256"]
+
+    # A run already holding the month makes another fail at once, with a clear message.
+    with build_lock(books, "2021-10"), pytest.raises(ChesspipeError, match="already running"):
+        build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+
+
+def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> None:
+    data = games_2021.read_bytes()
+    cache = tmp_path / "cache"
+    with LoopbackServer() as server:
+        good = server.add_dump("/standard", NAME, data, drops=[50_000, 300_000])
+        bad = server.add_dump("/corrupt", NAME, data, digest="e" * 64)
+        options = DownloadOptions(timeout=5.0, backoff=0.01, cache=cache)
+        manifest = build_month(
+            good, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, options
+        )
+        assert manifest["source_identity"] == {"sha256": hashlib.sha256(data).hexdigest()}
+        assert manifest["ingest"]["source_sha256_verified"] is True
+        assert (cache / NAME).read_bytes() == data
+        local = build_month(
+            str(games_2021), "2021-10", tmp_path / "wh2", tmp_path / "books2", SETTINGS
+        )
+        assert manifest["book_sha256"] == local["book_sha256"]
+        # The second run sees the same published checksum: up to date without downloading.
+        gets = sum(1 for m, p, _ in server.requests if m == "GET" and p.endswith(NAME))
+        again = build_month(good, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, options)
+        assert again["status"] == "up-to-date"
+        assert sum(1 for m, p, _ in server.requests if m == "GET" and p.endswith(NAME)) == gets
+
+        with pytest.raises(ChesspipeError, match="sha256 mismatch"):
+            build_month(bad, "2021-10", tmp_path / "bad-wh", tmp_path / "bad-books", SETTINGS, FAST)
+        assert visible_files(tmp_path / "bad-wh") == set()
+        assert visible_files(tmp_path / "bad-books") == set()
+        with pytest.raises(ChesspipeError, match="HTTP 404"):
+            build_month(
+                server.base + "/standard/nothing.pgn.zst",
+                "2021-10",
+                tmp_path / "x",
+                tmp_path / "y",
+                SETTINGS,
+                DownloadOptions(verify=False, backoff=0.01),
+            )
+
+
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_2013: Path) -> None:
+    # A plain (uncompressed) slice of real games, re-compressed in several frames, served slowly.
+    text = zstandard.ZstdDecompressor().decompress(games_2013.read_bytes(), max_output_size=1 << 30)
+    games = text[: text.index(b"\n\n[Event ", 4_000_000) + 2]
+    compressor = zstandard.ZstdCompressor(level=3)
+    data = b"".join(
+        compressor.compress(games[i : i + 500_000]) for i in range(0, len(games), 500_000)
+    )
+    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    options = ["--min-rating", "0", "--min-games", "3", "--retries", "1", "--timeout", "5"]
+    (tmp_path / "dump.pgn.zst").write_bytes(data)
+    reference = build_month(
+        str(tmp_path / "dump.pgn.zst"),
+        "2013-01",
+        tmp_path / "ref-wh",
+        tmp_path / "ref-books",
+        settings,
+    )
+    warehouse, books = tmp_path / "wh", tmp_path / "books"
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        PREFECT_HOME=str(tmp_path / "prefect"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+    )
+    with LoopbackServer() as server:
+        url = server.add_dump(
+            "/standard", "lichess_db_standard_rated_2013-01.pgn.zst", data, chunk=16_384, delay=0.05
+        )
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "pipelines",
+                "build-month",
+                url,
+                "--month",
+                "2013-01",
+                "--warehouse",
+                str(warehouse),
+                "--books",
+                str(books),
+                *options,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 240
+            while server.bytes_sent < len(data) // 3:
+                assert proc.poll() is None, "the build ended before it could be killed"
+                assert time.monotonic() < deadline, "the build never started downloading"
+                time.sleep(0.05)
+            # A second run of the month, from another process, is refused with a clear message:
+            # into the same books, and into another books folder over the same warehouse.
+            with pytest.raises(ChesspipeError, match="build-month 2013-01 is already running"):
+                build_month(url, "2013-01", warehouse, books, settings, FAST)
+            with pytest.raises(ChesspipeError, match="month 2013-01 is being built by another run"):
+                build_month(url, "2013-01", warehouse, tmp_path / "books-2", settings, FAST)
+            assert proc.poll() is None and server.bytes_sent < len(data)
+        finally:
+            # kill -9 the build, and the temporary Prefect server it started (which a kill of
+            # the build alone would leave running).
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode == -signal.SIGKILL
+        # Nothing half-written is visible to readers of the warehouse or the books.
+        assert visible_files(warehouse) == set()
+        assert visible_files(books) == set()
+        # The rerun (same code path, no Prefect) publishes what an uninterrupted run does.
+        server.files["/standard/lichess_db_standard_rated_2013-01.pgn.zst"].delay = 0.0
+        rerun = build_month(url, "2013-01", warehouse, books, settings, FAST)
+    assert rerun["status"] == "built"
+    assert rerun["book_sha256"] == reference["book_sha256"]
+    assert pq.read_table(partition_file(warehouse, "2013-01")).equals(
+        pq.read_table(partition_file(tmp_path / "ref-wh", "2013-01"))
+    )
+    assert visible_files(warehouse) == visible_files(tmp_path / "ref-wh")
+    assert visible_files(books) == visible_files(tmp_path / "ref-books")
+    leftovers = [p for root in (books, warehouse) for p in root.glob(".staging/*")]
+    assert leftovers == []
+
+
+def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) -> None:
+    import duckdb
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    warehouse, books = "memory://chesspipe-test/wh", "memory://chesspipe-test/books"
+    try:
+        manifest = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+        local = build_month(
+            str(games_2021), "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS
+        )
+        assert manifest["status"] == "built"
+        assert sorted(fs.find("/chesspipe-test")) == [
+            "/chesspipe-test/books/lichess-2021-10.bin",
+            "/chesspipe-test/books/lichess-2021-10.json",
+            "/chesspipe-test/wh/move_stats/month=2021-10.json",
+            "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet",
+        ]
+        book = "/chesspipe-test/books/lichess-2021-10.bin"
+        assert fs.cat(book) == published_paths(tmp_path / "books", "2021-10")[0].read_bytes()
+        assert local["book_sha256"] == manifest["book_sha256"]
+        # DuckDB reads the Parquet statistics where they are stored.
+        con = duckdb.connect()
+        con.register_filesystem(fs)
+        remote = con.sql(
+            "SELECT * FROM read_parquet('memory://chesspipe-test/wh/move_stats/month=*/*.parquet',"
+            " hive_partitioning = true) ORDER BY ALL"
+        ).fetchall()
+        here = con.sql(
+            f"SELECT * FROM read_parquet('{tmp_path}/wh/move_stats/month=*/*.parquet',"
+            " hive_partitioning = true) ORDER BY ALL"
+        ).fetchall()
+        assert remote == here and len(remote) == local["ingest"]["rows"]
+        # Up to date: no object is rewritten.
+        created = {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")}
+        again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+        assert again["status"] == "up-to-date"
+        assert {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")} == created
+        # New book settings reuse the stored partition and replace only the book and manifest.
+        stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
+        rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
+        assert rebuilt["status"] == "built" and rebuilt["ingest_reused"]
+        partition = "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet"
+        assert fs.info(partition)["created"] == created[partition]
+        assert fs.info(book)["created"] != created[book]
+    finally:
+        if fs.exists("/chesspipe-test"):
+            fs.rm("/chesspipe-test", recursive=True)
+
+
+KILLABLE = (
+    "import sys\n"
+    "from pipelines.book import BookSettings\n"
+    "from pipelines.monthly_build import MonthSettings, build_month\n"
+    "from pipelines.pgn_scan import GameFilter\n"
+    "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
+    "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"
+)
+
+
+def assert_consistent(warehouse: Path, books: Path) -> None:
+    """Whatever a killed run left visible is whole: readable, and matching its manifest."""
+    stats = "move_stats/month=2013-01/part-0.parquet"
+    stats_manifest = "move_stats/month=2013-01.json"
+    assert visible_files(warehouse) <= {stats, stats_manifest}
+    if (warehouse / stats).exists():
+        pq.read_table(warehouse / stats)
+    if (warehouse / stats_manifest).exists():
+        recorded = json.loads((warehouse / stats_manifest).read_text())
+        assert (
+            recorded["output_sha256"]
+            == hashlib.sha256((warehouse / stats).read_bytes()).hexdigest()
+        )
+    book, manifest_file = published_paths(books, "2013-01")
+    assert visible_files(books) <= {book.name, manifest_file.name}
+    if book.exists():
+        with chess.polyglot.open_reader(book) as reader:
+            assert len(reader) * 16 == book.stat().st_size
+    if manifest_file.exists():
+        recorded = json.loads(manifest_file.read_text())
+        assert recorded["book_sha256"] == hashlib.sha256(book.read_bytes()).hexdigest()
+
+
+def test_kill_9_at_any_moment(tmp_path: Path, games_2013: Path) -> None:
+    text = zstandard.ZstdDecompressor().decompress(games_2013.read_bytes(), max_output_size=1 << 30)
+    dump = tmp_path / "dump.pgn.zst"
+    games = text[: text.index(b"\n\n[Event ", 4_000_000) + 2]
+    dump.write_bytes(zstandard.ZstdCompressor(level=3).compress(games))
+    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    reference = build_month(
+        str(dump), "2013-01", tmp_path / "ref-wh", tmp_path / "ref-books", settings
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    partition = Path("move_stats/month=2013-01")
+    # Kill points spread over the run: while scanning, while DuckDB writes the partition,
+    # right after it is published, while the book is built, after the book is published.
+    moments = {
+        "scanning": lambda wh, bk: any(wh.glob(".staging/2013-01-*")),
+        "merging": lambda wh, bk: any((wh / partition).glob(".part-0.parquet.*.tmp")),
+        "partition published": lambda wh, bk: (wh / partition / "part-0.parquet").exists(),
+        "building the book": lambda wh, bk: any(bk.glob(".staging/2013-01-*")),
+        "book published": lambda wh, bk: published_paths(bk, "2013-01")[0].exists(),
+    }
+    killed = []
+    for n, (moment, reached) in enumerate(moments.items()):
+        warehouse, books = tmp_path / f"wh-{n}", tmp_path / f"books-{n}"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLABLE, str(dump), str(warehouse), str(books)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while proc.poll() is None and not reached(warehouse, books):
+                assert time.monotonic() < deadline
+                time.sleep(0.001)
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                killed.append(moment)
+        finally:
+            proc.wait()
+        assert_consistent(warehouse, books)
+        rerun = build_month(str(dump), "2013-01", warehouse, books, settings)
+        assert rerun["book_sha256"] == reference["book_sha256"]
+        assert pq.read_table(partition_file(warehouse, "2013-01")).equals(
+            pq.read_table(partition_file(tmp_path / "ref-wh", "2013-01"))
+        )
+        assert visible_files(warehouse) == visible_files(tmp_path / "ref-wh")
+        assert visible_files(books) == visible_files(tmp_path / "ref-books")
+    # Each moment lasts long enough to be caught in practice (all five here); demand three.
+    assert "scanning" in killed and len(killed) >= 3
