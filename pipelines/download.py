@@ -440,3 +440,59 @@ def open_url(
         yield reader, stream.size  # type: ignore[misc]
     finally:
         reader.close()
+
+
+class RangeFile:
+    """A remote file read by byte ranges (HTTP `Range: bytes=a-b`), seekable like a local one."""
+
+    def __init__(self, url: str, size: int, timeout: float = 60.0, retries: int = 5) -> None:
+        self.url = url
+        self.size = size
+        self.timeout = timeout
+        self.retries = retries
+        self.position = 0
+        self.requests = 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Move to a byte offset (from the start, the current position or the end)."""
+        base = {0: 0, 1: self.position, 2: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def tell(self) -> int:
+        """Return the current byte offset."""
+        return self.position
+
+    def read(self, size: int = -1) -> bytes:
+        """Read up to `size` bytes (all that is left for -1) with one ranged request."""
+        end = self.size if size < 0 else min(self.size, self.position + size)
+        if end <= self.position:
+            return b""
+        headers = {
+            "User-Agent": USER_AGENT,
+            "Accept-Encoding": "identity",
+            "Range": f"bytes={self.position}-{end - 1}",
+        }
+        for attempt in range(self.retries + 1):
+            self.requests += 1
+            try:
+                request = urllib.request.Request(self.url, headers=headers)
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    if response.status != 206:
+                        raise ChesspipeError(
+                            f"{self.url}: the server ignores byte ranges (HTTP {response.status})"
+                        )
+                    data: bytes = response.read(end - self.position)
+                if len(data) != end - self.position:
+                    raise _Transient(f"short range answer: {len(data)} bytes")
+                self.position = end
+                return data
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                if not _retryable_status(exc.code) or attempt == self.retries:
+                    raise HttpStatusError(self.url, exc.code, str(exc.reason)) from None
+            except (_Transient, *_TRANSIENT) as exc:
+                if attempt == self.retries:
+                    raise ChesspipeError(f"{self.url}: giving up on a byte range: {exc}") from None
+            time.sleep(min(30.0, 2.0**attempt * 0.5))
+        raise AssertionError("unreachable")

@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.move_counting import MoveCounter, MoveRows, OpeningTree
 from pipelines.pgn_scan import GameFilter, ScanStats, game_batches, kept_games_in_batches
-from pipelines.sources import OpenSource, open_source
+from pipelines.sources import OpenSource, open_source, resolve
 from pipelines.warehouse import (
     check_month,
     manifest_path,
@@ -27,6 +28,7 @@ from pipelines.warehouse import (
     staging_dir,
     write_json_atomic,
 )
+from pipelines.zstd_frames import Frame
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
@@ -149,12 +151,18 @@ def ingest(
     workers: int | None = None,
     expected_sha256: str | None = None,
     http_options: dict[str, Any] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
     With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
-    `http_options` go to the downloader (timeout, retries, backoff, cache).
+    `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
+    (for example `distributed.Client(...).get_executor()`), a pzstd-style file or URL is split
+    into units of frames scanned there; a URL is then read by byte ranges and not hashed, so
+    `expected_sha256` cannot be checked and is refused.
     """
+    if executor is not None and expected_sha256 is not None and resolve(source).startswith("http"):
+        raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
     rules = rules or GameFilter()
     check_month(month)
     if plies < 1:
@@ -180,6 +188,7 @@ def ingest(
                 workers,
                 expected_sha256,
                 http_options or {},
+                executor,
             )
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -240,18 +249,33 @@ def _ingest_locked(
     workers: int,
     expected_sha256: str | None,
     http_options: dict[str, Any],
+    executor: Executor | None,
 ) -> dict[str, Any]:
     stats = ScanStats()
     errors: list[str] = []
     if expected_sha256 is not None:
         http_options = {**http_options, "expected_sha256": expected_sha256}
     with open_source(source, rules.variant, **http_options) as opened:
-        units = _parallel_units(opened, workers) if opened.kind == "file" else None
-        if units:
+        plan = _parallel_plan(opened, workers, executor)
+        units = plan[1] if plan else None
+        if plan:
             from pipelines.parallel_ingest import ingest_units
 
+            frames, units = plan
             runs, hits, misses = ingest_units(
-                opened, units, rules, plies, stats, staging, flush_rows, workers, progress, started
+                opened,
+                opened.name,
+                frames,
+                units,
+                rules,
+                plies,
+                stats,
+                staging,
+                flush_rows,
+                workers,
+                progress,
+                started,
+                executor,
             )
         else:
             batches = game_batches(decompressed_chunks(opened.reader), stats)
@@ -264,6 +288,7 @@ def _ingest_locked(
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
         source_sha256 = opened.reader.sha256.hexdigest()
+        hashed = opened.kind != "url" or not plan  # a URL read by ranges is never read whole
         if expected_sha256 is not None and source_sha256 != expected_sha256.lower():
             raise ChesspipeError(
                 f"{opened.name}: sha256 mismatch (got {source_sha256}, "
@@ -284,7 +309,7 @@ def _ingest_locked(
                 "source_kind": opened.kind,
                 "source_size": opened.size,
                 "source_bytes_read": opened.reader.bytes_read,
-                "source_sha256": source_sha256,
+                "source_sha256": source_sha256 if hashed else None,
                 "source_sha256_verified": expected_sha256 is not None,
                 "settings": settings_dict(rules, plies),
                 "games_read": stats.games_read,
@@ -297,7 +322,7 @@ def _ingest_locked(
                 "output": str(target.relative_to(warehouse)),
                 "output_sha256": _sha256(tmp),
                 "opening_tree": {"hits": hits, "misses": misses},
-                "workers": workers if units else 1,
+                "workers": (workers if executor is None else "executor") if units else 1,
                 "timings": {
                     "scan_seconds": round(scanned - started, 3),
                     "total_seconds": round(time.monotonic() - started, 3),
@@ -311,21 +336,36 @@ def _ingest_locked(
         return manifest
 
 
-def _parallel_units(opened: OpenSource, workers: int) -> list[range] | None:
-    """Return the units of parallel work for a pzstd-style file, or None to read it in order."""
+def _parallel_plan(
+    opened: OpenSource, workers: int, executor: Executor | None
+) -> tuple[list[Frame], list[range]] | None:
+    """Return the frames and units of parallel work for a pzstd-style source, or None.
+
+    A local file is split for the worker processes when it is large enough; with an executor
+    (such as a Dask client's) a file or an http(s) URL is split whatever its size.
+    """
     from pipelines.zstd_frames import frame_index, plan_units, read_frame
 
-    if workers < 2 or not opened.size or opened.size < PARALLEL_MIN_BYTES:
+    if not opened.size or (executor is None and (workers < 2 or opened.size < PARALLEL_MIN_BYTES)):
         return None
-    handle = opened.reader.stream
-    frames = frame_index(handle, opened.size)  # type: ignore[arg-type]
-    handle.seek(0)  # type: ignore[attr-defined]
-    if not frames or len(frames) < 2 or b"\r\n" in read_frame(handle, frames[0])[:65536]:  # type: ignore[arg-type]
-        handle.seek(0)  # type: ignore[attr-defined]
+    if opened.kind == "file":
+        handle: Any = opened.reader.stream
+    elif opened.kind == "url" and executor is not None:
+        from pipelines.download import RangeFile
+
+        handle = RangeFile(opened.name, opened.size)
+    else:
         return None
-    handle.seek(0)  # type: ignore[attr-defined]
-    units = plan_units(frames, workers)
-    return units if len(units) > 1 else None
+    frames = frame_index(handle, opened.size)
+    usable = bool(frames) and len(frames or []) > 1
+    if usable and frames:
+        usable = b"\r\n" not in read_frame(handle, frames[0])[:65536]
+    if opened.kind == "file":
+        handle.seek(0)
+    if not usable or not frames:
+        return None
+    units = plan_units(frames, workers if executor is None else max(workers, 8))
+    return (frames, units) if len(units) > 1 or executor is not None else None
 
 
 def _reporting(

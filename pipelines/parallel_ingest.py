@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from pipelines.ingest import Progress, ProgressCallback, count_games
 from pipelines.move_counting import OpeningTree
 from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_batches
 from pipelines.sources import OpenSource
-from pipelines.zstd_frames import Frame, frame_index, unit_text
+from pipelines.zstd_frames import Frame, unit_text
 
 
 def scan_unit(
-    path: str,
+    location: str,
     frames: list[Frame],
     unit: range,
     rules: GameFilter,
@@ -25,7 +28,7 @@ def scan_unit(
 ) -> tuple[ScanStats, list[Path], int, int]:
     """Count the games one unit owns; return its scan counts, run files and tree hits/misses."""
     stats = ScanStats()
-    with open(path, "rb") as handle:
+    with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         text, own_length = unit_text(handle, frames, unit, MAX_GAME_BYTES)
     batches = game_batches([text] if text else [], stats)
     tree = _worker_tree()
@@ -47,8 +50,22 @@ def _worker_tree() -> OpeningTree:
     return _TREE
 
 
+@contextmanager
+def open_location(location: str, size: int) -> Iterator[BinaryIO]:
+    """Open a local path, or an http(s) URL of `size` bytes read by byte ranges."""
+    if location.startswith(("http://", "https://")):
+        from pipelines.download import RangeFile
+
+        yield RangeFile(location, size)  # type: ignore[misc]
+        return
+    with open(location, "rb") as handle:
+        yield handle
+
+
 def ingest_units(
     opened: OpenSource,
+    location: str,
+    frames: list[Frame],
     units: list[range],
     rules: GameFilter,
     plies: int,
@@ -58,25 +75,28 @@ def ingest_units(
     workers: int,
     progress: ProgressCallback | None,
     started: float,
+    executor: Executor | None = None,
 ) -> tuple[list[Path], int, int]:
-    """Scan units in worker processes while this one hashes the file; return runs, tree counts."""
-    handle = opened.reader.stream
-    assert opened.size is not None
-    frames = frame_index(handle, opened.size)  # type: ignore[arg-type]
-    assert frames is not None
-    handle.seek(0)  # type: ignore[attr-defined]
+    """Scan units in worker processes (or on an executor such as Dask's); return runs, tree counts.
+
+    For a local file this process hashes it meanwhile; a URL is read only by the workers.
+    """
+    hash_source = opened.kind == "file"
     runs: list[Path] = []
     hits = misses = 0
     done_bytes = 0
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    own_pool = None
+    if executor is None:
+        context = multiprocessing.get_context("forkserver")
+        executor = own_pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
         for unit in units:
-            future = pool.submit(
-                scan_unit, opened.name, frames, unit, rules, plies, staging, flush_rows
+            future = executor.submit(
+                scan_unit, location, frames, unit, rules, plies, staging, flush_rows
             )
             pending[future] = sum(frames[i].size for i in unit)
-        hashed_everything = False
+        hashed_everything = not hash_source
         try:
             while pending:
                 if not hashed_everything:
@@ -106,6 +126,9 @@ def ingest_units(
             for future in pending:
                 future.cancel()
             raise
-    while opened.reader.read(4 << 20):
+    finally:
+        if own_pool is not None:
+            own_pool.shutdown(cancel_futures=True)
+    while hash_source and opened.reader.read(4 << 20):
         pass
     return sorted(runs), hits, misses

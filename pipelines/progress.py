@@ -43,9 +43,11 @@ class ProgressBar:
         self.tty = self.stream.isatty()
         self.interval = interval
         self._last = -interval
+        self._unprinted: str | None = None
 
     def __call__(self, report: Progress) -> None:
         line = format_progress(report)
+        self._unprinted = None
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")
             self.stream.flush()
@@ -53,9 +55,13 @@ class ProgressBar:
             self._last = report.seconds
             self.stream.write(line + "\n")
             self.stream.flush()
+        else:
+            self._unprinted = line
 
     def close(self) -> None:
-        """End the progress line."""
+        """End the progress line; elsewhere than a terminal, print the last report if unprinted."""
         if self.tty:
             self.stream.write("\n")
-            self.stream.flush()
+        elif self._unprinted:
+            self.stream.write(f"{self._unprinted}\n")
+        self.stream.flush()

@@ -67,15 +67,19 @@ class LoopbackServer:
                 start = 0
                 wanted = self.headers.get("Range")
                 if wanted and not served.ignore_range:
-                    start = int(wanted.removeprefix("bytes=").split("-")[0])
+                    first, _, last = wanted.removeprefix("bytes=").partition("-")
+                    start = int(first)
+                    if last:  # a closed range: serve as if the file ended there
+                        data = data[: int(last) + 1]
                     if start >= len(data):
                         self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Range", f"bytes */{len(served.data)}")
                         self.send_header("Content-Length", "0")
                         self.end_headers()
                         return
                     self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                    total = len(served.data)
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{total}")
                 else:
                     self.send_response(200)
                 self.send_header("Content-Length", str(len(data) - start))
