@@ -49,6 +49,8 @@ class MonthSettings:
     plies: int = 20
     book: BookSettings = field(default_factory=BookSettings)
     keep_partial: bool = False
+    #: Processes for the scan; results do not depend on it, so it is not recorded.
+    workers: int | None = field(default=None, compare=False)
 
     def record(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as stored in the run manifest."""
@@ -236,6 +238,7 @@ def ingest_step(
         plies=settings.plies,
         keep_partial=settings.keep_partial,
         progress=progress,
+        workers=settings.workers,
         expected_sha256=resolved.expected_sha256,
         http_options=download.http_options(),
     )

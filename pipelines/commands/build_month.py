@@ -46,6 +46,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
         plies=args.plies,
         variant=rules.variant,
         keep_partial=args.keep_partial,
+        workers=args.workers,
         min_games=args.min_games,
         min_score=args.min_score,
         book_speeds=[s for s in args.book_speeds.split(",") if s] if args.book_speeds else None,

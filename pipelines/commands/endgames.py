@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.ingest import add_filter_options
+
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
     """Add --syzygy and --backend."""
@@ -20,22 +22,6 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="prober: python-chess, Fathom (libfathom), or Fathom when installed (auto)",
     )
-
-
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    """Add ingest's game filter and progress options."""
-    parser.add_argument("--min-rating", type=int, default=2200, help="both players at least (2200)")
-    parser.add_argument(
-        "--speeds",
-        default="blitz,rapid,classical,correspondence",
-        help="comma-separated speeds to keep (as for ingest)",
-    )
-    parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
-    parser.add_argument("--variant", choices=("standard", "chess960"), default="standard")
-    parser.add_argument(
-        "--progress", action="store_true", help="show progress even when not a terminal"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def register(subparsers: Any) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 from schemas.dimensions import SPEEDS
 
 
-def add_ingest_options(parser: argparse.ArgumentParser) -> None:
-    """Add the filter and counting options shared by ingest and build-month."""
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """Add the game filter's options and the progress options."""
     parser.add_argument("--min-rating", type=int, default=2200, help="both players at least (2200)")
     parser.add_argument(
         "--speeds",
@@ -20,17 +20,22 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated speeds to keep, of {','.join(SPEEDS)}",
     )
     parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
-    parser.add_argument("--plies", type=int, default=20, help="plies counted per game (20)")
     parser.add_argument("--variant", choices=("standard", "chess960"), default="standard")
+    parser.add_argument(
+        "--progress", action="store_true", help="show progress even when not a terminal"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def add_ingest_options(parser: argparse.ArgumentParser) -> None:
+    """Add the filter and counting options shared by ingest and build-month."""
+    add_filter_options(parser)
+    parser.add_argument("--plies", type=int, default=20, help="plies counted per game (20)")
     parser.add_argument(
         "--keep-partial",
         action="store_true",
         help="on a truncated or corrupt stream, publish what was read (marked partial)",
     )
-    parser.add_argument(
-        "--progress", action="store_true", help="show progress even when not a terminal"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
     parser.add_argument(
         "--workers",
         type=int,

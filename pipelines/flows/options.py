@@ -23,6 +23,7 @@ class BuildOptions(BaseModel):
     plies: int = 20
     variant: str = "standard"
     keep_partial: bool = False
+    workers: int | None = None
     min_games: int = 20
     min_score: float = 0.35
     book_speeds: list[str] | None = None
@@ -49,7 +50,11 @@ class BuildOptions(BaseModel):
             min_band=self.min_band,
         )
         return MonthSettings(
-            rules=rules, plies=self.plies, book=book, keep_partial=self.keep_partial
+            rules=rules,
+            plies=self.plies,
+            book=book,
+            keep_partial=self.keep_partial,
+            workers=self.workers,
         )
 
     def download(self) -> DownloadOptions:
