@@ -256,7 +256,8 @@ def _ingest_locked(
     if expected_sha256 is not None:
         http_options = {**http_options, "expected_sha256": expected_sha256}
     with open_source(source, rules.variant, **http_options) as opened:
-        plan = _parallel_plan(opened, workers, executor)
+        # Keeping what was read of a damaged stream needs it read in order.
+        plan = None if keep_partial else _parallel_plan(opened, workers, executor)
         units = plan[1] if plan else None
         if plan:
             from pipelines.parallel_ingest import ingest_units
