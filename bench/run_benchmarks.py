@@ -109,6 +109,7 @@ def row(name: str, run: dict, result: dict) -> str:
     ratios = " | ".join(f"{run['wall'] / runs[k]['wall']:.2f}" for k in ("a", "b", "c"))
     return (
         f"| {name}{note} | {run['wall']:.2f} | {run['cpu']:.2f} | {run['max_rss_mb']:.0f} | "
+        f"{run['peak_total_rss_mb']:.0f} | "
         f"{mb / run['wall']:.0f} | {result['games'] / run['wall']:,.0f} | {ratios} |"
     )
 
@@ -118,7 +119,8 @@ def report(results: list[dict], big: dict | None, ran_at: str) -> str:
         "# Benchmarks",
         "",
         f"Run by `python bench/run_benchmarks.py` on {ran_at} UTC, "
-        f"{os.cpu_count()} cores. Times in seconds; memory is the largest single process's peak RSS (MB); "
+        f"{os.cpu_count()} cores. Times in seconds; peak MB is the largest single process's "
+        "peak RSS, all processes MB the peak of their summed RSS (sampled every 0.1 s); "
         "MB/s is decompressed PGN per wall second; ratios are wall time divided by the wall time of "
         "(a), (b) and (c) (below 1 is faster). The CPU of chesspipe with several workers covers "
         "only the main process (its workers are children of multiprocessing's fork server, "

@@ -16,6 +16,8 @@ from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_batch
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, unit_text
 
+_PIECE = 256 << 10
+
 
 def scan_unit(
     location: str,
@@ -30,7 +32,9 @@ def scan_unit(
     stats = ScanStats()
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         text, own_length = unit_text(handle, frames, unit, MAX_GAME_BYTES)
-    batches = game_batches([text] if text else [], stats)
+    # Feed the text in pieces about the size a stream decompresses to: it stays in the caches.
+    pieces = (text[start : start + _PIECE] for start in range(0, len(text), _PIECE))
+    batches = game_batches(pieces, stats)
     tree = _worker_tree()
     hits, misses = tree.hits, tree.misses
     prefix = f"unit-{unit.start:07d}"
