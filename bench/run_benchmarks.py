@@ -114,7 +114,16 @@ def row(name: str, run: dict, result: dict) -> str:
     )
 
 
-def report(results: list[dict], big: dict | None, ran_at: str) -> str:
+def book_bench() -> dict:
+    """Run bench/book_build.py (8 million rows of statistics) and return its figures."""
+    out = subprocess.run(
+        [PY, str(HERE / "book_build.py")], capture_output=True, text=True, check=True
+    )
+    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def report(results: list[dict], big: dict | None, ran_at: str, book: dict | None = None) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -158,6 +167,16 @@ def report(results: list[dict], big: dict | None, ran_at: str) -> str:
             f"{big['pgn_bytes'] / 1e6 / big['wall']:.0f} MB/s.",
             "",
         ]
+    if book is not None:
+        lines += [
+            "## Book building from month-sized statistics (bench/book_build.py)",
+            "",
+            f"{book['rows']:,} generated (key, move, speed, band) rows: `chesspipe book build` "
+            f"took {book['wall']:.1f} s wall, {book['cpu']:.1f} s CPU, peak "
+            f"{book['peak_total_rss_mb']:.0f} MB, and wrote {book['entries']:,} entries for "
+            f"{book['positions']:,} positions (min 20 games, score >= 35%).",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -184,7 +203,8 @@ def main() -> int:
     if args.report_only:
         saved = json.loads((WORK / "results.json").read_text())
         ran_at = saved.get("ran_at", "an earlier run")
-        args.out.write_text(report(saved["results"], saved["big"], ran_at) + "\n")
+        text = report(saved["results"], saved["big"], ran_at, saved.get("book"))
+        args.out.write_text(text + "\n")
         return 0
     for program in ("zstd", "pzstd"):
         if shutil.which(program) is None:
@@ -227,10 +247,11 @@ def main() -> int:
         )
         big = measure(chesspipe(big_dump, "10x"))
         big["pgn_bytes"] = pgn_size(big_dump)
+    book = book_bench()
     ran_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
-    text = report(results, big, ran_at)
+    text = report(results, big, ran_at, book)
     args.out.write_text(text + "\n")
-    saved = {"results": results, "big": big, "ran_at": ran_at}
+    saved = {"results": results, "big": big, "ran_at": ran_at, "book": book}
     (WORK / "results.json").write_text(json.dumps(saved, indent=1))
     print(text)
     return 0
