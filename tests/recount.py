@@ -94,3 +94,23 @@ def recount(
             ] += 1
             board.push(move)
     return counts, kept
+
+
+def pgn_extract_elo(source: Path, rating: int, folder: Path) -> Path:
+    """Return a PGN file of the games `pgn-extract` keeps with both Elo ratings >= rating."""
+    import subprocess
+
+    from tests.conftest import need_program
+
+    pgn_extract = need_program("pgn-extract")
+    plain = folder / "all.pgn"
+    plain.write_text(read_text(source))
+    tags = folder / "tags.txt"
+    tags.write_text(f'WhiteElo >= "{rating}"\nBlackElo >= "{rating}"\n')
+    kept = folder / f"kept-{rating}.pgn"
+    subprocess.run(
+        [pgn_extract, "-s", "-t", str(tags), "-o", str(kept), str(plain)],
+        check=True,
+        capture_output=True,
+    )
+    return kept

@@ -24,7 +24,7 @@ from pipelines.warehouse import partition_file
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
 from schemas.polyglot import read_entries
 from tests.conftest import need_program, run_cli
-from tests.recount import read_text
+from tests.recount import pgn_extract_elo, read_text
 
 ALL = frozenset(SPEEDS)
 
@@ -41,18 +41,8 @@ def make_book_reference(
     tmp_path: Path, source: Path, rating: int, games: int, score: float
 ) -> Path:
     """PolyGlot's own book from the games pgn-extract keeps with the same Elo criteria."""
-    pgn_extract = need_program("pgn-extract")
     polyglot = need_program("polyglot")
-    plain = tmp_path / "all.pgn"
-    plain.write_text(read_text(source))
-    tags = tmp_path / "tags.txt"
-    tags.write_text(f'WhiteElo >= "{rating}"\nBlackElo >= "{rating}"\n')
-    kept = tmp_path / "kept.pgn"
-    subprocess.run(
-        [pgn_extract, "-s", "-t", str(tags), "-o", str(kept), str(plain)],
-        check=True,
-        capture_output=True,
-    )
+    kept = pgn_extract_elo(source, rating, tmp_path)
     out = tmp_path / f"ref-{rating}-{games}-{score}.bin"
     subprocess.run(
         [

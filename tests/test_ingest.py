@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -14,8 +13,8 @@ from pipelines.ingest import ingest
 from pipelines.pgn_scan import GameFilter
 from pipelines.warehouse import manifest_path, partition_file
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
-from tests.conftest import need_program, run_cli
-from tests.recount import read_text, recount
+from tests.conftest import run_cli
+from tests.recount import pgn_extract_elo, read_text, recount
 
 ALL_SPEEDS = frozenset(SPEEDS)
 
@@ -85,23 +84,13 @@ def test_filter_keeps_what_pgn_extract_keeps(
     """Same Elo criteria: our byte-level filter and pgn-extract keep the same games."""
     from pipelines.pgn_scan import ScanStats, filter_game, split_games
 
-    pgn_extract = need_program("pgn-extract")
     for source, rating in ((games_2021, 2200), (games_2021, 1500), (games_2013, 1800)):
-        plain = tmp_path / "games.pgn"
-        plain.write_text(read_text(source))
-        tags = tmp_path / "tags.txt"
-        tags.write_text(f'WhiteElo >= "{rating}"\nBlackElo >= "{rating}"\n')
-        out = tmp_path / "kept.pgn"
-        subprocess.run(
-            [pgn_extract, "-s", "-t", str(tags), "-o", str(out), str(plain)],
-            check=True,
-            capture_output=True,
-        )
+        out = pgn_extract_elo(source, rating, tmp_path)
         theirs = [line for line in out.read_text().splitlines() if line.startswith("[Site ")]
         stats = ScanStats()
         rules = GameFilter(rating, ALL_SPEEDS, allow_bots=True)
         ours = []
-        for game in split_games([plain.read_bytes()], stats):
+        for game in split_games([read_text(source).encode()], stats):
             if filter_game(game, rules, stats) is not None:
                 site = game[game.index(b"[Site ") : game.index(b"\n", game.index(b"[Site "))]
                 ours.append(site.decode())
