@@ -382,11 +382,11 @@ def _reporting(
         return
     last = 0.0
     for batch in batches:
+        yield batch  # report once the batch is counted, so games match the bytes read
         now = time.monotonic()
         if now - last >= 0.5:
             last = now
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
-        yield batch
 
 
 def remove_stale_files(warehouse: Path, month: str) -> None:
