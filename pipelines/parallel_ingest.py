@@ -14,9 +14,7 @@ from pipelines.ingest import Progress, ProgressCallback, count_games
 from pipelines.move_counting import OpeningTree
 from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_batches
 from pipelines.sources import OpenSource
-from pipelines.zstd_frames import Frame, unit_text
-
-_PIECE = 256 << 10
+from pipelines.zstd_frames import Frame, unit_pieces
 
 
 def scan_unit(
@@ -31,9 +29,8 @@ def scan_unit(
     """Count the games one unit owns; return its scan counts, run files and tree hits/misses."""
     stats = ScanStats()
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
-        text, own_length = unit_text(handle, frames, unit, MAX_GAME_BYTES)
-    # Feed the text in pieces about the size a stream decompresses to: it stays in the caches.
-    pieces = (text[start : start + _PIECE] for start in range(0, len(text), _PIECE))
+        # Pieces about the size a stream decompresses to: the scanner's work stays in the caches.
+        pieces, own_length = unit_pieces(handle, frames, unit, MAX_GAME_BYTES)
     batches = game_batches(pieces, stats)
     tree = _worker_tree()
     hits, misses = tree.hits, tree.misses

@@ -105,34 +105,82 @@ BOUNDARY = b"\n\n["
 def unit_text(
     handle: BinaryIO, frames: list[Frame], unit: range, max_game_bytes: int
 ) -> tuple[bytes, int]:
-    """Return the text of the games a unit owns, and the length of the unit's own text.
+    """Return the text of the games a unit owns, and the length of the unit's own text."""
+    pieces, own_length = unit_pieces(handle, frames, unit, max_game_bytes)
+    return b"".join(pieces), own_length
+
+
+def unit_pieces(
+    handle: BinaryIO,
+    frames: list[Frame],
+    unit: range,
+    max_game_bytes: int,
+    piece_size: int = 256 << 10,
+) -> tuple[list[bytes], int]:
+    """Return the text of the games a unit owns in pieces, and the length of its own text.
 
     A game belongs to the unit holding the first byte of the blank line before it (the first game
     of the file to the first unit). The owner reads on into the next frames to finish its last game,
-    at most `max_game_bytes` past its end.
+    at most `max_game_bytes` past its end. The text is cut into pieces of about `piece_size`
+    bytes without ever being joined whole.
     """
-    own = b"".join(read_frame(handle, frames[i]) for i in unit)
+    parts = [read_frame(handle, frames[i]) for i in unit]
+    own_length = sum(map(len, parts))
     # Read on only as far as the next game that starts in the following unit.
-    parts: list[bytes] = []
     read_on = 0
-    window = own[-2:]
+    window = _tail(parts)
     for piece in _pieces_after(handle, frames, unit.stop):
         joined = window + piece
-        window_start = len(own) + read_on - len(window)
-        found = joined.find(BOUNDARY, len(own) - window_start)
+        window_start = own_length + read_on - len(window)
+        found = joined.find(BOUNDARY, own_length - window_start)
         parts.append(piece)
         read_on += len(piece)
         if found >= 0 or read_on > max_game_bytes + 3:
             break
         window = joined[-2:]
-    text = own + b"".join(parts)
-    end = text.find(BOUNDARY, len(own))
+    total = own_length + read_on
+    end = _find(parts, own_length)
     if end < 0:
-        end = len(text)
-    start = 0 if unit.start == 0 else text.find(BOUNDARY)
-    if start < 0 or start >= len(own):
-        return b"", len(own)
-    return text[start:end], len(own)
+        end = total
+    start = 0 if unit.start == 0 else _find(parts, 0)
+    if start < 0 or start >= own_length:
+        return [], own_length
+    pieces: list[bytes] = []
+    offset = 0
+    for part in parts:
+        low, high = max(start, offset), min(end, offset + len(part))
+        for cut in range(low, high, piece_size):
+            pieces.append(part[cut - offset : min(high, cut + piece_size) - offset])
+        offset += len(part)
+    return pieces, own_length
+
+
+def _tail(parts: list[bytes]) -> bytes:
+    """Return the last two bytes of the parts' text."""
+    tail = b""
+    for part in reversed(parts):
+        tail = part[-2:] + tail
+        if len(tail) >= 2:
+            return tail[-2:]
+    return tail
+
+
+def _find(parts: list[bytes], start_at: int) -> int:
+    """Return the offset of the first game boundary at or after `start_at` in the parts' text."""
+    offset = 0
+    carry = b""  # the last bytes before this part, for a boundary across parts
+    for part in parts:
+        if carry:
+            window = carry + part[:2]
+            found = window.find(BOUNDARY, max(0, start_at - (offset - len(carry))))
+            if 0 <= found < len(carry):
+                return offset - len(carry) + found
+        found = part.find(BOUNDARY, max(0, start_at - offset))
+        if found >= 0:
+            return offset + found
+        carry = (carry + part)[-2:]
+        offset += len(part)
+    return -1
 
 
 def _pieces_after(handle: BinaryIO, frames: list[Frame], first: int) -> Iterator[bytes]:

@@ -15,7 +15,14 @@ from pipelines.errors import CorruptInput
 from pipelines.ingest import ingest
 from pipelines.pgn_scan import GameFilter, ScanStats, split_games
 from pipelines.warehouse import partition_file
-from pipelines.zstd_frames import Frame, frame_index, plan_units, unit_text, write_framed_zstd
+from pipelines.zstd_frames import (
+    Frame,
+    frame_index,
+    plan_units,
+    unit_pieces,
+    unit_text,
+    write_framed_zstd,
+)
 from schemas.move_stats import SPEEDS
 from tests.recount import read_text
 
@@ -45,9 +52,17 @@ def test_parallel_equals_sequential(
     assert tables[0].to_pylist() == tables[1].to_pylist()
 
 
-@settings(max_examples=40, deadline=None)
-@given(frame_size=st.integers(200, 20_000), workers=st.integers(2, 7), huge=st.integers(0, 3))
-def test_units_own_every_game_once(frame_size: int, workers: int, huge: int) -> None:
+@settings(max_examples=60, deadline=None)
+@given(
+    frame_size=st.integers(200, 20_000),
+    workers=st.integers(2, 7),
+    huge=st.integers(0, 3),
+    unit_frames=st.integers(1, 5),
+    piece_size=st.integers(1, 5000),
+)
+def test_units_own_every_game_once(
+    frame_size: int, workers: int, huge: int, unit_frames: int, piece_size: int
+) -> None:
     games = [
         f'[Event "g{i}"]\n[Site "{i}"]\n\n1. e4 {{ {"x" * (i * 37 % 900)} }} e5 1-0\n\n'.encode()
         for i in range(60)
@@ -66,10 +81,13 @@ def test_units_own_every_game_once(frame_size: int, workers: int, huge: int) -> 
     got: list[bytes] = []
     stats = ScanStats()
     own_total = 0
-    for unit in plan_units(frames, workers, max_unit_bytes=frame_size):
+    for unit in plan_units(frames, workers, max_unit_bytes=frame_size * unit_frames // 3):
         owned, own_length = unit_text(blob, frames, unit, max_game_bytes=10_000)
+        pieces, _ = unit_pieces(blob, frames, unit, 10_000, piece_size=piece_size)
+        assert b"".join(pieces) == owned
+        assert all(0 < len(piece) <= piece_size for piece in pieces)
         own_total += own_length
-        got.extend(split_games([owned] if owned else [], stats, max_game_bytes=10_000))
+        got.extend(split_games(pieces, stats, max_game_bytes=10_000))
     assert own_total == len(text)
     assert got == expected
     assert stats.dropped["oversized"] == (1 if huge else 0)
