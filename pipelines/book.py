@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -13,7 +12,13 @@ import numpy as np
 
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import available_months, connect, month_range, write_json_atomic
+from pipelines.warehouse import (
+    available_months,
+    connect,
+    file_sha256,
+    month_range,
+    write_json_atomic,
+)
 from schemas.move_stats import SPEEDS
 from schemas.polyglot import ENTRY_DTYPE, write_entries
 
@@ -115,7 +120,7 @@ def build_book(
         "positions": int(len(np.unique(entries["key"]))),
         "games": games,
         "size": out.stat().st_size,
-        "sha256": hashlib.sha256(out.read_bytes()).hexdigest(),
+        "sha256": file_sha256(out),
         "seconds": round(time.monotonic() - started, 3),
         "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }

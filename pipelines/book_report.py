@@ -16,6 +16,7 @@ import numpy as np
 from pipelines import __version__
 from pipelines.book_show import open_book
 from pipelines.errors import ChesspipeError
+from pipelines.warehouse import file_sha256
 from schemas.polyglot import Book, polyglot_key
 
 #: How far the coverage walk goes by default: plies, and positions in all.
@@ -328,13 +329,12 @@ def _facts_rows(rows: list[tuple[str, str, str]]) -> str:
 
 def read_manifest_beside(book_path: Path) -> dict[str, Any] | None:
     """Return the manifest `book build` wrote beside this very book (BOOK.json), if any."""
-    import hashlib
     import json
 
     path = Path(book_path).with_suffix(".json")
     try:
         data = json.loads(path.read_text())
-        digest = hashlib.sha256(Path(book_path).read_bytes()).hexdigest()
+        digest = file_sha256(Path(book_path))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("sha256") != digest:

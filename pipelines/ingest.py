@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
@@ -21,6 +20,7 @@ from pipelines.pgn_scan import GameFilter, ScanStats, game_batches, kept_games_i
 from pipelines.sources import OpenSource, open_source, resolve
 from pipelines.warehouse import (
     check_month,
+    file_sha256,
     manifest_path,
     month_lock,
     partition_file,
@@ -129,14 +129,6 @@ def _merge_runs(runs: list[Path], target_tmp: Path, staging: Path) -> int:
         if got != want:
             raise AssertionError(f"move statistics schema drifted: {got} != {want}")
     return int(pq.read_metadata(target_tmp).num_rows)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def ingest(
@@ -321,7 +313,7 @@ def _ingest_locked(
                 "partial": error is not None,
                 "error": error,
                 "output": str(target.relative_to(warehouse)),
-                "output_sha256": _sha256(tmp),
+                "output_sha256": file_sha256(tmp),
                 "opening_tree": {"hits": hits, "misses": misses},
                 "workers": (workers if executor is None else "executor") if units else 1,
                 "timings": {

@@ -23,6 +23,7 @@ from pipelines.pgn_scan import GameFilter
 from pipelines.sources import is_url, resolve
 from pipelines.warehouse import (
     check_month,
+    file_sha256,
     manifest_path,
     month_lock,
     partition_file,
@@ -105,15 +106,6 @@ def published_paths(books: Path, month: str, variant: str = "standard") -> tuple
     """Return (book, run manifest) paths of a month under the books folder."""
     book = Path(books) / book_name(month, variant)
     return book, book.with_suffix(".json")
-
-
-def file_sha256(path: Path) -> str:
-    """Return the sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def resolve_source(source: str, variant: str, download: DownloadOptions) -> ResolvedSource:

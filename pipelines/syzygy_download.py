@@ -7,7 +7,6 @@ per file, ``<hex>  <name>``, and is also the list of files a set holds.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -25,6 +24,7 @@ from typing import Any, TextIO
 
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
+from pipelines.warehouse import file_sha256
 
 DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
 DEFAULT_CHECKSUMS_URL = (
@@ -137,15 +137,6 @@ def read_checksum_list(source: str, timeout: float = 60.0) -> dict[str, str]:
     return parse_checksums(text)
 
 
-def sha256_file(path: Path) -> str:
-    """Return a file's SHA-256 as hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class _State:
     """Files already verified in a folder: name -> size, mtime and sha256."""
 
@@ -167,7 +158,7 @@ class _State:
             "sha256": sha256,
         }:
             return True
-        if sha256_file(path) == sha256:
+        if file_sha256(path) == sha256:
             self.remember(path, sha256)
             return True
         return False
@@ -248,7 +239,7 @@ def fetch_file(
                 time.sleep(backoff * failures)
                 continue
         break
-    actual = sha256_file(part)
+    actual = file_sha256(part)
     if actual != table.sha256:
         part.unlink()
         raise ChesspipeError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -74,6 +75,12 @@ def publish_file(tmp: Path, target: Path) -> None:
     """Move a finished file into place atomically (same filesystem)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, target)
+
+
+def file_sha256(path: Path) -> str:
+    """Return the sha256 of a file's bytes, as hex."""
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
