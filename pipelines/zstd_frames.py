@@ -64,20 +64,31 @@ def frame_index(handle: BinaryIO, size: int) -> list[Frame] | None:
 
 def read_frame(handle: BinaryIO, frame: Frame) -> bytes:
     """Return the decompressed bytes of one data frame, failing if it is cut short or corrupt."""
+    return b"".join(frame_pieces(handle, frame, frame.size))
+
+
+def frame_pieces(handle: BinaryIO, frame: Frame, read_size: int = 1 << 14) -> Iterator[bytes]:
+    """Yield a data frame's decompressed bytes as they come, failing if cut short or corrupt."""
     handle.seek(frame.offset)
-    data = handle.read(frame.size)
-    if len(data) != frame.size:
-        raise CorruptInput(f"truncated zstd stream: the frame at byte {frame.offset} is cut short")
     decompressor = zstandard.ZstdDecompressor().decompressobj()
-    try:
-        out = decompressor.decompress(data)
-    except zstandard.ZstdError as exc:
-        raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
+    left = frame.size
+    while left > 0:
+        data = handle.read(min(left, read_size))
+        if not data:
+            raise CorruptInput(
+                f"truncated zstd stream: the frame at byte {frame.offset} is cut short"
+            )
+        left -= len(data)
+        try:
+            out = decompressor.decompress(data)
+        except zstandard.ZstdError as exc:
+            raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
+        if out:
+            yield out
     if not decompressor.eof or decompressor.unused_data:
         raise CorruptInput(
             f"corrupt zstd frame at byte {frame.offset}: size does not match its index"
         )
-    return out
 
 
 def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20) -> list[range]:
@@ -186,19 +197,4 @@ def _find(parts: list[bytes], start_at: int) -> int:
 def _pieces_after(handle: BinaryIO, frames: list[Frame], first: int) -> Iterator[bytes]:
     """Yield the decompressed text from frame `first` on, a little at a time."""
     for frame in frames[first:]:
-        handle.seek(frame.offset)
-        decompressor = zstandard.ZstdDecompressor().decompressobj()
-        left = frame.size
-        while left > 0:
-            data = handle.read(min(left, 1 << 14))
-            if not data:
-                raise CorruptInput(
-                    f"truncated zstd stream: the frame at byte {frame.offset} is cut short"
-                )
-            left -= len(data)
-            try:
-                out = decompressor.decompress(data)
-            except zstandard.ZstdError as exc:
-                raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
-            if out:
-                yield out
+        yield from frame_pieces(handle, frame)
