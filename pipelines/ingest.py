@@ -337,7 +337,7 @@ def _parallel_plan(
     A local file is split for the worker processes when it is large enough; with an executor
     (such as a Dask client's) a file or an http(s) URL is split whatever its size.
     """
-    from pipelines.zstd_frames import frame_index, plan_units, read_frame
+    from pipelines.zstd_frames import frame_index, frame_pieces, plan_units
 
     if not opened.size or (executor is None and (workers < 2 or opened.size < PARALLEL_MIN_BYTES)):
         return None
@@ -350,12 +350,11 @@ def _parallel_plan(
     else:
         return None
     frames = frame_index(handle, opened.size)
-    usable = bool(frames) and len(frames or []) > 1
-    if usable and frames:
-        usable = b"\r\n" not in read_frame(handle, frames[0])[:65536]
+    # CRLF text moves the blank lines between games: such files are read in order.
+    crlf = frames is not None and b"\r\n" in next(frame_pieces(handle, frames[0]), b"")[:65536]
     if opened.kind == "file":
         handle.seek(0)
-    if not usable or not frames:
+    if frames is None or len(frames) < 2 or crlf:
         return None
     units = plan_units(frames, workers if executor is None else max(workers, 8))
     return (frames, units) if len(units) > 1 or executor is not None else None

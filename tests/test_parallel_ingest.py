@@ -129,3 +129,16 @@ def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
     assert one["games_read"] == two["games_read"] == 3 * 999
     assert one["rows"] == two["rows"]
     assert shutil.which("zstd") is not None
+
+
+def test_crlf_files_are_read_in_order(
+    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
+    text = read_text(games_2021).replace("\n", "\r\n").encode()
+    path = framed(tmp_path, text, frame_size=100_000)
+    crlf = ingest(str(path), "2021-10", tmp_path / "crlf", ANY, workers=2)
+    plain = ingest(str(games_2021), "2021-10", tmp_path / "plain", ANY, workers=1)
+    assert crlf["workers"] == 1
+    assert crlf["games_read"] == plain["games_read"] == 999
+    assert crlf["rows"] == plain["rows"]
