@@ -35,27 +35,9 @@ def polyglot_key(board: chess.Board) -> int:
 _RANDOM = chess.polyglot.POLYGLOT_RANDOM_ARRAY
 
 
-def _castling_part(board: chess.Board) -> int:
-    part = 0
-    if board.has_kingside_castling_rights(chess.WHITE):
-        part ^= _RANDOM[768]
-    if board.has_queenside_castling_rights(chess.WHITE):
-        part ^= _RANDOM[769]
-    if board.has_kingside_castling_rights(chess.BLACK):
-        part ^= _RANDOM[770]
-    if board.has_queenside_castling_rights(chess.BLACK):
-        part ^= _RANDOM[771]
-    return part
-
-
-def _en_passant_part(board: chess.Board) -> int:
-    square = board.ep_square
-    if square is None:
-        return 0
-    capturers = (
-        chess.BB_PAWN_ATTACKS[not board.turn][square] & board.pawns & board.occupied_co[board.turn]
-    )
-    return _RANDOM[772 + chess.square_file(square)] if capturers else 0
+_HASHER = chess.polyglot.ZobristHasher(chess.polyglot.POLYGLOT_RANDOM_ARRAY)
+_castling_part = _HASHER.hash_castling
+_en_passant_part = _HASHER.hash_ep_square
 
 
 def push_with_key(board: chess.Board, move: chess.Move, key: int) -> int:

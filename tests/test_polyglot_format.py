@@ -156,3 +156,26 @@ def test_book_skips_illegal_and_zero_weight_entries(tmp_path: Path) -> None:
     assert [m.move.uci() for m in Book.open(path).moves(board)] == ["e2e4"]
     with chess.polyglot.open_reader(path) as reader:
         assert [e.move.uci() for e in reader.find_all(board)] == ["e2e4"]
+
+
+def test_incremental_keys_equal_zobrist_hash() -> None:
+    """push_with_key after every move of random games, Chess960 and special moves included."""
+    from schemas.polyglot import push_with_key
+
+    rng = random.Random(5)
+    moves = 0
+    for number in range(150):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if number % 2 else chess.Board()
+        key = chess.polyglot.zobrist_hash(board)
+        for _ in range(rng.randrange(10, 150)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            special = [
+                m for m in legal if board.is_castling(m) or board.is_en_passant(m) or m.promotion
+            ]
+            move = rng.choice(special) if special and rng.random() < 0.5 else rng.choice(legal)
+            key = push_with_key(board, move, key)
+            assert key == chess.polyglot.zobrist_hash(board), (board.fen(), move)
+            moves += 1
+    assert moves > 5000
