@@ -250,7 +250,6 @@ def _ingest_locked(
     with open_source(source, rules.variant, **http_options) as opened:
         # Keeping what was read of a damaged stream needs it read in order.
         plan = None if keep_partial else _parallel_plan(opened, workers, executor)
-        units = plan[1] if plan else None
         if plan:
             from pipelines.parallel_ingest import ingest_units
 
@@ -315,7 +314,7 @@ def _ingest_locked(
                 "output": str(target.relative_to(warehouse)),
                 "output_sha256": file_sha256(tmp),
                 "opening_tree": {"hits": hits, "misses": misses},
-                "workers": (workers if executor is None else "executor") if units else 1,
+                "workers": (workers if executor is None else "executor") if plan else 1,
                 "timings": {
                     "scan_seconds": round(scanned - started, 3),
                     "total_seconds": round(time.monotonic() - started, 3),
