@@ -19,7 +19,7 @@ from pipelines.warehouse import (
     month_range,
     write_json_atomic,
 )
-from schemas.move_stats import SPEEDS
+from schemas.dimensions import SPEEDS
 from schemas.polyglot import ENTRY_DTYPE, write_entries
 
 MAX_WEIGHT = 65535
@@ -94,20 +94,18 @@ def build_book(
     con = connect(Path(warehouse))
     try:
         sql, params = book_query(wanted, settings)
-        table = con.sql(sql, params=params).to_arrow_table()
+        columns = con.execute(sql, params).fetchnumpy()
     finally:
         con.close()
-    keys = table.column("key").to_numpy()
-    moves = table.column("move").to_numpy()
-    weights = table.column("weight").to_numpy()
+    keys, moves, weights = columns["key"], columns["move"], columns["weight"]
     # DuckDB may hand back ORDER BY results out of order when it runs in parallel without
     # preserving insertion order: sort here (key, then weight descending, then move).
     order = np.lexsort((moves, -weights.astype(np.int64), keys))
-    entries = np.zeros(table.num_rows, dtype=ENTRY_DTYPE)
+    entries = np.zeros(len(keys), dtype=ENTRY_DTYPE)
     entries["key"] = keys[order]
     entries["move"] = moves[order]
     entries["weight"] = weights[order]
-    games = int(table.column("games").to_numpy().sum()) if table.num_rows else 0
+    games = int(columns["games"].sum()) if len(keys) else 0
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_entries(out, entries)
@@ -116,7 +114,7 @@ def build_book(
         "out": str(out),
         "months": wanted,
         "settings": asdict(settings),
-        "entries": int(table.num_rows),
+        "entries": len(entries),
         "positions": int(len(np.unique(entries["key"]))),
         "games": games,
         "size": out.stat().st_size,

@@ -10,38 +10,42 @@ from collections.abc import Sequence
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
 
-#: Subcommand modules, in the order `--help` lists them.
-COMMAND_MODULES = (
-    "pipelines.commands.ingest",
-    "pipelines.commands.book",
-    "pipelines.commands.sql",
-    "pipelines.commands.build_month",
-    "pipelines.commands.backfill",
-    "pipelines.commands.serve_monthly",
-    "pipelines.commands.endgames",
-    "pipelines.commands.export",
-    "pipelines.commands.probe",
-    "pipelines.commands.syzygy",
-    "pipelines.commands.chess960",
-)
+#: Subcommands and their modules, in the order `--help` lists them.
+COMMANDS = {
+    "ingest": "pipelines.commands.ingest",
+    "book": "pipelines.commands.book",
+    "sql": "pipelines.commands.sql",
+    "build-month": "pipelines.commands.build_month",
+    "backfill": "pipelines.commands.backfill",
+    "serve-monthly": "pipelines.commands.serve_monthly",
+    "endgames": "pipelines.commands.endgames",
+    "export": "pipelines.commands.export",
+    "probe": "pipelines.commands.probe",
+    "syzygy": "pipelines.commands.syzygy",
+    "chess960": "pipelines.commands.chess960",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the parser for every subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Return the parser for every subcommand, or for the one named `only`."""
     parser = argparse.ArgumentParser(
         prog="chesspipe",
         description="Opening books and endgame training data from Lichess games.",
     )
     parser.add_argument("--version", action="version", version=f"chesspipe {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(module).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Only the chosen subcommand's module is imported: start-up stays light.
+    chosen = argv[0] if argv and argv[0] in COMMANDS else None
+    parser = build_parser(chosen)
     args = parser.parse_args(argv)
     try:
         status = args.handler(args)

@@ -16,8 +16,9 @@ from pipelines import __version__
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.move_counting import MoveCounter, MoveRows, OpeningTree
-from pipelines.pgn_scan import GameFilter, ScanStats, game_batches, kept_games_in_batches
+from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
 from pipelines.sources import OpenSource, open_source, resolve
+from pipelines.stats_runs import from_rows, merge_runs, write_run
 from pipelines.warehouse import (
     check_month,
     file_sha256,
@@ -29,7 +30,7 @@ from pipelines.warehouse import (
     write_json_atomic,
 )
 from pipelines.zstd_frames import Frame
-from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
+from schemas.dimensions import SPEEDS
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
@@ -50,85 +51,6 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
-
-
-def _aggregate_rows(rows: MoveRows) -> Any:
-    """Return a per-(key, move, speed, band) Arrow table of wins, draws and losses."""
-    import numpy as np
-    import pyarrow as pa
-
-    points = np.frombuffer(rows.points, dtype=np.uint8)
-    table = pa.table(
-        {
-            "key": np.frombuffer(rows.keys, dtype=np.uint64),
-            "move": np.frombuffer(rows.moves, dtype=np.uint16),
-            "speed": np.frombuffer(rows.speeds, dtype=np.uint8),
-            "rating_band": np.frombuffer(rows.bands, dtype=np.uint16),
-            "wins": (points == 2).astype(np.uint64),
-            "draws": (points == 1).astype(np.uint64),
-            "losses": (points == 0).astype(np.uint64),
-        }
-    )
-    grouped = table.group_by(["key", "move", "speed", "rating_band"]).aggregate(
-        [("wins", "sum"), ("draws", "sum"), ("losses", "sum")]
-    )
-    names = {"wins_sum": "wins", "draws_sum": "draws", "losses_sum": "losses"}
-    grouped = grouped.rename_columns([names.get(name, name) for name in grouped.column_names])
-    return grouped.select(["key", "move", "speed", "rating_band", "wins", "draws", "losses"])
-
-
-def _write_run(rows: MoveRows, path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    pq.write_table(_aggregate_rows(rows), path, compression="zstd")
-
-
-def _merge_runs(runs: list[Path], target_tmp: Path, staging: Path) -> int:
-    """Sum the run files into one sorted Parquet file; return its row count."""
-    import duckdb
-    import pyarrow.parquet as pq
-
-    speeds = "[" + ", ".join(f"'{s}'" for s in SPEEDS) + "]"
-    con = duckdb.connect()
-    try:
-        con.execute("SET memory_limit = '1GB'")
-        con.execute(f"SET temp_directory = '{staging / 'duckdb.tmp'}'")
-        con.execute("SET threads = 2")
-        if runs:
-            files = "[" + ", ".join(f"'{p}'" for p in runs) + "]"
-            source = (
-                f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, "
-                "sum(wins)::UBIGINT AS w, sum(draws)::UBIGINT AS d, sum(losses)::UBIGINT AS l "
-                f"FROM read_parquet({files}) GROUP BY key, move, speed, rating_band"
-            )
-        else:
-            source = (
-                "SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, NULL::VARCHAR AS speed, "
-                "NULL::USMALLINT AS rating_band, NULL::UBIGINT AS w, NULL::UBIGINT AS d, "
-                "NULL::UBIGINT AS l WHERE false"
-            )
-        query = (
-            "SELECT key::UBIGINT AS key, move::USMALLINT AS move, speed, "
-            "rating_band::USMALLINT AS rating_band, (w + d + l)::UBIGINT AS games, "
-            f"w AS wins, d AS draws, l AS losses FROM ({source}) "
-            "ORDER BY key, move, speed, rating_band"
-        )
-        con.execute(
-            f"COPY ({query}) TO '{target_tmp}' "
-            "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1000000)"
-        )
-    finally:
-        con.close()
-    schema = pq.read_schema(target_tmp)
-    if not schema.remove_metadata().equals(
-        MOVE_STATS_SCHEMA.remove_metadata(), check_metadata=False
-    ):
-        # DuckDB marks columns nullable; the types must still match exactly.
-        got = [(f.name, f.type) for f in schema]
-        want = [(f.name, f.type) for f in MOVE_STATS_SCHEMA]
-        if got != want:
-            raise AssertionError(f"move statistics schema drifted: {got} != {want}")
-    return int(pq.read_metadata(target_tmp).num_rows)
 
 
 def ingest(
@@ -187,7 +109,7 @@ def ingest(
 
 
 def count_games(
-    batches: Iterable[Iterable[bytes]],
+    blocks: Iterable[bytes],
     rules: GameFilter,
     plies: int,
     stats: ScanStats,
@@ -200,27 +122,27 @@ def count_games(
     """Count the first plies of the kept games into aggregated run files under staging."""
     counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
     runs: list[Path] = []
-    for kept in kept_games_in_batches(batches, rules, stats):
+    for kept in kept_games_in_blocks(blocks, rules, stats):
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
             counter.flush()
             runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-            _write_run(counter.rows, runs[-1])
+            write_run(from_rows(counter.rows), runs[-1])
             counter.rows = MoveRows()
     counter.flush()
     if len(counter.rows):
         runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-        _write_run(counter.rows, runs[-1])
+        write_run(from_rows(counter.rows), runs[-1])
     tree = counter.tree
     return runs, tree
 
 
 def _until_corrupt(
-    batches: Iterator[list[bytes]], keep_partial: bool, errors: list[str]
-) -> Iterator[list[bytes]]:
-    """Pass batches through; on a corrupt stream, stop and note why if partial output is wanted."""
+    blocks: Iterator[bytes], keep_partial: bool, errors: list[str]
+) -> Iterator[bytes]:
+    """Pass blocks through; on a corrupt stream, stop and note why if partial output is wanted."""
     try:
-        yield from batches
+        yield from blocks
     except CorruptInput as exc:
         if not keep_partial:
             raise
@@ -270,11 +192,11 @@ def _ingest_locked(
                 executor,
             )
         else:
-            batches = game_batches(decompressed_chunks(opened.reader), stats)
-            batches = _until_corrupt(
-                _reporting(batches, progress, opened, stats, started), keep_partial, errors
+            blocks = game_blocks(decompressed_chunks(opened.reader), stats)
+            blocks = _until_corrupt(
+                _reporting(blocks, progress, opened, stats, started), keep_partial, errors
             )
-            runs, tree = count_games(batches, rules, plies, stats, staging, "run", flush_rows)
+            runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
             hits, misses = tree.hits, tree.misses
         error = errors[0] if errors else None
         if progress is not None:
@@ -292,7 +214,7 @@ def _ingest_locked(
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
         try:
-            row_count = _merge_runs(runs, tmp, staging)
+            row_count = merge_runs(runs, tmp, staging)
             manifest = {
                 "chesspipe_version": __version__,
                 "month": month,
@@ -360,19 +282,19 @@ def _parallel_plan(
 
 
 def _reporting(
-    batches: Iterator[list[bytes]],
+    blocks: Iterator[bytes],
     progress: ProgressCallback | None,
     opened: OpenSource,
     stats: ScanStats,
     started: float,
-) -> Iterator[list[bytes]]:
-    """Pass batches of games through, calling progress with the bytes read twice a second."""
+) -> Iterator[bytes]:
+    """Pass blocks of games through, calling progress with the bytes read twice a second."""
     if progress is None:
-        yield from batches
+        yield from blocks
         return
     last = 0.0
-    for batch in batches:
-        yield batch  # report once the batch is counted, so games match the bytes read
+    for block in blocks:
+        yield block  # report once the block is counted, so games match the bytes read
         now = time.monotonic()
         if now - last >= 0.5:
             last = now

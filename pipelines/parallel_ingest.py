@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from pipelines.ingest import Progress, ProgressCallback, count_games
 from pipelines.move_counting import OpeningTree
-from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_batches
+from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_blocks
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, unit_pieces
 
@@ -31,11 +31,11 @@ def scan_unit(
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the caches.
         pieces, own_length = unit_pieces(handle, frames, unit, MAX_GAME_BYTES)
-    batches = game_batches(pieces, stats)
+    blocks = game_blocks(pieces, stats)
     tree = _worker_tree()
     hits, misses = tree.hits, tree.misses
     prefix = f"unit-{unit.start:07d}"
-    runs, _ = count_games(batches, rules, plies, stats, staging, prefix, flush_rows, tree)
+    runs, _ = count_games(blocks, rules, plies, stats, staging, prefix, flush_rows, tree)
     stats.pgn_bytes = own_length
     return stats, runs, tree.hits - hits, tree.misses - misses
 

@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
 
@@ -136,6 +137,21 @@ def game_batches(
     chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
 ) -> Iterator[list[bytes]]:
     """Yield lists of whole games (each without its leading "["), from chunks of PGN text."""
+    for block in game_blocks(chunks, stats, max_game_bytes):
+        batch = _whole_games(block.split(_BOUNDARY), stats, max_game_bytes)
+        if batch:
+            yield batch
+
+
+def game_blocks(
+    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+) -> Iterator[bytes]:
+    """Yield blocks of whole games from chunks of PGN text, each game after a blank line.
+
+    Every block starts with a game boundary (a blank line, then "[") and holds only whole games.
+    Games longer than `max_game_bytes` whose end is not in sight are skipped and counted as
+    "oversized".
+    """
     pending: list[bytes] = []
     pending_size = 0
     skipping = False  # inside an oversized game, waiting for the next boundary
@@ -177,26 +193,18 @@ def game_batches(
             pending = [buffer]
             pending_size = len(buffer)
             continue
-        pieces = buffer[:last].split(_BOUNDARY)
+        start = buffer.find(_BOUNDARY) if skipping else 0  # skip the rest of an oversized game
+        skipping = False
         pending = [buffer[last:]]
         pending_size = len(pending[0])
-        if skipping:
-            pieces = pieces[1:]  # the rest of the oversized game
-            skipping = False
-        batch = _whole_games(pieces, stats, max_game_bytes)
-        if batch:
-            yield batch
+        if start < last:
+            yield buffer[start:last]
     if not pending:
         return
-    pieces = b"".join(pending).split(_BOUNDARY)
-    if skipping:
-        pieces = pieces[1:]
-    batch = _whole_games(pieces, stats, max_game_bytes)
-    if batch:
-        yield batch
-
-
-_ELO_PAIR = re.compile(rb'\n\[WhiteElo "(\d+)"\]\n\[BlackElo "(\d+)"\]\n')
+    buffer = b"".join(pending)
+    start = buffer.find(_BOUNDARY) if skipping else 0
+    if start >= 0 and start < len(buffer):
+        yield buffer[start:]
 
 
 def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
@@ -282,29 +290,86 @@ def kept_games_in_batches(
     batches: Iterable[Iterable[bytes]], rules: GameFilter, stats: ScanStats
 ) -> Iterator[KeptGame]:
     """Yield the games of batches that pass the filter, counting the others under their reasons."""
-    search = _ELO_PAIR.search
-    min_rating = rules.min_rating
     for batch in batches:
-        low = 0
-        try:
-            for game in batch:
-                # Fast path for the dumps' layout, where most games fail on ratings: one regex
-                # search decides, if the tags it found are in the tag section.
-                pair = search(game)
-                if (
-                    pair is not None
-                    and (int(pair[1]) < min_rating or int(pair[2]) < min_rating)
-                    and game.find(b"\n\n", 0, pair.start()) < 0
-                ):
-                    low += 1
-                    continue
-                kept = filter_game(game, rules, stats)
+        for game in batch:
+            kept = filter_game(game, rules, stats)
+            if kept is not None:
+                yield kept
+
+
+def below_pattern(limit: int) -> str:
+    """Return a regex matching the decimal digit strings whose value is below limit (>= 1)."""
+    digits = str(limit)
+    alternatives = [rf"\d{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
+    for index, digit in enumerate(digits):
+        if digit != "0":
+            rest = len(digits) - index - 1
+            alternatives.append(
+                digits[:index] + f"[0-{int(digit) - 1}]" + (rf"\d{{{rest}}}" if rest else "")
+            )
+    return "0*(?:" + "|".join(alternatives) + ")"
+
+
+@lru_cache(maxsize=8)
+def _low_rated_game(min_rating: int) -> re.Pattern[bytes] | None:
+    """Return a regex for a whole game (boundary included) that filter_game drops as rating_low.
+
+    From the boundary: tag lines that end in "]" and are not ratings, then WhiteElo and
+    BlackElo in a row with one below min_rating, then the game's other lines up to the next
+    boundary. The atomic group never backtracks into the tag lines.
+    """
+    if min_rating <= 0:
+        return None
+    low = below_pattern(min_rating)
+    return re.compile(
+        (
+            r'\n\n\[(?>(?:(?!WhiteElo "|BlackElo ")[^\n]*+(?<=\])\n\[)*)'
+            rf'WhiteElo "(?:{low}"\]\n\[BlackElo "\d+|\d+"\]\n\[BlackElo "{low})"\]'
+            r"(?:\n(?!\n\[)[^\n]*+)*+"
+        ).encode()
+    )
+
+
+def kept_games_in_blocks(
+    blocks: Iterable[bytes],
+    rules: GameFilter,
+    stats: ScanStats,
+    max_game_bytes: int = MAX_GAME_BYTES,
+) -> Iterator[KeptGame]:
+    """Yield the games of blocks (from game_blocks) that pass the filter, counting the others.
+
+    Each game is decided as filter_game decides it. Most games of a dump fail on ratings: one
+    regex pass over the block counts those and cuts them out (each becomes a NUL byte), and
+    only the games left are looked at one by one.
+    """
+    low_rated = _low_rated_game(rules.min_rating)
+    for block in blocks:
+        if low_rated is None or len(block) > max_game_bytes + 3 or b"\x00" in block:
+            for whole in _whole_games(block.split(_BOUNDARY), stats, max_game_bytes):
+                kept = filter_game(whole, rules, stats)
                 if kept is not None:
                     yield kept
-        finally:
-            if low:
-                stats.games_read += low
-                stats.dropped["rating_low"] += low
+            continue
+        rest, low = low_rated.subn(b"\x00", block)
+        if low:
+            stats.games_read += low
+            stats.dropped["rating_low"] += low
+        # The games left start at the boundaries left; each ends at the next one, or at the
+        # NUL byte that stands for a game cut out.
+        find = rest.find
+        size = len(rest)
+        start = find(_BOUNDARY)
+        while start >= 0:
+            game = start + 3
+            following = find(_BOUNDARY, game)
+            stop = following if following >= 0 else size
+            cut = find(b"\x00", game, stop)
+            piece = rest[game : cut if cut >= 0 else stop]
+            if piece and not piece.isspace():
+                kept = filter_game(piece, rules, stats)
+                if kept is not None:
+                    yield kept
+            start = following
 
 
 _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,17 @@ from hypothesis import strategies as st
 
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import CorruptInput
-from pipelines.pgn_scan import GameFilter, ScanStats, filter_game, split_games
+from pipelines.pgn_scan import (
+    MAX_GAME_BYTES,
+    GameFilter,
+    KeptGame,
+    ScanStats,
+    below_pattern,
+    filter_game,
+    game_blocks,
+    kept_games_in_blocks,
+    split_games,
+)
 from schemas.move_stats import SPEEDS
 from tests.conftest import ODD_CASES
 
@@ -70,6 +81,8 @@ def test_arbitrary_bytes_lose_and_duplicate_nothing(
     kept = sum(filter_game(piece, ANY, stats) is not None for piece in pieces)
     assert stats.games_read == len(pieces)
     assert stats.games_read == kept + sum(stats.dropped.values())
+    for rules in (ANY, GameFilter(1500)):
+        assert_same_scan(rechunk(data, cuts), rules, 1 << 20)
 
 
 @settings(max_examples=60, deadline=None)
@@ -116,3 +129,109 @@ def test_real_file_through_many_chunk_sizes(games_2021: Path) -> None:
             reference = games
         assert games == reference
     assert reference is not None and len(reference) == 999
+
+
+def scanned_one_by_one(
+    chunks: list[bytes], rules: GameFilter, max_game_bytes: int
+) -> tuple[list[KeptGame], ScanStats]:
+    """The reference: every game split out and put through filter_game."""
+    stats = ScanStats()
+    kept = []
+    for game in split_games(chunks, stats, max_game_bytes=max_game_bytes):
+        result = filter_game(game, rules, stats)
+        if result is not None:
+            kept.append(result)
+    return kept, stats
+
+
+def scanned_in_blocks(
+    chunks: list[bytes], rules: GameFilter, max_game_bytes: int
+) -> tuple[list[KeptGame], ScanStats]:
+    stats = ScanStats()
+    blocks = game_blocks(chunks, stats, max_game_bytes)
+    return list(kept_games_in_blocks(blocks, rules, stats, max_game_bytes)), stats
+
+
+def assert_same_scan(chunks: list[bytes], rules: GameFilter, max_game_bytes: int) -> None:
+    kept, stats = scanned_in_blocks(chunks, rules, max_game_bytes)
+    want_kept, want = scanned_one_by_one(chunks, rules, max_game_bytes)
+    assert kept == want_kept
+    assert (stats.games_read, +stats.dropped, stats.pgn_bytes) == (
+        want.games_read,
+        +want.dropped,
+        want.pgn_bytes,
+    )
+
+
+#: Edits to a game's tags that the block scanner must decide exactly as filter_game does.
+HEADER_EDITS = [
+    lambda g, r: g.replace(b'[WhiteElo "', b'[WhiteElo "' + r, 1),
+    lambda g, r: g.replace(b'[BlackElo "', b'[BlackElo "' + r, 1),
+    lambda g, r: re.sub(rb'WhiteElo "\d+"', b'WhiteElo "' + r + b'"', g, count=1),
+    lambda g, r: re.sub(rb'BlackElo "\d+"', b'BlackElo "' + r + b'"', g, count=1),
+    lambda g, r: g.replace(b"[Site ", b'[WhiteElo "' + r + b'"]\n[Site ', 1),
+    lambda g, r: g.replace(b"[Site ", b'[BlackElo "' + r + b'"]\n[Site ', 1),
+    lambda g, r: g.replace(b"[Site ", b"\n[Site ", 1),  # a blank line inside the tags
+    lambda g, r: g.replace(b"[Site ", b"junk\n[Site ", 1),  # a line that is not a tag
+    lambda g, r: g.replace(b'"]\n[Site ', b'"\n[Site ', 1),  # the first line lacks its "]"
+    lambda g, r: re.sub(rb"\A\[Event [^\n]*\n", b"", g),  # ratings come first
+    lambda g, r: re.sub(rb"\A(?:\[(?!WhiteElo)[^\n]*\n)*", b"", g),
+    lambda g, r: g.replace(b"\n[BlackElo", b'\n[Foo "1"]\n[BlackElo', 1),  # not in a row
+    lambda g, r: re.sub(rb"(\[WhiteElo [^\n]*\n)(\[BlackElo [^\n]*\n)", rb"\2\1", g),
+    lambda g, r: g.replace(b"\n\n1.", b'\n\n{ [WhiteElo "' + r + b'"]\n[BlackElo "1"] } 1.', 1),
+    lambda g, r: g.replace(b"\n\n1.", b'\n\n[WhiteElo "' + r + b'"]\n[BlackElo "1"]\n1.', 1),
+    lambda g, r: g.split(b"\n\n")[0] + b"\n\n",  # no movetext
+    lambda g, r: g.replace(b"[Site ", b"[Si\x00te ", 1),
+    lambda g, r: g.replace(b"\n", b"\r\n"),
+    lambda g, r: g.replace(b"[Event ", b"[Event " + r * 300, 1),  # long enough to be oversized
+]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(
+        st.tuples(
+            st.integers(0, 94),
+            st.lists(st.integers(0, len(HEADER_EDITS) - 1), max_size=3),
+            st.sampled_from([b"", b"0", b"00", b"?", b"1999", b"2199", b"2200", b"02200", b"3000"]),
+            st.booleans(),
+        ),
+        max_size=10,
+    ),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+    min_rating=st.sampled_from([0, 1, 10, 999, 1000, 2199, 2200, 2201, 2500, 10**5]),
+    max_game_bytes=st.sampled_from([400, 3000, 1 << 20]),
+)
+def test_blocks_decide_every_game_as_filter_game(
+    picks: list[tuple[int, list[int], bytes, bool]],
+    cuts: list[int],
+    min_rating: int,
+    max_game_bytes: int,
+) -> None:
+    games = real_games()
+    chosen = []
+    for index, edits, rating, set_rating in picks:
+        game = games[index] if games[index].startswith(b"[") else b"[Event " + games[index]
+        if set_rating:  # most games of a dump are rated below the filter's minimum
+            game = re.sub(rb'WhiteElo "\d+"', b'WhiteElo "' + rating + b'"', game, count=1)
+        for edit in edits:
+            game = HEADER_EDITS[edit](game, rating)
+        chosen.append(game)
+    data = b"".join(chosen)
+    rules = GameFilter(min_rating, frozenset(SPEEDS), allow_bots=True)
+    assert_same_scan(rechunk(data, cuts), rules, max_game_bytes)
+
+
+@pytest.mark.parametrize("min_rating", [0, 1500, 2200, 2500])
+def test_blocks_decide_a_real_month_as_filter_game(games_2021: Path, min_rating: int) -> None:
+    chunks = list(decompressed_chunks(io.BytesIO(games_2021.read_bytes())))
+    assert_same_scan(chunks, GameFilter(min_rating), MAX_GAME_BYTES)
+    assert_same_scan(chunks, GameFilter(min_rating, frozenset(SPEEDS), True), MAX_GAME_BYTES)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 9, 10, 11, 99, 100, 101, 1000, 2200, 2209, 3000, 10001])
+def test_below_pattern_matches_exactly_the_smaller_numbers(limit: int) -> None:
+    pattern = re.compile(below_pattern(limit) + r"\Z")
+    for value in range(0, 12_000):
+        for text in (str(value), "0" + str(value), "000" + str(value)):
+            assert bool(pattern.match(text)) == (value < limit), text
