@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +44,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # No linear algebra here: without a BLAS thread pool, ingest can fork its workers.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Only the chosen subcommand's module is imported: start-up stays light.
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(chosen)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
@@ -63,6 +64,19 @@ def open_location(location: str, size: int) -> Iterator[BinaryIO]:
         yield handle
 
 
+def start_method() -> str:
+    """Return how to start worker processes: "fork" when this process has a single thread.
+
+    Forked workers start at once with everything imported; forking a process with other
+    threads (a Prefect flow's, a BLAS pool's) could deadlock, so those use a fork server.
+    """
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = 0  # unknown
+    return "fork" if threads == 1 else "forkserver"
+
+
 def ingest_units(
     opened: OpenSource,
     location: str,
@@ -88,7 +102,7 @@ def ingest_units(
     done_bytes = 0
     own_pool = None
     if executor is None:
-        context = multiprocessing.get_context("forkserver")
+        context = multiprocessing.get_context(start_method())
         executor = own_pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
     try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
