@@ -10,15 +10,14 @@ from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines import __version__
+from pipelines.allocator import reuse_large_buffers
 from pipelines.decompress import decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.move_counting import MoveCounter, MoveRows, OpeningTree
 from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
 from pipelines.sources import OpenSource, open_source, resolve
-from pipelines.stats_runs import from_rows, merge_runs, write_run
 from pipelines.warehouse import (
     check_month,
     file_sha256,
@@ -31,6 +30,9 @@ from pipelines.warehouse import (
 )
 from pipelines.zstd_frames import Frame
 from schemas.dimensions import SPEEDS
+
+if TYPE_CHECKING:
+    from pipelines.move_counting import MoveCounter, OpeningTree
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
@@ -83,6 +85,7 @@ def ingest(
         raise ChesspipeError("--plies must be at least 1")
     warehouse = Path(warehouse)
     workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+    reuse_large_buffers()
     started = time.monotonic()
     with month_lock(warehouse, month):
         remove_stale_files(warehouse, month)
@@ -118,23 +121,35 @@ def count_games(
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
     batched: bool | None = None,
-) -> tuple[list[Path], OpeningTree]:
-    """Count the first plies of the kept games into aggregated run files under staging."""
-    counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
+) -> tuple[list[Path], OpeningTree | None]:
+    """Count the first plies of the kept games into aggregated run files under staging.
+
+    Return the run files and the opening tree used (None if no game was kept and none given).
+    """
+    counter: MoveCounter | None = None
     runs: list[Path] = []
     for kept in kept_games_in_blocks(blocks, rules, stats):
+        if counter is None:  # python-chess and NumPy are imported once a game is kept
+            from pipelines.move_counting import MoveCounter
+
+            counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
-            counter.flush()
-            runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-            write_run(from_rows(counter.rows), runs[-1])
-            counter.rows = MoveRows()
-    counter.flush()
-    if len(counter.rows):
-        runs.append(staging / f"{prefix}-{len(runs):05d}.parquet")
-        write_run(from_rows(counter.rows), runs[-1])
-    tree = counter.tree
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
+    if counter is not None:
+        counter.flush()
+        if len(counter.rows):
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
+        tree = counter.tree
     return runs, tree
+
+
+def _write_counted(counter: MoveCounter, path: Path) -> Path:
+    """Write the rows counted so far as a run file, and start new rows; return its path."""
+    from pipelines.stats_runs import from_rows, write_run
+
+    write_run(from_rows(counter.take_rows()), path)
+    return path
 
 
 def _until_corrupt(
@@ -197,7 +212,7 @@ def _ingest_locked(
                 _reporting(blocks, progress, opened, stats, started), keep_partial, errors
             )
             runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
-            hits, misses = tree.hits, tree.misses
+            hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         error = errors[0] if errors else None
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
@@ -214,6 +229,8 @@ def _ingest_locked(
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
         try:
+            from pipelines.stats_runs import merge_runs
+
             row_count = merge_runs(runs, tmp, staging)
             manifest = {
                 "chesspipe_version": __version__,

@@ -210,6 +210,12 @@ class MoveCounter:
         else:
             self.stats.drop("no_moves")
 
+    def take_rows(self) -> MoveRows:
+        """Return the rows counted so far (waiting games included), and start new ones."""
+        self.flush()
+        rows, self.rows = self.rows, MoveRows()
+        return rows
+
     def flush(self) -> None:
         """Count the games waiting for a batch."""
         if not self._pending:

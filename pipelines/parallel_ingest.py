@@ -9,13 +9,16 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
+from pipelines.allocator import reuse_large_buffers
 from pipelines.ingest import Progress, ProgressCallback, count_games
-from pipelines.move_counting import OpeningTree
 from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_blocks
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, unit_pieces
+
+if TYPE_CHECKING:
+    from pipelines.move_counting import OpeningTree
 
 
 def scan_unit(
@@ -28,28 +31,23 @@ def scan_unit(
     flush_rows: int,
 ) -> tuple[ScanStats, list[Path], int, int]:
     """Count the games one unit owns; return its scan counts, run files and tree hits/misses."""
+    reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     stats = ScanStats()
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the caches.
         pieces, own_length = unit_pieces(handle, frames, unit, MAX_GAME_BYTES)
     blocks = game_blocks(pieces, stats)
-    tree = _worker_tree()
-    hits, misses = tree.hits, tree.misses
+    # The opening tree is kept across the units of this worker process (openings repeat).
+    global _TREE
+    before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     prefix = f"unit-{unit.start:07d}"
-    runs, _ = count_games(blocks, rules, plies, stats, staging, prefix, flush_rows, tree)
+    runs, _TREE = count_games(blocks, rules, plies, stats, staging, prefix, flush_rows, _TREE)
+    after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     stats.pgn_bytes = own_length
-    return stats, runs, tree.hits - hits, tree.misses - misses
+    return stats, runs, after[0] - before[0], after[1] - before[1]
 
 
 _TREE: OpeningTree | None = None
-
-
-def _worker_tree() -> OpeningTree:
-    """Return this worker process's opening tree, kept across units (openings repeat)."""
-    global _TREE
-    if _TREE is None:
-        _TREE = OpeningTree()
-    return _TREE
 
 
 @contextmanager
@@ -111,6 +109,11 @@ def ingest_units(
                 scan_unit, location, frames, unit, rules, plies, staging, flush_rows
             )
             pending[future] = sum(frames[i].size for i in unit)
+        # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
+        import pyarrow.parquet  # noqa: F401
+
+        import pipelines.stats_runs  # noqa: F401
+
         hashed_everything = not hash_source
         try:
             while pending:

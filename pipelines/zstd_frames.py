@@ -96,7 +96,7 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
     if not frames:
         return []
     total = sum(frame.size for frame in frames)
-    target = max(1, min(max_unit_bytes, total // (workers * 4) or 1))
+    target = max(1, min(max_unit_bytes, total // (workers * 16) or 1))
     units: list[range] = []
     start = 0
     size = 0

@@ -35,10 +35,16 @@ def framed(tmp_path: Path, text: bytes, frame_size: int) -> Path:
     return path
 
 
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
 def test_parallel_equals_sequential(
-    tmp_path: Path, games_2013: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    games_2013: Path,
+    games_2021: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start: str,
 ) -> None:
     monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)  # small files too
+    monkeypatch.setattr("pipelines.parallel_ingest.start_method", lambda: start)
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
@@ -50,6 +56,21 @@ def test_parallel_equals_sequential(
     assert one["games_read"] == 999 + 25611
     tables = [pq.read_table(partition_file(tmp_path / name, "2020-01")) for name in ("one", "two")]
     assert tables[0].to_pylist() == tables[1].to_pylist()
+
+
+def test_workers_are_forked_only_from_a_single_thread() -> None:
+    import threading
+
+    from pipelines.parallel_ingest import start_method
+
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert start_method() == "forkserver"
+    finally:
+        stop.set()
+        thread.join()
 
 
 @settings(max_examples=60, deadline=None)
