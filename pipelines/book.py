@@ -20,7 +20,7 @@ from pipelines.warehouse import (
     write_json_atomic,
 )
 from schemas.dimensions import SPEEDS
-from schemas.polyglot import ENTRY_DTYPE, write_entries
+from schemas.polyglot_entries import ENTRY_DTYPE, write_entries
 
 MAX_WEIGHT = 65535
 

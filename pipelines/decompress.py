@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -95,3 +97,44 @@ class _Prepend:
                 return head + self._stream.read()
             return head + self._stream.read(max(0, size - len(head)))
         return self._stream.read(size)
+
+
+def read_ahead(chunks: Iterator[bytes], depth: int = 16) -> Iterator[bytes]:
+    """Yield chunks made by a background thread, at most `depth` ahead of the consumer.
+
+    zstd decompression releases the GIL, so it runs on another core while the consumer scans.
+    An error in the thread is raised here, after the chunks that came before it.
+    """
+    ready: queue.Queue[bytes | BaseException | None] = queue.Queue(depth)
+    stop = threading.Event()
+
+    def offer(item: bytes | BaseException | None) -> bool:
+        """Queue an item unless the consumer has gone; return whether it was queued."""
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for chunk in chunks:
+                if not offer(chunk):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            offer(exc)
+            return
+        offer(None)
+
+    producer = threading.Thread(target=produce, name="chesspipe-read-ahead", daemon=True)
+    producer.start()
+    try:
+        while (item := ready.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        producer.join()

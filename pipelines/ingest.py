@@ -6,7 +6,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines import __version__
 from pipelines.allocator import reuse_large_buffers
-from pipelines.decompress import decompressed_chunks
+from pipelines.decompress import decompressed_chunks, read_ahead
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
 from pipelines.sources import OpenSource, open_source, resolve
@@ -32,6 +31,8 @@ from pipelines.zstd_frames import Frame
 from schemas.dimensions import SPEEDS
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from pipelines.move_counting import MoveCounter, OpeningTree
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
@@ -207,7 +208,7 @@ def _ingest_locked(
                 executor,
             )
         else:
-            blocks = game_blocks(decompressed_chunks(opened.reader), stats)
+            blocks = game_blocks(read_ahead(decompressed_chunks(opened.reader)), stats)
             blocks = _until_corrupt(
                 _reporting(blocks, progress, opened, stats, started), keep_partial, errors
             )

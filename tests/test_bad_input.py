@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,30 @@ def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     assert manifest["games_dropped"]["rating_missing"] == unrated
     assert manifest["games_dropped"]["no_moves"] == 13  # 11 abandoned + 2 others (SOURCE.md)
     assert manifest["games_kept"] == total - unrated - 13
+
+
+def test_read_ahead_keeps_order_and_raises_where_the_error_was() -> None:
+    from pipelines.decompress import read_ahead
+
+    def chunks() -> Iterator[bytes]:
+        for index in range(100):
+            yield str(index).encode()
+        raise CorruptInput("broken after 100 chunks")
+
+    got = []
+    with pytest.raises(CorruptInput, match="after 100"):
+        for chunk in read_ahead(chunks(), depth=3):
+            got.append(chunk)
+    assert got == [str(index).encode() for index in range(100)]
+
+
+def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
+    import threading
+
+    from pipelines.decompress import read_ahead
+
+    endless = iter(lambda: b"x" * 1000, None)
+    reader = read_ahead(endless, depth=2)
+    assert next(reader) == b"x" * 1000
+    reader.close()  # joins the producer: it must notice and stop
+    assert not any(t.name == "chesspipe-read-ahead" for t in threading.enumerate())
