@@ -189,7 +189,7 @@ class MoveCounter:
         if not sans:
             self.stats.drop("no_moves")
             return
-        if not all(token.isascii() for token in sans):
+        if not b"".join(sans).isascii():
             self._count_one(game, sans)
             return
         self._pending.append((game, sans))

@@ -374,22 +374,27 @@ def kept_games_in_blocks(
 
 _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
 _VARIATION = re.compile(rb"\([^()]*\)")
-_MOVE_NUMBER = re.compile(rb"^\d+\.+")
 _RESULT_TOKENS = frozenset({b"1-0", b"0-1", b"1/2-1/2", b"*"})
+_DIGITS = b"0123456789"
 
 
 def san_tokens(movetext: bytes, limit: int | None = None) -> list[bytes]:
     """Return the mainline SAN tokens of a movetext (comments, variations, NAGs removed)."""
-    text = _COMMENT.sub(b" ", movetext)
+    text = _COMMENT.sub(b" ", movetext) if b"{" in movetext or b";" in movetext else movetext
     while b"(" in text:
         stripped = _VARIATION.sub(b" ", text)
         if stripped == text:
             break
         text = stripped
     tokens: list[bytes] = []
-    for raw in text.split():
-        token = _MOVE_NUMBER.sub(b"", raw)
-        if not token or token[:1] == b"$" or token in _RESULT_TOKENS:
+    for token in text.split():
+        if token[:1].isdigit():  # a move number ("12." or "12...") before a move, or a result
+            move = token.lstrip(_DIGITS)
+            if move[:1] == b".":
+                token = move.lstrip(b".")
+                if not token:
+                    continue
+        if token[:1] == b"$" or token in _RESULT_TOKENS:
             continue
         token = token.rstrip(b"!?")
         if not token:

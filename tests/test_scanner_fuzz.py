@@ -22,6 +22,7 @@ from pipelines.pgn_scan import (
     filter_game,
     game_blocks,
     kept_games_in_blocks,
+    san_tokens,
     split_games,
 )
 from schemas.move_stats import SPEEDS
@@ -235,3 +236,41 @@ def test_below_pattern_matches_exactly_the_smaller_numbers(limit: int) -> None:
     for value in range(0, 12_000):
         for text in (str(value), "0" + str(value), "000" + str(value)):
             assert bool(pattern.match(text)) == (value < limit), text
+
+
+def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[bytes]:
+    """The tokenizer spelled out with one regular expression per step."""
+    text = re.sub(rb"\{[^}]*(?:\}|\Z)|;[^\n]*", b" ", movetext)
+    while True:
+        stripped = re.sub(rb"\([^()]*\)", b" ", text)
+        if stripped == text:
+            break
+        text = stripped
+    tokens = []
+    for raw in text.split():
+        token = re.sub(rb"^\d+\.+", b"", raw)
+        if not token or token.startswith(b"$") or token in (b"1-0", b"0-1", b"1/2-1/2", b"*"):
+            continue
+        token = token.rstrip(b"!?")
+        if token:
+            tokens.append(token)
+    return tokens if limit is None else tokens[:limit]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [b"1.", b"12...", b"3.e4", b"e4", b"Nf3!?", b"O-O", b"0-0", b"1-0", b"1/2-1/2", b"*",
+             b"$14", b"{ [%clk 0:03:00] }", b"{", b"}", b"(", b")", b";c\n", b"??", b"1.1-0",
+             b"exd8=Q+", b"\t", b"\n", b"7", b"...", b"e4$1", b"\xc3\xa9"]
+        ),
+        max_size=40,
+    ),
+    limit=st.sampled_from([None, 1, 3, 20]),
+)  # fmt: skip
+def test_san_tokens_equal_the_reference(parts: list[bytes], limit: int | None) -> None:
+    movetext = b" ".join(parts)
+    assert san_tokens(movetext, limit) == san_tokens_reference(movetext, limit)
+    joined = b"".join(parts)
+    assert san_tokens(joined, limit) == san_tokens_reference(joined, limit)
