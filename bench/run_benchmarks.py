@@ -20,25 +20,49 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 WORK = HERE / "work"
 PY = sys.executable
 
+#: Each measurement is the median of this many interleaved runs (the machine may be shared).
+REPEAT = 5
 
-def measure(command: str) -> dict:
+
+def measure_once(command: str) -> dict:
     """Run a shell command in a fresh measuring process; return wall, CPU and peak memory."""
     env = dict(os.environ)
     env["PATH"] = env.get("PATH", "") + ":/usr/games"
     env["PYTHONPATH"] = str(ROOT)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # cached bytecode, as on a normal install
     out = subprocess.run(
         [PY, str(HERE / "measure.py"), command], capture_output=True, text=True, env=env, check=True
     )
-    result = json.loads(out.stdout)
+    result: dict = json.loads(out.stdout)
     if result["returncode"] != 0:
         raise SystemExit(f"benchmark command failed: {command}\n{result['stderr']}")
     return result
+
+
+def measure(commands: dict[str, str], repeat: int = REPEAT) -> dict[str, dict]:
+    """Measure commands in `repeat` interleaved rounds after one unmeasured run of each.
+
+    Return each command's median run by wall time. Interleaving gives every program the same
+    share of whatever else the machine is doing.
+    """
+    for command in commands.values():
+        measure_once(command)  # warms the page cache and Python's bytecode cache
+    rounds = [
+        {key: measure_once(command) for key, command in commands.items()} for _ in range(repeat)
+    ]
+    results = {}
+    for key in commands:
+        runs = sorted((round_[key] for round_ in rounds), key=lambda run: run["wall"])
+        results[key] = runs[len(runs) // 2]
+        results[key]["walls"] = [round(run["wall"], 3) for run in runs]
+    return results
 
 
 def pgn_size(path: Path) -> int:
@@ -57,9 +81,12 @@ def real_input(lichess: Path) -> Path:
 
 
 def chesspipe_ingest(path: Path, name: str, extra: str = "") -> str:
+    """Return the shell command that ingests into a fresh warehouse (removing it is measured)."""
     warehouse = WORK / f"wh-{name}"
-    shutil.rmtree(warehouse, ignore_errors=True)
-    return f"{PY} -m pipelines ingest '{path}' --month 2000-01 --warehouse '{warehouse}' --quiet {extra}"
+    return (
+        f"rm -rf '{warehouse}' && "
+        f"{PY} -m pipelines ingest '{path}' --month 2000-01 --warehouse '{warehouse}' --quiet {extra}"
+    )
 
 
 def chesspipe(path: Path, name: str, extra: str = "") -> str:
@@ -74,23 +101,25 @@ def run_input(path: Path, label: str, naive_cap: float | None) -> dict:
     tags = WORK / "elo-2200.txt"
     tags.write_text('WhiteElo >= "2200"\nBlackElo >= "2200"\n')
     size = pgn_size(path)
-    runs: dict[str, dict] = {}
-    runs["a"] = measure(f"zstd -dc '{path}' > /dev/null")
-    runs["b"] = measure(
-        f"zstd -dc '{path}' | pgn-extract -s -t '{tags}' 2>/dev/null | "
-        f"polyglot make-book -pgn /dev/stdin -bin '{WORK}/peer.bin' -max-ply 20 -min-game 20 -min-score 35 > /dev/null"
+    runs = measure(
+        {
+            "a": f"zstd -dc '{path}' > /dev/null",
+            "b": f"zstd -dc '{path}' | pgn-extract -s -t '{tags}' 2>/dev/null | "
+            f"polyglot make-book -pgn /dev/stdin -bin '{WORK}/peer.bin' -max-ply 20 "
+            "-min-game 20 -min-score 35 > /dev/null",
+            "d": chesspipe(path, label),
+            "d1": chesspipe(path, label + "-1", "--workers 1"),
+            "f": chesspipe_ingest(path, label + "-filter", "--min-rating 99999"),
+        }
     )
     cap = f" --max-seconds {naive_cap}" if naive_cap else ""
-    runs["c"] = measure(f"{PY} '{HERE}/naive_python_chess.py' '{path}'{cap}")
+    runs["c"] = measure_once(f"{PY} '{HERE}/naive_python_chess.py' '{path}'{cap}")
     naive = json.loads(runs["c"]["stdout"].strip().splitlines()[-1])
     if not naive["complete"]:  # scale the capped run to the whole input by its measured rate
         scale = size / naive["pgn_bytes"]
         runs["c"]["wall"] *= scale
         runs["c"]["cpu"] *= scale
         runs["c"]["extrapolated_from_mb"] = naive["pgn_bytes"] / 1e6
-    runs["d"] = measure(chesspipe(path, label))
-    runs["d1"] = measure(chesspipe(path, label + "-1", "--workers 1"))
-    runs["f"] = measure(chesspipe_ingest(path, label + "-filter", "--min-rating 99999"))
     manifest = json.loads((WORK / f"wh-{label}" / "move_stats" / "month=2000-01.json").read_text())
     return {
         "label": label,
@@ -137,7 +166,9 @@ def report(results: list[dict], big: dict | None, ran_at: str, book: dict | None
         "peak RSS, all processes MB the peak of their summed RSS (sampled every 0.1 s); "
         "MB/s is decompressed PGN per wall second; ratios are wall time divided by the wall time of "
         "(a), (b) and (c) (below 1 is faster). CPU covers every process that was waited for, "
-        "chesspipe's forked workers included.",
+        "chesspipe's forked workers included. Each figure is the median of "
+        f"{REPEAT} runs, the programs taking turns after an unmeasured run of each ((c): one "
+        "run, last), with Python's bytecode cache on.",
         "",
     ]
     names = {
@@ -274,7 +305,7 @@ def main() -> int:
         check=True,
     )
     results.append(run_input(dump, f"generated dump, {args.mb} MB", args.naive_cap))
-    big = None
+    big: dict[str, Any] | None = None
     if not args.no_10x:
         big_dump = WORK / f"dump-{args.mb * 10}.pgn.zst"
         subprocess.run(
@@ -291,12 +322,14 @@ def main() -> int:
             ],
             check=True,
         )
-        big = {
-            "a": measure(f"zstd -dc '{big_dump}' > /dev/null"),
-            "d": measure(chesspipe(big_dump, "10x")),
-            "f": measure(chesspipe_ingest(big_dump, "10x-filter", "--min-rating 99999")),
-            "pgn_bytes": pgn_size(big_dump),
-        }
+        runs = measure(
+            {
+                "a": f"zstd -dc '{big_dump}' > /dev/null",
+                "d": chesspipe(big_dump, "10x"),
+                "f": chesspipe_ingest(big_dump, "10x-filter", "--min-rating 99999"),
+            }
+        )
+        big = {**runs, "pgn_bytes": pgn_size(big_dump)}
     book = book_bench()
     ran_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     text = report(results, big, ran_at, book)
