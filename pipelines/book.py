@@ -8,8 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
 from pipelines.warehouse import (
@@ -17,12 +15,20 @@ from pipelines.warehouse import (
     connect,
     file_sha256,
     month_range,
+    write_bytes_atomic,
     write_json_atomic,
 )
 from schemas.dimensions import SPEEDS
-from schemas.polyglot_entries import ENTRY_DTYPE, write_entries
 
 MAX_WEIGHT = 65535
+
+#: A book file's bytes as hex: in book order (key, then weight descending, then move), each
+#: entry's 16 bytes, big-endian: key u64, move u16, weight u16, learn u32 (0). See
+#: schemas/polyglot_entries.py for the layout as a NumPy dtype.
+ENTRIES_HEX = (
+    "string_agg(printf('%016x%04x%04x00000000', key, move, weight), '' "
+    "ORDER BY key, weight DESC, move)"
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class BookSettings:
 
 
 def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
-    """Return the SQL (and parameters) that yields a book's sorted (key, move, weight) rows."""
+    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows."""
     where = ["month IN (SELECT unnest(?::VARCHAR[]))"]
     params: list[Any] = [months]
     if settings.speeds is not None:
@@ -72,7 +78,6 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
                  ELSE points END::USMALLINT AS weight,
             n AS games
         FROM kept
-        ORDER BY key, weight DESC, move
     """
     params += [settings.min_games, settings.min_score]
     return sql, params
@@ -91,32 +96,26 @@ def build_book(
         raise ChesspipeError(
             f"no move statistics for {', '.join(missing)} in {warehouse} (ingest them first)"
         )
+    sql, params = book_query(wanted, settings)
     con = connect(Path(warehouse))
     try:
-        sql, params = book_query(wanted, settings)
-        columns = con.execute(sql, params).fetchnumpy()
+        hex_entries, entries, positions, games = con.execute(
+            f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
+            f"FROM ({sql})",
+            params,
+        ).fetchone() or ("", 0, 0, 0)
     finally:
         con.close()
-    keys, moves, weights = columns["key"], columns["move"], columns["weight"]
-    # DuckDB may hand back ORDER BY results out of order when it runs in parallel without
-    # preserving insertion order: sort here (key, then weight descending, then move).
-    order = np.lexsort((moves, -weights.astype(np.int64), keys))
-    entries = np.zeros(len(keys), dtype=ENTRY_DTYPE)
-    entries["key"] = keys[order]
-    entries["move"] = moves[order]
-    entries["weight"] = weights[order]
-    games = int(columns["games"].sum()) if len(keys) else 0
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_entries(out, entries)
+    write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
     manifest = {
         "chesspipe_version": __version__,
         "out": str(out),
         "months": wanted,
         "settings": asdict(settings),
-        "entries": len(entries),
-        "positions": int(len(np.unique(entries["key"]))),
-        "games": games,
+        "entries": int(entries),
+        "positions": int(positions),
+        "games": int(games),
         "size": out.stat().st_size,
         "sha256": file_sha256(out),
         "seconds": round(time.monotonic() - started, 3),

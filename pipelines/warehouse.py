@@ -85,10 +85,19 @@ def file_sha256(path: Path) -> str:
 
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write a JSON document so that it appears whole or not at all."""
+    write_bytes_atomic(path, (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes, sync: bool = False) -> None:
+    """Write a file so that it appears whole or not at all (flushed to disk first if `sync`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -55,10 +55,10 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
     assert got == allowed
 
 
-def test_book_build_imports_duckdb_and_numpy_only(tmp_path: Path) -> None:
+def test_book_build_imports_duckdb_only(tmp_path: Path) -> None:
     imported("ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet")
     got = imported(
         "book", "build", "--warehouse", str(tmp_path), "--months", "2024-01",
         "--out", str(tmp_path / "book.bin"),
     )  # fmt: skip
-    assert got == {"duckdb", "numpy"}
+    assert got == {"duckdb"}
