@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import zstandard
@@ -99,42 +99,56 @@ class _Prepend:
         return self._stream.read(size)
 
 
-def read_ahead(chunks: Iterator[bytes], depth: int = 16) -> Iterator[bytes]:
-    """Yield chunks made by a background thread, at most `depth` ahead of the consumer.
+class ReadAhead:
+    """Chunks made by a background thread, at most `depth` ahead of the consumer.
 
     zstd decompression releases the GIL, so it runs on another core while the consumer scans.
-    An error in the thread is raised here, after the chunks that came before it.
+    An error in the thread is raised to the consumer after the chunks that came before it.
+    `mark` (if given) is sampled as each chunk is made: `self.mark` is its value for the chunk
+    the consumer got last, such as how far the source had been read by then.
     """
-    ready: queue.Queue[bytes | BaseException | None] = queue.Queue(depth)
-    stop = threading.Event()
 
-    def offer(item: bytes | BaseException | None) -> bool:
-        """Queue an item unless the consumer has gone; return whether it was queued."""
-        while not stop.is_set():
+    def __init__(
+        self, chunks: Iterator[bytes], depth: int = 16, mark: Callable[[], int] | None = None
+    ) -> None:
+        self.chunks = chunks
+        self.depth = depth
+        self.sample = mark
+        self.mark = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        ready: queue.Queue[tuple[bytes, int] | BaseException | None] = queue.Queue(self.depth)
+        stop = threading.Event()
+        sample = self.sample
+
+        def offer(item: tuple[bytes, int] | BaseException | None) -> bool:
+            """Queue an item unless the consumer has gone; return whether it was queued."""
+            while not stop.is_set():
+                try:
+                    ready.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def produce() -> None:
             try:
-                ready.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+                for chunk in self.chunks:
+                    if not offer((chunk, sample() if sample is not None else 0)):
+                        return
+            except BaseException as exc:  # handed to the consumer
+                offer(exc)
+                return
+            offer(None)
 
-    def produce() -> None:
+        producer = threading.Thread(target=produce, name="chesspipe-read-ahead", daemon=True)
+        producer.start()
         try:
-            for chunk in chunks:
-                if not offer(chunk):
-                    return
-        except BaseException as exc:  # handed to the consumer
-            offer(exc)
-            return
-        offer(None)
-
-    producer = threading.Thread(target=produce, name="chesspipe-read-ahead", daemon=True)
-    producer.start()
-    try:
-        while (item := ready.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        producer.join()
+            while (item := ready.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                chunk, self.mark = item
+                yield chunk
+        finally:
+            stop.set()
+            producer.join()

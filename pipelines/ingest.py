@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines import __version__
 from pipelines.allocator import reuse_large_buffers
-from pipelines.decompress import decompressed_chunks, read_ahead
+from pipelines.decompress import ReadAhead, decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
 from pipelines.sources import OpenSource, open_source, resolve
@@ -208,9 +208,12 @@ def _ingest_locked(
                 executor,
             )
         else:
-            blocks = game_blocks(read_ahead(decompressed_chunks(opened.reader)), stats)
+            reader = opened.reader
+            ahead = ReadAhead(decompressed_chunks(reader), mark=lambda: reader.bytes_read)
+            blocks = game_blocks(iter(ahead), stats)
+            position = (lambda: ahead.mark, opened.size)  # bytes read for the text scanned
             blocks = _until_corrupt(
-                _reporting(blocks, progress, opened, stats, started), keep_partial, errors
+                _reporting(blocks, progress, position, stats, started), keep_partial, errors
             )
             runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
             hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
@@ -302,7 +305,7 @@ def _parallel_plan(
 def _reporting(
     blocks: Iterator[bytes],
     progress: ProgressCallback | None,
-    opened: OpenSource,
+    position: tuple[Callable[[], int], int | None],
     stats: ScanStats,
     started: float,
 ) -> Iterator[bytes]:
@@ -310,13 +313,14 @@ def _reporting(
     if progress is None:
         yield from blocks
         return
+    bytes_read, total = position
     last = 0.0
     for block in blocks:
         yield block  # report once the block is counted, so games match the bytes read
         now = time.monotonic()
         if now - last >= 0.5:
             last = now
-            progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+            progress(_progress(bytes_read(), total, stats, started))
 
 
 def remove_stale_files(warehouse: Path, month: str) -> None:
