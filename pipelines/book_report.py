@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +15,7 @@ import numpy as np
 from pipelines import __version__
 from pipelines.book_show import open_book
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import file_sha256
+from pipelines.warehouse import file_sha256, write_bytes_atomic
 from schemas.polyglot import Book, polyglot_key
 
 #: How far the coverage walk goes by default: plies, and positions in all.
@@ -489,12 +488,7 @@ def write_report(book_path: Path, out: Path, **options: Any) -> Path:
     out = Path(out)
     if out.parent and not out.parent.exists():
         raise ChesspipeError(f"{out.parent}: no such directory")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(out, page.encode("utf-8"))
     return out
 
 

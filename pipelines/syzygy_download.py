@@ -16,7 +16,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any, TextIO
 
 from pipelines import __version__
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import file_sha256
+from pipelines.warehouse import file_sha256, write_bytes_atomic
 
 DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
 DEFAULT_CHECKSUMS_URL = (
@@ -170,9 +169,7 @@ class _State:
             "mtime_ns": stat.st_mtime_ns,
             "sha256": sha256,
         }
-        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
-        os.replace(tmp, self.path)
+        write_bytes_atomic(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
 
 
 def fetch_file(
