@@ -211,10 +211,9 @@ def _ingest_locked(
             reader = opened.reader
             ahead = ReadAhead(decompressed_chunks(reader), mark=lambda: reader.bytes_read)
             blocks = game_blocks(iter(ahead), stats)
-            position = (lambda: ahead.mark, opened.size)  # bytes read for the text scanned
-            blocks = _until_corrupt(
-                _reporting(blocks, progress, position, stats, started), keep_partial, errors
-            )
+            # Progress counts the bytes read for the text scanned, not how far the thread read.
+            reported = _reporting(blocks, progress, lambda: ahead.mark, opened.size, stats, started)
+            blocks = _until_corrupt(reported, keep_partial, errors)
             runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
             hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         error = errors[0] if errors else None
@@ -305,7 +304,8 @@ def _parallel_plan(
 def _reporting(
     blocks: Iterator[bytes],
     progress: ProgressCallback | None,
-    position: tuple[Callable[[], int], int | None],
+    bytes_read: Callable[[], int],
+    total: int | None,
     stats: ScanStats,
     started: float,
 ) -> Iterator[bytes]:
@@ -313,7 +313,6 @@ def _reporting(
     if progress is None:
         yield from blocks
         return
-    bytes_read, total = position
     last = 0.0
     for block in blocks:
         yield block  # report once the block is counted, so games match the bytes read
