@@ -120,27 +120,18 @@ def split_games(
     chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
 ) -> Iterator[bytes]:
     """Yield each game's bytes without its leading "[", from chunks of PGN text."""
-    for batch in game_batches(chunks, stats, max_game_bytes):
-        yield from batch
+    for block in game_blocks(chunks, stats, max_game_bytes):
+        yield from _block_games(block, stats, max_game_bytes)
 
 
-def _whole_games(pieces: list[bytes], stats: ScanStats, max_game_bytes: int) -> list[bytes]:
-    """Return the pieces that are games, counting oversized ones as dropped."""
+def _block_games(block: bytes, stats: ScanStats, max_game_bytes: int) -> list[bytes]:
+    """Return the games of a block (from game_blocks), counting oversized ones as dropped."""
+    pieces = block.split(_BOUNDARY)
     if pieces and max(map(len, pieces)) > max_game_bytes:
         oversized = sum(1 for piece in pieces if len(piece) > max_game_bytes)
         stats.games_read += oversized
         stats.dropped["oversized"] += oversized
     return [p for p in pieces if p and len(p) <= max_game_bytes and not p.isspace()]
-
-
-def game_batches(
-    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
-) -> Iterator[list[bytes]]:
-    """Yield lists of whole games (each without its leading "["), from chunks of PGN text."""
-    for block in game_blocks(chunks, stats, max_game_bytes):
-        batch = _whole_games(block.split(_BOUNDARY), stats, max_game_bytes)
-        if batch:
-            yield batch
 
 
 def game_blocks(
@@ -283,18 +274,10 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
 
 def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:
     """Yield the games that pass the filter, counting the others under their reasons."""
-    return kept_games_in_batches((games,), rules, stats)
-
-
-def kept_games_in_batches(
-    batches: Iterable[Iterable[bytes]], rules: GameFilter, stats: ScanStats
-) -> Iterator[KeptGame]:
-    """Yield the games of batches that pass the filter, counting the others under their reasons."""
-    for batch in batches:
-        for game in batch:
-            kept = filter_game(game, rules, stats)
-            if kept is not None:
-                yield kept
+    for game in games:
+        kept = filter_game(game, rules, stats)
+        if kept is not None:
+            yield kept
 
 
 def below_pattern(limit: int) -> str:
@@ -345,10 +328,7 @@ def kept_games_in_blocks(
     low_rated = _low_rated_game(rules.min_rating)
     for block in blocks:
         if low_rated is None or len(block) > max_game_bytes + 3 or b"\x00" in block:
-            for whole in _whole_games(block.split(_BOUNDARY), stats, max_game_bytes):
-                kept = filter_game(whole, rules, stats)
-                if kept is not None:
-                    yield kept
+            yield from kept_games(_block_games(block, stats, max_game_bytes), rules, stats)
             continue
         rest, low = low_rated.subn(b"\x00", block)
         if low:
