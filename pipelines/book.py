@@ -23,8 +23,8 @@ from schemas.dimensions import SPEEDS
 MAX_WEIGHT = 65535
 
 #: A book file's bytes as hex: in book order (key, then weight descending, then move), each
-#: entry's 16 bytes, big-endian: key u64, move u16, weight u16, learn u32 (0). See
-#: schemas/polyglot_entries.py for the layout as a NumPy dtype.
+#: entry's 16 bytes, big-endian: key u64, move u16, weight u16, learn u32 (0), as
+#: schemas.polyglot.ENTRY_DTYPE lays them out.
 ENTRIES_HEX = (
     "string_agg(printf('%016x%04x%04x00000000', key, move, weight), '' "
     "ORDER BY key, weight DESC, move)"

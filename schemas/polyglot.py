@@ -1,4 +1,4 @@
-"""Polyglot books: keys, move encoding and reading; the 16-byte entries are in polyglot_entries."""
+"""The Polyglot opening book format: keys, move encoding, the 16-byte entry, reading books."""
 
 from __future__ import annotations
 
@@ -6,40 +6,25 @@ import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import chess
 import chess.polyglot
 import numpy as np
 
-from schemas.polyglot_entries import (
-    ENTRY_DTYPE,
-    ENTRY_SIZE,
-    BookFormatError,
-    read_entries,
-    write_entries,
-)
-
-__all__ = [
-    "ENTRY_DTYPE",
-    "ENTRY_SIZE",
-    "START_KEY",
-    "Book",
-    "BookFormatError",
-    "BookMove",
-    "decode_move",
-    "encode_move",
-    "move_to_uci",
-    "polyglot_key",
-    "push_with_key",
-    "read_entries",
-    "write_entries",
-]
+#: One book entry: key u64, move u16, weight u16, learn u32, all big-endian.
+ENTRY_DTYPE = np.dtype([("key", ">u8"), ("move", ">u2"), ("weight", ">u2"), ("learn", ">u4")])
+ENTRY_SIZE = ENTRY_DTYPE.itemsize
 
 #: Polyglot key of the standard starting position.
 START_KEY = 0x463B96181691FC9C
 
 _PROMOTION_CODES = {None: 0, chess.KNIGHT: 1, chess.BISHOP: 2, chess.ROOK: 3, chess.QUEEN: 4}
 _PROMOTION_PIECES = {code: piece for piece, code in _PROMOTION_CODES.items()}
+
+
+class BookFormatError(ValueError):
+    """A file is not a valid Polyglot book."""
 
 
 def polyglot_key(board: chess.Board) -> int:
@@ -123,6 +108,38 @@ def move_to_uci(raw: int) -> str:
     """Return a Polyglot move as UCI text, castling left as king takes rook (e1h1)."""
     promotion = _PROMOTION_PIECES.get((raw >> 12) & 0x7)
     return chess.Move((raw >> 6) & 0x3F, raw & 0x3F, promotion).uci()
+
+
+def read_entries(path: str | os.PathLike[str]) -> np.ndarray:
+    """Return all entries of a book file, checking its size and key order."""
+    size = os.path.getsize(path)
+    if size % ENTRY_SIZE:
+        raise BookFormatError(
+            f"{path}: size {size} is not a multiple of {ENTRY_SIZE} bytes; not a Polyglot book"
+        )
+    entries = np.fromfile(path, dtype=ENTRY_DTYPE)
+    keys = entries["key"]
+    if len(keys) > 1:
+        unsorted = np.flatnonzero(keys[1:] < keys[:-1])
+        if len(unsorted):
+            raise BookFormatError(
+                f"{path}: keys are not sorted (entry {int(unsorted[0]) + 1}); not a Polyglot book"
+            )
+    return entries
+
+
+def write_entries(path: str | os.PathLike[str], entries: np.ndarray) -> None:
+    """Write entries to a book file atomically (the file appears whole or not at all)."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(np.ascontiguousarray(entries, dtype=ENTRY_DTYPE).tobytes())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
