@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import ChesspipeError
+from schemas.atomic_files import atomic_path
 
 if TYPE_CHECKING:
     import duckdb
@@ -90,17 +91,11 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes, sync: bool = False) -> None:
     """Write a file so that it appears whole or not at all (flushed to disk first if `sync`)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(data)
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def read_manifest(warehouse: Path, month: str) -> dict[str, Any] | None:

@@ -6,7 +6,6 @@ compressed size of the data frame that follows. A frame index therefore costs a 
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import zstandard
 
 from pipelines.decompress import SKIPPABLE_MAGIC_LOW
 from pipelines.errors import CorruptInput
+from schemas.atomic_files import atomic_path
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,11 @@ class Frame:
 def write_framed_zstd(path: Path, data: bytes, frame_size: int = 1 << 20, level: int = 19) -> None:
     """Write data as independent zstd frames, each announced by a skippable size frame."""
     cctx = zstandard.ZstdCompressor(level=level)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
-    with open(tmp, "wb") as handle:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
         for start in range(0, len(data), frame_size):
             frame = cctx.compress(data[start : start + frame_size])
             handle.write(struct.pack("<III", SKIPPABLE_MAGIC_LOW, 4, len(frame)))
             handle.write(frame)
-    os.replace(tmp, path)
 
 
 def frame_index(handle: BinaryIO, size: int) -> list[Frame] | None:

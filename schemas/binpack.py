@@ -15,14 +15,13 @@ result are stored "zig-zag": 0, -1, 1, -2, 2 ... become 0, 1, 2, 3, 4 ...
 
 from __future__ import annotations
 
-import os
 import struct
-import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import chess
 
+from schemas.atomic_files import atomic_path
 from schemas.plain import PlainRecord
 
 MAGIC = b"BINP"
@@ -161,24 +160,17 @@ def unpack_record(stem: bytes) -> PlainRecord:
 
 def write_binpack(records: Iterable[PlainRecord], path: Path) -> int:
     """Write records as stem-only chains; the file appears whole or not at all. Return the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     count = 0
     block = bytearray()
-    try:
-        with open(tmp, "wb") as handle:
-            for record in records:
-                block += pack_record(record) + b"\x00\x00"
-                count += 1
-                if len(block) + STEM_SIZE + 2 > BLOCK_SIZE:
-                    handle.write(MAGIC + struct.pack("<I", len(block)) + block)
-                    block.clear()
-            if block:
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        for record in records:
+            block += pack_record(record) + b"\x00\x00"
+            count += 1
+            if len(block) + STEM_SIZE + 2 > BLOCK_SIZE:
                 handle.write(MAGIC + struct.pack("<I", len(block)) + block)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+                block.clear()
+        if block:
+            handle.write(MAGIC + struct.pack("<I", len(block)) + block)
     return count
 
 

@@ -6,11 +6,11 @@ moves are UCI with castling as the king's destination; lines end with '\\n' only
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from schemas.atomic_files import atomic_path
 
 SCORE_MIN, SCORE_MAX = -32768, 32767
 
@@ -54,18 +54,11 @@ class PlainRecord:
 
 def write_records(records: Iterable[PlainRecord], path: Path) -> int:
     """Write records to a .plain file that appears whole or not at all; return the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     count = 0
-    try:
-        with open(tmp, "w", encoding="ascii", newline="\n") as handle:
-            for record in records:
-                handle.write(record.format())
-                count += 1
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="ascii", newline="\n") as handle:
+        for record in records:
+            handle.write(record.format())
+            count += 1
     return count
 
 

@@ -6,11 +6,12 @@ import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import chess
 import chess.polyglot
 import numpy as np
+
+from schemas.atomic_files import atomic_path
 
 #: One book entry: key u64, move u16, weight u16, learn u32, all big-endian.
 ENTRY_DTYPE = np.dtype([("key", ">u8"), ("move", ">u2"), ("weight", ">u2"), ("learn", ">u4")])
@@ -130,16 +131,10 @@ def read_entries(path: str | os.PathLike[str]) -> np.ndarray:
 
 def write_entries(path: str | os.PathLike[str], entries: np.ndarray) -> None:
     """Write entries to a book file atomically (the file appears whole or not at all)."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(np.ascontiguousarray(entries, dtype=ENTRY_DTYPE).tobytes())
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        handle.write(np.ascontiguousarray(entries, dtype=ENTRY_DTYPE).tobytes())
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 @dataclass(frozen=True)

@@ -209,3 +209,17 @@ def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
     assert next(reader) == b"x" * 1000
     reader.close()  # joins the producer: it must notice and stop
     assert not any(t.name == "chesspipe-read-ahead" for t in threading.enumerate())
+
+
+def test_atomic_path_publishes_whole_or_nothing(tmp_path: Path) -> None:
+    from schemas.atomic_files import atomic_path
+
+    target = tmp_path / "deep" / "out.bin"
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("killed half-way")
+    assert not target.exists() and list(target.parent.iterdir()) == []
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(b"whole")
+        assert not target.exists()
+    assert target.read_bytes() == b"whole" and list(target.parent.iterdir()) == [target]

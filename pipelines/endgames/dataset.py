@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from pipelines.endgames.labels import Labeller, TablebaseError
 from pipelines.endgames.positions import Position
 from pipelines.errors import ChesspipeError
 from pipelines.warehouse import write_json_atomic
+from schemas.atomic_files import atomic_path
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 
 #: Rows held in memory before they are written as one Parquet row group.
@@ -125,9 +125,8 @@ def write_label_set(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{check_name(name)}.parquet"
-    tmp = out_dir / f".{target.name}.{uuid.uuid4().hex[:8]}.tmp"
     counts: dict[str, int] = {}
-    try:
+    with atomic_path(target) as tmp:
         with pq.ParquetWriter(tmp, ENDGAME_LABELS_SCHEMA, compression="zstd") as writer:
             for batch in label_batches(positions, labeller, skip_uncovered, counts):
                 writer.write_batch(batch)
@@ -146,9 +145,6 @@ def write_label_set(
         }
         if extra is not None:
             manifest.update(extra())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     write_json_atomic(out_dir / f"{name}.json", manifest)
     return manifest
 
