@@ -215,6 +215,12 @@ def test_epd_list(syzygy_dir: Path, tmp_path: Path) -> None:
     assert len(read_rows(out / "epd-list.parquet")) == 1
 
 
+def label_games_2021(games_2021: Path, syzygy_dir: Path, out: Path) -> None:
+    """Label the endgame positions of every game of the 2021-10 sample into out."""
+    run_cli("endgames", "from-games", str(games_2021), "--month", "2021-10", "--min-rating", "0",
+            "--syzygy", str(syzygy_dir), "--out", str(out))  # fmt: skip
+
+
 def recount_game_positions(path: Path, largest: int) -> dict[str, tuple]:
     """A plain python-chess pass over every game: the filter, the replay, first occurrences."""
     with open(path, "rb") as raw:
@@ -255,19 +261,7 @@ def test_games_positions_match_a_python_chess_recount(
     games_2021: Path, syzygy_dir: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    run_cli(
-        "endgames",
-        "from-games",
-        str(games_2021),
-        "--month",
-        "2021-10",
-        "--min-rating",
-        "0",
-        "--syzygy",
-        str(syzygy_dir),
-        "--out",
-        str(out),
-    )
+    label_games_2021(games_2021, syzygy_dir, out)
     rows = read_rows(out / "games-2021-10.parquet")
     expected = recount_game_positions(games_2021, 4)
     got = {
@@ -297,19 +291,7 @@ def test_export_plain_records_are_legal_and_agree_with_wdl(
         "--out",
         str(labels),
     )
-    run_cli(
-        "endgames",
-        "from-games",
-        str(games_2021),
-        "--month",
-        "2021-10",
-        "--min-rating",
-        "0",
-        "--syzygy",
-        str(syzygy_dir),
-        "--out",
-        str(labels),
-    )
+    label_games_2021(games_2021, syzygy_dir, labels)
     tablebase = chess.syzygy.open_tablebase(str(syzygy_dir))
     rows = [r for p in sorted(labels.glob("*.parquet")) for r in read_rows(p)]
     for scheme in ("tb", "cp", "wdl"):
@@ -456,8 +438,7 @@ def test_binpack_holds_the_plain_records(
     labels = tmp_path / "labels"
     run_cli("endgames", "sample", "--syzygy", str(syzygy_dir), "--materials",
             "KPvKP:150,KRvKP:100,KQvKR:50", "--seed", "8", "--out", str(labels))  # fmt: skip
-    run_cli("endgames", "from-games", str(games_2021), "--month", "2021-10", "--min-rating", "0",
-            "--syzygy", str(syzygy_dir), "--out", str(labels))  # fmt: skip
+    label_games_2021(games_2021, syzygy_dir, labels)
     epd = tmp_path / "ep.epd"
     epd.write_text("8/8/8/8/3pP3/8/8/K1k5 b - e3 0 31\n8/1P6/8/8/8/8/2k5/K7 w - - 3 70\n")
     run_cli("endgames", "from-epd", str(epd), "--syzygy", str(syzygy_dir), "--out", str(labels))
