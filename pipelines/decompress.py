@@ -104,6 +104,7 @@ class ReadAhead:
 
     zstd decompression releases the GIL, so it runs on another core while the consumer scans.
     An error in the thread is raised to the consumer after the chunks that came before it.
+    With `depth` 0 there is no thread: each chunk is made when the consumer asks for it.
     `mark` (if given) is sampled as each chunk is made: `self.mark` is its value for the chunk
     the consumer got last, such as how far the source had been read by then.
     """
@@ -117,6 +118,11 @@ class ReadAhead:
         self.mark = 0
 
     def __iter__(self) -> Iterator[bytes]:
+        if self.depth == 0:
+            for chunk in self.chunks:
+                self.mark = self.sample() if self.sample is not None else 0
+                yield chunk
+            return
         ready: queue.Queue[tuple[bytes, int] | BaseException | None] = queue.Queue(self.depth)
         stop = threading.Event()
         sample = self.sample

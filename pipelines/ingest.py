@@ -6,6 +6,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines import __version__
 from pipelines.allocator import reuse_large_buffers
+from pipelines.counting import FLUSH_ROWS, CountingProcess, count_kept
 from pipelines.decompress import ReadAhead, decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
-from pipelines.sources import OpenSource, open_source, resolve
+from pipelines.processes import may_start_processes
+from pipelines.sources import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse import (
     check_month,
     file_sha256,
@@ -33,13 +36,10 @@ from schemas.dimensions import SPEEDS
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from pipelines.move_counting import MoveCounter, OpeningTree
+    from pipelines.move_counting import OpeningTree
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
-
-#: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
-FLUSH_ROWS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ def ingest(
     expected_sha256: str | None = None,
     http_options: dict[str, Any] | None = None,
     executor: Executor | None = None,
+    counting: CountingProcess | None = None,
 ) -> dict[str, Any]:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
@@ -76,40 +77,52 @@ def ingest(
     `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
     (for example `distributed.Client(...).get_executor()`), a pzstd-style file or URL is split
     into units of frames scanned there; a URL is then read by byte ranges and not hashed, so
-    `expected_sha256` cannot be checked and is refused.
+    `expected_sha256` cannot be checked and is refused. A source read in order is counted by a
+    CountingProcess when there are several workers: `counting` hands over one started
+    beforehand (it is closed here in any case).
     """
-    if executor is not None and expected_sha256 is not None and resolve(source).startswith("http"):
-        raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
-    rules = rules or GameFilter()
-    check_month(month)
-    if plies < 1:
-        raise ChesspipeError("--plies must be at least 1")
-    warehouse = Path(warehouse)
-    workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
-    reuse_large_buffers()
-    started = time.monotonic()
-    with month_lock(warehouse, month):
-        remove_stale_files(warehouse, month)
-        staging = staging_dir(warehouse, month)
-        try:
-            return _ingest_locked(
-                source,
-                month,
-                warehouse,
-                rules,
-                plies,
-                keep_partial,
-                progress,
-                flush_rows,
-                staging,
-                started,
-                workers,
-                expected_sha256,
-                http_options or {},
-                executor,
-            )
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    try:
+        if executor is not None and expected_sha256 is not None and is_url(resolve(source)):
+            raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
+        rules = rules or GameFilter()
+        check_month(month)
+        if plies < 1:
+            raise ChesspipeError("--plies must be at least 1")
+        warehouse = Path(warehouse)
+        workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        if not may_start_processes():
+            workers = 1  # in a daemonic process, such as a Dask worker's
+        if counting is not None and (workers < 2 or executor is not None):
+            counting.close()
+            counting = None
+        reuse_large_buffers()
+        started = time.monotonic()
+        with month_lock(warehouse, month):
+            remove_stale_files(warehouse, month)
+            staging = staging_dir(warehouse, month)
+            try:
+                return _ingest_locked(
+                    source,
+                    month,
+                    warehouse,
+                    rules,
+                    plies,
+                    keep_partial,
+                    progress,
+                    flush_rows,
+                    staging,
+                    started,
+                    workers,
+                    expected_sha256,
+                    http_options or {},
+                    executor,
+                    counting,
+                )
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    finally:
+        if counting is not None:
+            counting.close()
 
 
 def count_games(
@@ -127,30 +140,9 @@ def count_games(
 
     Return the run files and the opening tree used (None if no game was kept and none given).
     """
-    counter: MoveCounter | None = None
-    runs: list[Path] = []
-    for kept in kept_games_in_blocks(blocks, rules, stats):
-        if counter is None:  # python-chess and NumPy are imported once a game is kept
-            from pipelines.move_counting import MoveCounter
-
-            counter = MoveCounter(plies, stats, tree, rules.variant == "chess960", batched=batched)
-        counter.add(kept)
-        if len(counter.rows) >= flush_rows:
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
-    if counter is not None:
-        counter.flush()
-        if len(counter.rows):
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
-        tree = counter.tree
-    return runs, tree
-
-
-def _write_counted(counter: MoveCounter, path: Path) -> Path:
-    """Write the rows counted so far as a run file, and start new rows; return its path."""
-    from pipelines.stats_runs import from_rows, write_run
-
-    write_run(from_rows(counter.take_rows()), path)
-    return path
+    kept = kept_games_in_blocks(blocks, rules, stats)
+    chess960 = rules.variant == "chess960"
+    return count_kept(kept, plies, chess960, stats, staging, prefix, flush_rows, tree, batched)
 
 
 def _until_corrupt(
@@ -180,16 +172,23 @@ def _ingest_locked(
     expected_sha256: str | None,
     http_options: dict[str, Any],
     executor: Executor | None,
+    counting: CountingProcess | None,
 ) -> dict[str, Any]:
     stats = ScanStats()
     errors: list[str] = []
     if expected_sha256 is not None:
         http_options = {**http_options, "expected_sha256": expected_sha256}
-    with open_source(source, rules.variant, **http_options) as opened:
+    runs: list[Path] = []
+    hits = misses = 0
+    with open_source(source, rules.variant, **http_options) as opened, ExitStack() as stack:
         # Keeping what was read of a damaged stream needs it read in order.
         plan = None if keep_partial else _parallel_plan(opened, workers, executor)
         if plan:
             from pipelines.parallel_ingest import ingest_units
+
+            if counting is not None:  # the workers count what they scan
+                counting.close()
+                counting = None
 
             frames, units = plan
             runs, hits, misses = ingest_units(
@@ -208,14 +207,30 @@ def _ingest_locked(
                 executor,
             )
         else:
+            if workers > 1 and executor is None:
+                # Kept games are counted on another core. Started before the read-ahead
+                # thread: a process with a single thread forks safely.
+                # Closed on leaving, before the caller removes the staging folder.
+                counting = stack.enter_context(counting or CountingProcess())
+                counting.begin(stats, plies, rules.variant == "chess960", staging, flush_rows)
             reader = opened.reader
-            ahead = ReadAhead(decompressed_chunks(reader), mark=lambda: reader.bytes_read)
+            # A small source is decompressed inline, not in a thread: that leaves the other core
+            # to the counting process's start-up.
+            inline = counting is not None and 0 < (opened.size or 0) < PARALLEL_MIN_BYTES
+            ahead = ReadAhead(
+                decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
+            )
             blocks = game_blocks(iter(ahead), stats)
             # Progress counts the bytes read for the text scanned, not how far the thread read.
             reported = _reporting(blocks, progress, lambda: ahead.mark, opened.size, stats, started)
             blocks = _until_corrupt(reported, keep_partial, errors)
-            runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
-            hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
+            if counting is not None:
+                for kept in kept_games_in_blocks(blocks, rules, stats):
+                    counting.add(kept)
+                hits, misses = counting.finish()
+            else:
+                runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
+                hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         error = errors[0] if errors else None
         if progress is not None:
             progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
@@ -232,9 +247,12 @@ def _ingest_locked(
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
         try:
-            from pipelines.stats_runs import merge_runs
+            if counting is not None:
+                row_count = counting.write(tmp)
+            else:
+                from pipelines.stats_runs import merge_runs
 
-            row_count = merge_runs(runs, tmp, staging)
+                row_count = merge_runs(runs, tmp, staging)
             manifest = {
                 "chesspipe_version": __version__,
                 "month": month,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from pipelines.allocator import reuse_large_buffers
 from pipelines.ingest import Progress, ProgressCallback, count_games
 from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_blocks
+from pipelines.processes import die_with_parent, process_context
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, unit_pieces
 
@@ -62,19 +62,6 @@ def open_location(location: str, size: int) -> Iterator[BinaryIO]:
         yield handle
 
 
-def start_method() -> str:
-    """Return how to start worker processes: "fork" when this process has a single thread.
-
-    Forked workers start at once with everything imported; forking a process with other
-    threads (a Prefect flow's, a BLAS pool's) could deadlock, so those use a fork server.
-    """
-    try:
-        threads = len(os.listdir("/proc/self/task"))
-    except OSError:
-        threads = 0  # unknown
-    return "fork" if threads == 1 else "forkserver"
-
-
 def ingest_units(
     opened: OpenSource,
     location: str,
@@ -100,8 +87,14 @@ def ingest_units(
     done_bytes = 0
     own_pool = None
     if executor is None:
-        context = multiprocessing.get_context(start_method())
-        executor = own_pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        context = process_context()
+        forked = context.get_start_method() == "fork"
+        executor = own_pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=die_with_parent,
+            initargs=(os.getpid() if forked else None,),
+        )
     try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
         for unit in units:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -161,6 +162,46 @@ def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
         run(tmp_path, game())
 
 
+HOLD_LOCK_AND_FORK = """
+import multiprocessing, sys, time
+from pipelines.warehouse import month_lock
+with month_lock(sys.argv[1], "2024-01"):
+    helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    helper.start()
+    print(helper.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_killed_run_leaves_its_month_unlocked_though_its_helper_lives(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from pipelines.warehouse import month_lock
+
+    root = Path(__file__).resolve().parent.parent
+    run_ = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK_AND_FORK, str(tmp_path)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert run_.stdout is not None
+    helper = int(run_.stdout.readline())
+    try:
+        with pytest.raises(ChesspipeError, match="another run"), month_lock(tmp_path, "2024-01"):
+            pass
+        run_.kill()
+        run_.wait()
+        os.kill(helper, 0)  # the forked helper still runs
+        with month_lock(tmp_path, "2024-01"):  # yet the month is free
+            pass
+    finally:
+        run_.kill()
+        os.kill(helper, signal.SIGKILL)
+
+
 def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     import chess.pgn
 
@@ -178,7 +219,8 @@ def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     assert manifest["games_kept"] == total - unrated - 13
 
 
-def test_read_ahead_keeps_order_and_raises_where_the_error_was() -> None:
+@pytest.mark.parametrize("depth", [3, 0])  # 0: no thread, each chunk made when asked for
+def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> None:
     from pipelines.decompress import ReadAhead
 
     made = 0
@@ -190,7 +232,7 @@ def test_read_ahead_keeps_order_and_raises_where_the_error_was() -> None:
             yield str(index).encode()
         raise CorruptInput("broken after 100 chunks")
 
-    ahead = ReadAhead(chunks(), depth=3, mark=lambda: made)
+    ahead = ReadAhead(chunks(), depth=depth, mark=lambda: made)
     got = []
     with pytest.raises(CorruptInput, match="after 100"):
         for chunk in ahead:

@@ -44,7 +44,7 @@ def test_parallel_equals_sequential(
     start: str,
 ) -> None:
     monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)  # small files too
-    monkeypatch.setattr("pipelines.parallel_ingest.start_method", lambda: start)
+    monkeypatch.setattr("pipelines.processes.start_method", lambda: start)
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
@@ -61,7 +61,7 @@ def test_parallel_equals_sequential(
 def test_workers_are_forked_only_from_a_single_thread() -> None:
     import threading
 
-    from pipelines.parallel_ingest import start_method
+    from pipelines.processes import start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)

@@ -55,6 +55,17 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
     assert got == allowed
 
 
+def test_ingest_leaves_counting_libraries_to_the_counting_process(tmp_path: Path) -> None:
+    # Two workers and a small file read in order: a second process counts the kept games.
+    got = imported(
+        "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
+        "--min-rating", "0", "--workers", "2",
+    )  # fmt: skip
+    assert got == set()
+    manifest = json.loads((tmp_path / "move_stats" / "month=2024-01.json").read_text())
+    assert manifest["games_kept"] > 1000 and manifest["rows"] > 0
+
+
 def test_book_build_imports_duckdb_only(tmp_path: Path) -> None:
     imported("ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet")
     got = imported(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.counting import CountingProcess
+
+    # Started first, so that its imports overlap with this process's; ingest closes it if the
+    # source is read by several workers instead.
+    counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
     from pipelines.ingest import ingest
 
     bar = progress_from_args(args)
@@ -94,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
             keep_partial=args.keep_partial,
             progress=bar,
             workers=args.workers,
+            counting=counting,
         )
     finally:
         if bar is not None:

@@ -1,0 +1,246 @@
+"""Kept games counted in a second process give exactly what counting in this process gives."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.counting import CountingProcess
+from pipelines.errors import ChesspipeError
+from pipelines.ingest import Progress, ingest
+from pipelines.pgn_scan import GameFilter
+from pipelines.warehouse import partition_file
+from schemas.move_stats import SPEEDS
+from tests.recount import read_text
+
+ANY = GameFilter(1500, frozenset(SPEEDS), allow_bots=True)
+SAME = ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256")
+
+
+def game(moves: str, *tags: str) -> str:
+    """A game both players rated 2500, blitz, with extra tags."""
+    head = ['[Event "Rated Blitz game"]', '[Result "1-0"]', '[WhiteElo "2500"]']
+    head += ['[BlackElo "2500"]', '[TimeControl "300+0"]', *tags]
+    return "\n".join(head) + f"\n\n{moves} 1-0\n\n"
+
+
+#: Games that only python-chess can decide: illegal moves.
+ODD = game("1. e4 e5 2. Ke3 Nc6") + game("1. e4 e5 2. Qxf7") + game("1. e4 e5 2. Nf3 Nc6")
+
+
+def table(warehouse: Path, month: str = "2020-01") -> list[dict]:
+    return pq.read_table(partition_file(warehouse, month)).to_pylist()
+
+
+def no_children_left() -> bool:
+    return not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("start", ["fork", "forkserver"])
+def test_counting_process_equals_counting_here(
+    tmp_path: Path,
+    games_2021: Path,
+    odd_cases: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    start: str,
+) -> None:
+    monkeypatch.setattr("pipelines.processes.start_method", lambda: start)
+    # Real games, and odd ones: illegal moves, FEN starts, games without moves.
+    text = read_text(games_2021) + "\n\n" + odd_cases.read_text() + "\n\n" + ODD
+    source = tmp_path / "games.pgn"
+    source.write_text(text)
+    here = ingest(str(source), "2020-01", tmp_path / "here", ANY, workers=1)
+    there = ingest(str(source), "2020-01", tmp_path / "there", ANY, workers=2)
+    for key in SAME:
+        assert here[key] == there[key], key
+    assert here["games_dropped"]["illegal_move"] == 2 and here["games_kept"] > 600
+    assert here["opening_tree"]["misses"] > 0
+    assert table(tmp_path / "here") == table(tmp_path / "there")
+    assert no_children_left()
+
+
+def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
+    from tests.test_book import chess960_games
+
+    bad = game("1. e4", '[Variant "Chess960"]', '[SetUp "1"]', '[FEN "not a position"]')
+    source = tmp_path / "c960.pgn"
+    source.write_text(chess960_games(80, seed=7) + "\n\n" + bad)
+    rules = GameFilter(2200, frozenset(SPEEDS), False, "chess960")
+    here = ingest(str(source), "2020-01", tmp_path / "here", rules, workers=1)
+    there = ingest(str(source), "2020-01", tmp_path / "there", rules, workers=2)
+    for key in SAME:
+        assert here[key] == there[key], key
+    assert here["games_kept"] == 80 and here["games_dropped"] == {"bad_fen": 1}
+    assert table(tmp_path / "here") == table(tmp_path / "there")
+
+
+def test_flushed_runs_are_merged_by_the_counting_process(tmp_path: Path, games_2021: Path) -> None:
+    one = ingest(str(games_2021), "2020-01", tmp_path / "one", ANY, workers=1)
+    runs = ingest(str(games_2021), "2020-01", tmp_path / "runs", ANY, workers=2, flush_rows=500)
+    assert one["rows"] == runs["rows"] > 500
+    assert table(tmp_path / "one") == table(tmp_path / "runs")
+
+
+def test_a_process_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path) -> None:
+    early = CountingProcess()
+    got = ingest(str(games_2021), "2020-01", tmp_path / "early", ANY, workers=2, counting=early)
+    want = ingest(str(games_2021), "2020-01", tmp_path / "here", ANY, workers=1)
+    assert got["rows"] == want["rows"] and table(tmp_path / "early") == table(tmp_path / "here")
+    # One worker counts here: the process handed over is closed, not left running.
+    unused = CountingProcess()
+    ingest(str(games_2021), "2020-01", tmp_path / "one", ANY, workers=1, counting=unused)
+    assert no_children_left()
+    # A bad argument fails before anything starts: the process is closed too.
+    with pytest.raises(ChesspipeError, match="plies"):
+        ingest(str(games_2021), "2020-01", tmp_path / "x", ANY, plies=0, counting=CountingProcess())
+    assert no_children_left()
+
+
+def test_progress_counts_kept_games_as_they_are_sent(tmp_path: Path, games_2021: Path) -> None:
+    reports: list[Progress] = []
+    manifest = ingest(str(games_2021), "2020-01", tmp_path, ANY, workers=2, progress=reports.append)
+    assert reports[-1].games_kept == manifest["games_kept"]
+    assert reports[-1].games_read == manifest["games_read"]
+
+
+def _fail_in_child(*args: object, **kwargs: object) -> None:
+    raise ValueError("boom while counting")
+
+
+def _die_in_child(*args: object, **kwargs: object) -> None:
+    os._exit(3)
+
+
+@pytest.mark.parametrize(
+    ("replacement", "error", "message"),
+    [
+        (_fail_in_child, ValueError, "boom while counting"),
+        (_die_in_child, ChesspipeError, r"counting kept games stopped \(exit code 3\)"),
+    ],
+)
+def test_a_failure_in_the_counting_process_publishes_nothing(
+    tmp_path: Path,
+    games_2021: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    replacement: object,
+    error: type[Exception],
+    message: str,
+) -> None:
+    monkeypatch.setattr("pipelines.processes.start_method", lambda: "fork")  # inherits the patch
+    monkeypatch.setattr("pipelines.counting.count_kept", replacement)
+    with pytest.raises(error, match=message) as raised:
+        ingest(str(games_2021), "2020-01", tmp_path, ANY, workers=2)
+    if error is ValueError:  # the child's traceback comes along
+        assert "in the counting process" in "".join(raised.value.__notes__)
+    assert not partition_file(tmp_path, "2020-01").exists()
+    assert not list(partition_file(tmp_path, "2020-01").parent.glob("*"))
+    assert not list((tmp_path / ".staging").glob("*"))
+    assert no_children_left()
+
+
+def test_a_failure_while_scanning_stops_the_counting_process(tmp_path: Path) -> None:
+    import zstandard
+
+    text = (b'[Event "x"]\n[WhiteElo "2500"]\n[BlackElo "2500"]\n\n1. e4 e5 1-0\n\n') * 20_000
+    source = tmp_path / "cut.pgn.zst"
+    source.write_bytes(zstandard.ZstdCompressor().compress(text)[:-100])  # truncated
+    with pytest.raises(ChesspipeError, match="truncated"):
+        ingest(str(source), "2020-01", tmp_path / "wh", ANY, workers=2)
+    assert not partition_file(tmp_path / "wh", "2020-01").exists()
+    assert no_children_left()
+
+
+def _ingest_rows(source: str, warehouse: Path, replies: multiprocessing.Queue[object]) -> None:
+    try:
+        manifest = ingest(source, "2020-01", warehouse, ANY, workers=2)
+        replies.put((manifest["rows"], manifest["workers"]))
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        replies.put(repr(exc))
+
+
+@pytest.mark.parametrize("framed", [False, True])
+def test_a_daemonic_process_ingests_on_its_own(
+    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch, framed: bool
+) -> None:
+    # A Dask worker's process is daemonic: it may start neither the counting process nor
+    # worker processes (a pzstd-framed file would otherwise be split among workers).
+    source = games_2021
+    if framed:
+        from pipelines.zstd_frames import write_framed_zstd
+
+        source = tmp_path / "framed.pgn.zst"
+        write_framed_zstd(source, read_text(games_2021).encode(), frame_size=50_000, level=1)
+        monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
+    context = multiprocessing.get_context("fork")  # the daemon inherits the patch
+    replies = context.Queue()
+    daemon = context.Process(
+        target=_ingest_rows, args=(str(source), tmp_path / "d", replies), daemon=True
+    )
+    daemon.start()
+    got = replies.get(timeout=120)
+    daemon.join()
+    here = ingest(str(source), "2020-01", tmp_path / "here", ANY, workers=1)
+    assert got == (here["rows"], 1)
+    assert table(tmp_path / "d") == table(tmp_path / "here")
+
+
+BUSY_CHILD = """
+import os, time
+from pathlib import Path
+import pipelines.counting
+from pipelines.pgn_scan import ScanStats
+
+def busy(*args, **kwargs):
+    while True:  # deaf to the pipe: only the kernel can tell it that its parent died
+        pass
+
+pipelines.counting.count_kept = busy
+counting = pipelines.counting.CountingProcess()
+counting.begin(ScanStats(), 20, False, Path("."), 1000)
+print(counting._process.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_the_counting_process_dies_with_its_parent() -> None:
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    parent = subprocess.Popen(
+        [sys.executable, "-c", BUSY_CHILD], cwd=root, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()  # SIGKILL: the parent cleans nothing up
+    parent.wait()
+    deadline = time.monotonic() + 10
+    try:
+        while _state(child) not in ("gone", "Z"):
+            assert time.monotonic() < deadline, "the counting process outlived its parent"
+            time.sleep(0.01)
+    finally:
+        if _state(child) not in ("gone", "Z"):
+            os.kill(child, 9)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_games_can_only_be_sent_after_begin() -> None:
+    counting = CountingProcess()
+    try:
+        with pytest.raises(RuntimeError, match="begin"):
+            counting.finish()
+    finally:
+        counting.close()
+    assert no_children_left()
