@@ -60,11 +60,6 @@ def frame_index(handle: BinaryIO, size: int) -> list[Frame] | None:
     return frames
 
 
-def read_frame(handle: BinaryIO, frame: Frame) -> bytes:
-    """Return the decompressed bytes of one data frame, failing if it is cut short or corrupt."""
-    return b"".join(frame_pieces(handle, frame, frame.size))
-
-
 def frame_pieces(handle: BinaryIO, frame: Frame, read_size: int = 1 << 14) -> Iterator[bytes]:
     """Yield a data frame's decompressed bytes as they come, failing if cut short or corrupt."""
     handle.seek(frame.offset)
@@ -133,7 +128,10 @@ def unit_pieces(
     at most `max_game_bytes` past its end. The text is cut into pieces of about `piece_size`
     bytes without ever being joined whole.
     """
-    parts = [read_frame(handle, frames[i]) for i in unit]
+    # Decompressed a little at a time: each part is a fresh piece of about `piece_size`, never
+    # a whole frame joined and cut again (that copying cost more than the decompression).
+    feed = max(1, piece_size // 4)  # PGN compresses about fourfold
+    parts = [part for i in unit for part in frame_pieces(handle, frames[i], feed)]
     own_length = sum(map(len, parts))
     # Read on only as far as the next game that starts in the following unit.
     read_on = 0
