@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -42,8 +43,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run the command line (sys.argv when argv is None); return the exit status."""
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        if argv is None:
+            # The program exits next: spare the collector a last walk over every object the
+            # libraries made (about 10 ms).
+            gc.freeze()
+
+
+def _run(argv: list[str]) -> int:
     # No linear algebra here: without a BLAS thread pool, ingest can fork its workers.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     # Only the chosen subcommand's module is imported: start-up stays light.
