@@ -7,6 +7,7 @@ while it goes on scanning. It then merges the runs into the month's partition fi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Iterable, Iterator
@@ -178,13 +179,14 @@ class CountingProcess:
 
     def _failed(self) -> NoReturn:
         """Raise the error the child reported, or say that it died."""
+        reply: tuple[Any, ...] = ()
         try:
             if self._conn.poll(1):
                 reply = self._conn.recv()
-                if reply[0] == "error":
-                    raise reply[1]
         except (EOFError, OSError):
             pass
+        if reply and reply[0] == "error":
+            raise reply[1]
         self._process.join(5)
         raise ChesspipeError(
             f"the process counting kept games stopped (exit code {self._process.exitcode})"
@@ -217,7 +219,8 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> Non
     except (EOFError, BrokenPipeError):
         return  # the parent went away
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent
-        conn.send(("error", _portable(exc)))
+        with contextlib.suppress(OSError):  # unless the parent went away meanwhile
+            conn.send(("error", _portable(exc)))
 
 
 def _received(conn: Connection) -> Iterator[KeptGame]:
