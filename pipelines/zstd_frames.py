@@ -185,7 +185,7 @@ def _find(parts: list[bytes], start_at: int) -> int:
         found = part.find(BOUNDARY, max(0, start_at - offset))
         if found >= 0:
             return offset + found
-        carry = (carry + part)[-2:]
+        carry = (carry + part[-2:])[-2:]  # not carry + part: that copies the whole part
         offset += len(part)
     return -1
 
