@@ -106,14 +106,6 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
 BOUNDARY = b"\n\n["
 
 
-def unit_text(
-    handle: BinaryIO, frames: list[Frame], unit: range, max_game_bytes: int
-) -> tuple[bytes, int]:
-    """Return the text of the games a unit owns, and the length of the unit's own text."""
-    pieces, own_length = unit_pieces(handle, frames, unit, max_game_bytes)
-    return b"".join(pieces), own_length
-
-
 def unit_pieces(
     handle: BinaryIO,
     frames: list[Frame],
