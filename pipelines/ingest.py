@@ -92,9 +92,6 @@ def ingest(
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         if not may_start_processes():
             workers = 1  # in a daemonic process, such as a Dask worker's
-        if counting is not None and (workers < 2 or executor is not None):
-            counting.close()
-            counting = None
         reuse_large_buffers()
         started = time.monotonic()
         with month_lock(warehouse, month):
@@ -183,12 +180,13 @@ def _ingest_locked(
     with open_source(source, rules.variant, **http_options) as opened, ExitStack() as stack:
         # Keeping what was read of a damaged stream needs it read in order.
         plan = None if keep_partial else _parallel_plan(opened, workers, executor)
+        # Read in order with cores to spare: kept games are counted by a second process.
+        counts_apart = not plan and workers > 1 and executor is None
+        if counting is not None and not counts_apart:
+            counting.close()  # the workers count what they scan, or this process counts
+            counting = None
         if plan:
             from pipelines.parallel_ingest import ingest_units
-
-            if counting is not None:  # the workers count what they scan
-                counting.close()
-                counting = None
 
             frames, units = plan
             runs, hits, misses = ingest_units(
@@ -207,10 +205,9 @@ def _ingest_locked(
                 executor,
             )
         else:
-            if workers > 1 and executor is None:
-                # Kept games are counted on another core. Started before the read-ahead
-                # thread: a process with a single thread forks safely.
-                # Closed on leaving, before the caller removes the staging folder.
+            if counts_apart:
+                # Started before the read-ahead thread: a process with a single thread forks
+                # safely. Closed on leaving, before the caller removes the staging folder.
                 counting = stack.enter_context(counting or CountingProcess())
                 counting.begin(stats, plies, rules.variant == "chess960", staging, flush_rows)
             reader = opened.reader
