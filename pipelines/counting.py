@@ -8,7 +8,6 @@ while it goes on scanning. It then merges the runs into the month's partition fi
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipelines.errors import ChesspipeError
-from pipelines.processes import die_with_parent, process_context
+from pipelines.processes import die_with_parent, forking_parent, process_context
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -86,9 +85,11 @@ class CountingProcess:
         self._batch: list[KeptGame] = []
         context = process_context()
         self._conn, child = context.Pipe()
-        parent = os.getpid() if context.get_start_method() == "fork" else None
         self._process = context.Process(
-            target=_serve, args=(child, self._conn, parent), name="chesspipe-counting", daemon=True
+            target=_serve,
+            args=(child, self._conn, forking_parent(context)),
+            name="chesspipe-counting",
+            daemon=True,
         )
         self._process.start()
         child.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from pipelines.allocator import reuse_large_buffers
 from pipelines.ingest import Progress, ProgressCallback, count_games
 from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_blocks
-from pipelines.processes import die_with_parent, process_context
+from pipelines.processes import die_with_parent, forking_parent, process_context
 from pipelines.sources import OpenSource
 from pipelines.zstd_frames import Frame, unit_pieces
 
@@ -88,12 +87,11 @@ def ingest_units(
     own_pool = None
     if executor is None:
         context = process_context()
-        forked = context.get_start_method() == "fork"
         executor = own_pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
             initializer=die_with_parent,
-            initargs=(os.getpid() if forked else None,),
+            initargs=(forking_parent(context),),
         )
     try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}

@@ -39,12 +39,17 @@ def may_start_processes() -> bool:
     return not multiprocessing.current_process().daemon
 
 
+def forking_parent(context: ForkContext | ForkServerContext) -> int | None:
+    """Return this process's pid if `context` forks helpers from it (for die_with_parent)."""
+    return os.getpid() if context.get_start_method() == "fork" else None
+
+
 def die_with_parent(parent: int | None) -> None:
     """Have the kernel kill this helper process when the one that started it dies (Linux).
 
-    A forked helper holds copies of its parent's open files, locks included: it must not
-    outlive a parent killed with SIGKILL. `parent`, the pid of a forking parent, closes the
-    race where the parent died before this call. Elsewhere than Linux this does nothing.
+    A helper must not go on working, and writing files, for a parent killed with SIGKILL.
+    `parent` (from forking_parent) closes the race where a forking parent died before this
+    call. Elsewhere than Linux this does nothing.
     """
     if not sys.platform.startswith("linux"):
         return
