@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from pipelines.move_counting import IllegalMove, MoveCounter, OpeningTree
 from pipelines.pgn_scan import GameFilter, KeptGame, ScanStats, kept_games, san_tokens, split_games
 from schemas.move_stats import SPEEDS
+from tests.random_moves import random_move
 from tests.recount import read_text
 
 pytest.importorskip("rust_pgn_reader_python_binding")
@@ -69,13 +70,9 @@ def random_game_tokens(rng: random.Random, plies: int) -> list[bytes]:
     board = chess.Board()
     tokens = []
     for _ in range(plies):
-        moves = list(board.legal_moves)
-        if not moves:
+        move = random_move(board, rng, special_share=0.7)
+        if move is None:
             break
-        special = [
-            m for m in moves if board.is_castling(m) or board.is_en_passant(m) or m.promotion
-        ]
-        move = rng.choice(special) if special and rng.random() < 0.7 else rng.choice(moves)
         tokens.append(board.san(move).encode())
         board.push(move)
     return tokens

@@ -22,6 +22,7 @@ from schemas.polyglot import (
     read_entries,
     write_entries,
 )
+from tests.random_moves import random_move
 
 SPECIAL_FENS = [
     chess.STARTING_FEN,
@@ -168,13 +169,9 @@ def test_incremental_keys_equal_zobrist_hash() -> None:
         board = chess.Board.from_chess960_pos(rng.randrange(960)) if number % 2 else chess.Board()
         key = chess.polyglot.zobrist_hash(board)
         for _ in range(rng.randrange(10, 150)):
-            legal = list(board.legal_moves)
-            if not legal:
+            move = random_move(board, rng, special_share=0.5)
+            if move is None:
                 break
-            special = [
-                m for m in legal if board.is_castling(m) or board.is_en_passant(m) or m.promotion
-            ]
-            move = rng.choice(special) if special and rng.random() < 0.5 else rng.choice(legal)
             key = push_with_key(board, move, key)
             assert key == chess.polyglot.zobrist_hash(board), (board.fen(), move)
             moves += 1
