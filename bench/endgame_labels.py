@@ -17,10 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipelines.endgames import fathom  # noqa: E402
-from pipelines.endgames.dataset import label_batches  # noqa: E402
-from pipelines.endgames.labels import Labeller, TableSet  # noqa: E402
-from pipelines.endgames.positions import Position, sample_positions  # noqa: E402
+from pipelines.endgames import fathom
+from pipelines.endgames.dataset import label_batches
+from pipelines.endgames.labeller import Labeller
+from pipelines.endgames.positions import Position, sample_positions
+from pipelines.endgames.tables import TableSet
 
 DEFAULT_GAMES = (
     Path(__file__).resolve().parent.parent.parent
@@ -96,7 +97,7 @@ def main() -> None:
 def bench_games(path: Path, tables: TableSet) -> None:
     """From-games scanning with the capture count first, against replaying every kept game."""
     from pipelines.endgames.from_games import GameScan, game_positions
-    from pipelines.pgn_scan import GameFilter
+    from pipelines.ingest.game_filter import GameFilter
     from schemas.move_stats import SPEEDS
 
     rules = GameFilter(min_rating=0, speeds=frozenset(SPEEDS))

@@ -9,8 +9,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pipelines import __version__
 from pipelines.errors import ChesspipeError
+from pipelines.version import __version__
 
 #: Subcommands and their modules, in the order `--help` lists them.
 COMMANDS = {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
-
-from pipelines.ingest import Progress
 
 
 def _size(n: float) -> str:
@@ -65,3 +65,17 @@ class ProgressBar:
         elif self._unprinted:
             self.stream.write(f"{self._unprinted}\n")
         self.stream.flush()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A progress report: compressed bytes read of the total, games read and kept."""
+
+    bytes_read: int
+    bytes_total: int | None
+    games_read: int
+    games_kept: int
+    seconds: float
+
+
+ProgressCallback = Callable[[Progress], None]

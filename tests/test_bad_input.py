@@ -11,9 +11,9 @@ import pytest
 import zstandard
 
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import manifest_path, partition_dir, partition_file
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.warehouse.layout import manifest_path, partition_dir, partition_file
 from schemas.move_stats import SPEEDS
 from tests.conftest import run_cli
 from tests.recount import read_text
@@ -156,7 +156,7 @@ def test_empty_input_publishes_an_empty_month(tmp_path: Path) -> None:
 
 
 def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
-    from pipelines.warehouse import month_lock
+    from pipelines.warehouse.locks import month_lock
 
     with month_lock(tmp_path / "wh", "2024-01"), pytest.raises(ChesspipeError, match="another run"):
         run(tmp_path, game())
@@ -164,7 +164,7 @@ def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
 
 HOLD_LOCK_AND_FORK = """
 import multiprocessing, sys, time
-from pipelines.warehouse import month_lock
+from pipelines.warehouse.locks import month_lock
 with month_lock(sys.argv[1], "2024-01"):
     helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
     helper.start()
@@ -178,7 +178,7 @@ def test_a_killed_run_leaves_its_month_unlocked_though_its_helper_lives(tmp_path
     import subprocess
     import sys
 
-    from pipelines.warehouse import month_lock
+    from pipelines.warehouse.locks import month_lock
 
     root = Path(__file__).resolve().parent.parent
     run_ = subprocess.Popen(
@@ -221,7 +221,7 @@ def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
 
 @pytest.mark.parametrize("depth", [3, 0])  # 0: no thread, each chunk made when asked for
 def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> None:
-    from pipelines.decompress import ReadAhead
+    from pipelines.ingest.decompress import ReadAhead
 
     made = 0
 
@@ -244,7 +244,7 @@ def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> No
 def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
     import threading
 
-    from pipelines.decompress import ReadAhead
+    from pipelines.ingest.decompress import ReadAhead
 
     endless = iter(lambda: b"x" * 1000, None)
     reader = iter(ReadAhead(endless, depth=2))

@@ -12,15 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.move_counting import IllegalMove, MoveCounter, OpeningTree
-from pipelines.pgn_scan import GameFilter, KeptGame, ScanStats, kept_games, san_tokens, split_games
+from pipelines.ingest.counting import IllegalMove, MoveCounter, OpeningTree
+from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats
+from pipelines.ingest.movetext import san_tokens
+from pipelines.ingest.scan import kept_games, split_games
 from schemas.move_stats import SPEEDS
 from tests.random_moves import random_move
 from tests.recount import read_text
 
 pytest.importorskip("rust_pgn_reader_python_binding")
 
-from pipelines.batch_replay import polyglot_keys, replay  # noqa: E402
+from pipelines.ingest.replay import polyglot_keys, replay
 
 
 def python_chess_rows(

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.book import BookSettings, build_book
+from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import partition_file
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.warehouse.layout import partition_file
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
 from schemas.polyglot import read_entries
 from tests.conftest import need_program, run_cli

@@ -18,15 +18,10 @@ import chess.polyglot
 import numpy as np
 import pytest
 
-from pipelines.book import BookSettings, build_book
-from pipelines.book_report import (
-    book_summary_markdown,
-    column_chart_svg,
-    coverage,
-    render_report,
-)
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
+from pipelines.books.build import BookSettings, build_book
+from pipelines.books.report import book_summary_markdown, column_chart_svg, coverage, render_report
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
 from schemas.move_stats import SPEEDS
 from schemas.polyglot import ENTRY_DTYPE, Book, encode_move, polyglot_key, write_entries
 from tests.conftest import GAMES_2021, need, need_program, run_cli

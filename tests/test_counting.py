@@ -9,11 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.counting import CountingProcess
 from pipelines.errors import ChesspipeError
-from pipelines.ingest import Progress, ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import partition_file
+from pipelines.ingest.counting_process import CountingProcess
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.progress import Progress
+from pipelines.warehouse.layout import partition_file
 from schemas.move_stats import SPEEDS
 from tests.recount import read_text
 
@@ -48,7 +49,7 @@ def test_counting_process_equals_counting_here(
     monkeypatch: pytest.MonkeyPatch,
     start: str,
 ) -> None:
-    monkeypatch.setattr("pipelines.processes.start_method", lambda: start)
+    monkeypatch.setattr("pipelines.ingest.processes.start_method", lambda: start)
     # Real games, and odd ones: illegal moves, FEN starts, games without moves.
     text = read_text(games_2021) + "\n\n" + odd_cases.read_text() + "\n\n" + ODD
     source = tmp_path / "games.pgn"
@@ -135,8 +136,10 @@ def test_a_failure_in_the_counting_process_publishes_nothing(
     error: type[Exception],
     message: str,
 ) -> None:
-    monkeypatch.setattr("pipelines.processes.start_method", lambda: "fork")  # inherits the patch
-    monkeypatch.setattr("pipelines.counting.count_kept", replacement)
+    monkeypatch.setattr(
+        "pipelines.ingest.processes.start_method", lambda: "fork"
+    )  # inherits the patch
+    monkeypatch.setattr("pipelines.ingest.counting_process.count_kept", replacement)
     with pytest.raises(error, match=message) as raised:
         ingest(str(games_2021), "2020-01", tmp_path, ANY, workers=2)
     if error is not ChesspipeError:  # the child's traceback comes along
@@ -175,11 +178,11 @@ def test_a_daemonic_process_ingests_on_its_own(
     # worker processes (a pzstd-framed file would otherwise be split among workers).
     source = games_2021
     if framed:
-        from pipelines.zstd_frames import write_framed_zstd
+        from pipelines.ingest.frames import write_framed_zstd
 
         source = tmp_path / "framed.pgn.zst"
         write_framed_zstd(source, read_text(games_2021).encode(), frame_size=50_000, level=1)
-        monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
     context = multiprocessing.get_context("fork")  # the daemon inherits the patch
     replies = context.Queue()
     daemon = context.Process(
@@ -196,15 +199,15 @@ def test_a_daemonic_process_ingests_on_its_own(
 BUSY_CHILD = """
 import os, time
 from pathlib import Path
-import pipelines.counting
-from pipelines.pgn_scan import ScanStats
+import pipelines.ingest.counting_process
+from pipelines.ingest.scan import ScanStats
 
 def busy(*args, **kwargs):
     while True:  # deaf to the pipe: only the kernel can tell it that its parent died
         pass
 
-pipelines.counting.count_kept = busy
-counting = pipelines.counting.CountingProcess()
+pipelines.ingest.counting_process.count_kept = busy
+counting = pipelines.ingest.counting_process.CountingProcess()
 counting.begin(ScanStats(), 20, False, Path("."), 1000)
 print(counting._process.pid, flush=True)
 time.sleep(60)

@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import partition_file
-from pipelines.zstd_frames import write_framed_zstd
+from pipelines.ingest.frames import write_framed_zstd
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.warehouse.layout import partition_file
 from schemas.move_stats import SPEEDS
 from tests.loopback_http import LoopbackServer
 from tests.recount import read_text

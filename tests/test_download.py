@@ -8,7 +8,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.download import (
+from pipelines.errors import ChesspipeError
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.sources.http import (
     HttpStream,
     cache_paths,
     checksums_url,
@@ -16,10 +19,7 @@ from pipelines.download import (
     parse_checksums,
     published_sha256,
 )
-from pipelines.errors import ChesspipeError
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import manifest_path, partition_file
+from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.loopback_http import LoopbackServer
 
 FAST = {"backoff": 0.01, "timeout": 5.0}

@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pipelines.endgames.labels import dtz_to_wdl
-from pipelines.pgn_scan import speed_of
+from pipelines.endgames.probing import dtz_to_wdl
+from pipelines.ingest.game_filter import speed_of
 from schemas.binpack import (
     BinpackFormatError,
     pack_move,

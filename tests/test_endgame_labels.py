@@ -11,8 +11,10 @@ import chess.syzygy
 import pytest
 
 from pipelines.endgames import fathom
-from pipelines.endgames.labels import Labeller, TablebaseError, TableSet, dtz_to_wdl, move_rank
+from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import sample_positions
+from pipelines.endgames.probing import TablebaseError, dtz_to_wdl, move_rank
+from pipelines.endgames.tables import TableSet
 
 
 def need_fathom() -> None:

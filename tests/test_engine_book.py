@@ -11,9 +11,9 @@ import chess.engine
 import chess.polyglot
 import pytest
 
-from pipelines.book import BookSettings, build_book
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
+from pipelines.books.build import BookSettings, build_book
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
 from schemas.move_stats import SPEEDS
 from tests.engine_support import raw_engine, uci_engine
 

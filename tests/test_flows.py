@@ -15,8 +15,8 @@ import zstandard
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly_build import MonthSettings, build_month, published_paths
-from pipelines.warehouse import partition_file
+from pipelines.monthly.build import MonthSettings, build_month, published_paths
+from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT, run_cli
 
 OPTIONS = BuildOptions(min_rating=0, min_games=2, log_every=0.0)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import manifest_path, partition_file
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.warehouse.layout import manifest_path, partition_file
 from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
 from tests.conftest import run_cli
 from tests.recount import pgn_extract_elo, read_text, recount
@@ -82,7 +82,8 @@ def test_filter_keeps_what_pgn_extract_keeps(
     tmp_path: Path, games_2021: Path, games_2013: Path
 ) -> None:
     """Same Elo criteria: our byte-level filter and pgn-extract keep the same games."""
-    from pipelines.pgn_scan import ScanStats, filter_game, split_games
+    from pipelines.ingest.game_filter import ScanStats, filter_game
+    from pipelines.ingest.scan import split_games
 
     for source, rating in ((games_2021, 2200), (games_2021, 1500), (games_2013, 1800)):
         out = pgn_extract_elo(source, rating, tmp_path)
@@ -166,12 +167,12 @@ def test_duckdb_and_in_memory_merges_write_the_same_table(
     tmp_path: Path, games_2013: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Large months are merged by DuckDB, small ones in memory: the tables must be equal."""
-    import pipelines.stats_runs
+    import pipelines.ingest.runs
 
     rules = GameFilter(1900, ALL_SPEEDS)
     tables = []
-    for limit in (pipelines.stats_runs.IN_MEMORY_ROWS, 0):
-        monkeypatch.setattr(pipelines.stats_runs, "IN_MEMORY_ROWS", limit)
+    for limit in (pipelines.ingest.runs.IN_MEMORY_ROWS, 0):
+        monkeypatch.setattr(pipelines.ingest.runs, "IN_MEMORY_ROWS", limit)
         warehouse = tmp_path / f"limit-{limit}"
         ingest(str(games_2013), "2013-01", warehouse, rules, flush_rows=3000)
         tables.append(pq.read_table(partition_file(warehouse, "2013-01")))

@@ -19,10 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pipelines.book import BookSettings, build_book
+from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
-from pipelines.ingest import ingest
-from pipelines.monthly_build import (
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.monthly.build import (
     DownloadOptions,
     MonthSettings,
     build_lock,
@@ -31,8 +32,7 @@ from pipelines.monthly_build import (
     published_paths,
     summary_markdown,
 )
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import partition_file
+from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT
 from tests.loopback_http import LoopbackServer
 
@@ -297,9 +297,9 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
 
 KILLABLE = (
     "import sys\n"
-    "from pipelines.book import BookSettings\n"
-    "from pipelines.monthly_build import MonthSettings, build_month\n"
-    "from pipelines.pgn_scan import GameFilter\n"
+    "from pipelines.books.build import BookSettings\n"
+    "from pipelines.monthly.build import MonthSettings, build_month\n"
+    "from pipelines.ingest.scan import GameFilter\n"
     "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
     "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"
 )

@@ -12,16 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter, ScanStats, split_games
-from pipelines.warehouse import partition_file
-from pipelines.zstd_frames import (
-    Frame,
-    frame_index,
-    plan_units,
-    unit_pieces,
-    write_framed_zstd,
-)
+from pipelines.ingest.frames import Frame, frame_index, plan_units, unit_pieces, write_framed_zstd
+from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.run import ingest
+from pipelines.ingest.scan import split_games
+from pipelines.warehouse.layout import partition_file
 from schemas.move_stats import SPEEDS
 from tests.recount import read_text
 
@@ -42,8 +37,8 @@ def test_parallel_equals_sequential(
     monkeypatch: pytest.MonkeyPatch,
     start: str,
 ) -> None:
-    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)  # small files too
-    monkeypatch.setattr("pipelines.processes.start_method", lambda: start)
+    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)  # small files too
+    monkeypatch.setattr("pipelines.ingest.processes.start_method", lambda: start)
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
@@ -60,7 +55,7 @@ def test_parallel_equals_sequential(
 def test_workers_are_forked_only_from_a_single_thread() -> None:
     import threading
 
-    from pipelines.processes import start_method
+    from pipelines.ingest.processes import start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
@@ -117,7 +112,7 @@ def test_units_own_every_game_once(
 def test_frame_index_of_truncated_file(
     tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
     path = framed(tmp_path, read_text(games_2021).encode(), frame_size=100_000)
     with open(path, "rb") as handle:
         frames = frame_index(handle, path.stat().st_size)
@@ -155,7 +150,7 @@ def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
 def test_crlf_files_are_read_in_order(
     tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pipelines.ingest.PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
     text = read_text(games_2021).replace("\n", "\r\n").encode()
     path = framed(tmp_path, text, frame_size=100_000)
     crlf = ingest(str(path), "2021-10", tmp_path / "crlf", ANY, workers=2)

@@ -11,18 +11,15 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.decompress import decompressed_chunks
 from pipelines.errors import CorruptInput
-from pipelines.pgn_scan import (
+from pipelines.ingest.decompress import decompressed_chunks
+from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.ingest.movetext import san_tokens
+from pipelines.ingest.scan import (
     MAX_GAME_BYTES,
-    GameFilter,
-    KeptGame,
-    ScanStats,
     below_pattern,
-    filter_game,
     game_blocks,
     kept_games_in_blocks,
-    san_tokens,
     split_games,
 )
 from schemas.move_stats import SPEEDS

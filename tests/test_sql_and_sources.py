@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import threading
@@ -13,15 +14,27 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipelines.ingest import ingest
-from pipelines.pgn_scan import GameFilter
-from pipelines.sample_data import SAMPLE_MONTHS, generate_month, sample_path
-from pipelines.sources import lichess_url, resolve
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.sources.open import lichess_url, resolve
 from schemas.move_stats import SPEEDS
 from schemas.polyglot import move_to_uci
 from tests.conftest import run_cli
 
 ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+
+
+def _load_sample_tool():  # type: ignore[no-untyped-def]
+    """The generator of the bundled sample, a tool in data/ rather than an importable module."""
+    path = Path(__file__).resolve().parent.parent / "data" / "make_sample.py"
+    spec = importlib.util.spec_from_file_location("make_sample", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_sample = _load_sample_tool()
 
 
 @pytest.fixture
@@ -90,8 +103,8 @@ def test_lichess_source_names_the_official_dump() -> None:
 
 
 def test_sql_over_two_months(tmp_path: Path) -> None:
-    for month in SAMPLE_MONTHS:
-        ingest(str(sample_path(month)), month, tmp_path, ANY)
+    for month in make_sample.SAMPLE_MONTHS:
+        ingest(str(make_sample.sample_path(month)), month, tmp_path, ANY)
     query = (
         "SELECT month, uci(move) AS uci, move, sum(games) AS games FROM move_stats "
         "WHERE hexkey(key) = '463b96181691fc9c' GROUP BY ALL ORDER BY month, games DESC"
@@ -99,7 +112,7 @@ def test_sql_over_two_months(tmp_path: Path) -> None:
     proc = run_cli("sql", "--warehouse", str(tmp_path), query, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
     assert proc.stdout.splitlines()[0] == "month,uci,move,games"
-    assert {r["month"] for r in rows} == set(SAMPLE_MONTHS)
+    assert {r["month"] for r in rows} == set(make_sample.SAMPLE_MONTHS)
     for row in rows:
         assert row["uci"] == move_to_uci(int(row["move"]))
     as_json = json.loads(
@@ -113,13 +126,15 @@ def test_sql_over_two_months(tmp_path: Path) -> None:
 
 
 def test_bundled_sample_is_what_the_script_generates() -> None:
-    month = SAMPLE_MONTHS[0]
+    month = make_sample.SAMPLE_MONTHS[0]
     stored = (
         zstandard.ZstdDecompressor()
-        .stream_reader(io.BytesIO(sample_path(month).read_bytes()), read_across_frames=True)
+        .stream_reader(
+            io.BytesIO(make_sample.sample_path(month).read_bytes()), read_across_frames=True
+        )
         .read()
     )
-    assert stored == generate_month(month).encode("utf-8")
+    assert stored == make_sample.generate_month(month).encode("utf-8")
     text = stored.decode()
     assert '[WhiteTitle "BOT"]' in text or '[BlackTitle "BOT"]' in text
     assert "[%clk" in text and "[%eval" in text

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands.build_month import location, options_from_args
     from pipelines.flows.backfill import backfill_flow, shared_api_server
     from pipelines.flows.monthly import quiet_user_errors
-    from pipelines.warehouse import month_range
+    from pipelines.warehouse.layout import month_range
 
     month_range(args.months)
     options = options_from_args(args)

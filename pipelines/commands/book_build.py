@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.book import BookSettings, build_book
+    from pipelines.books.build import BookSettings, build_book
 
     settings = BookSettings(
         min_games=args.min_games,

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.book_report import write_report
+    from pipelines.books.report import write_report
     from pipelines.errors import ChesspipeError
 
     if args.plies < 1 or args.max_plies < 0 or args.max_positions < 1:

@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.book_show import describe_book, describe_position, position_from
+    from pipelines.books.show import describe_book, describe_position, position_from
 
     board = position_from(args.fen, args.moves, args.chess960)
     if board is None:

@@ -28,7 +28,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
 
 def location(value: str) -> str:
     """Return a warehouse or books location: an object storage URL as is, a folder absolute."""
-    from pipelines.object_store import is_remote
+    from pipelines.sources.object_store import is_remote
 
     return value if is_remote(value) else str(Path(value).resolve())
 
@@ -78,8 +78,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
-    from pipelines.monthly_build import print_status
-    from pipelines.warehouse import check_month
+    from pipelines.monthly.build import print_status
+    from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
     options = options_from_args(args)

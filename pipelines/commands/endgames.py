@@ -79,7 +79,7 @@ def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     from pipelines.endgames.build import sample_labels
-    from pipelines.endgames.labels import syzygy_path
+    from pipelines.endgames.tables import syzygy_path
 
     manifest = sample_labels(
         syzygy_path(args.syzygy), args.materials, args.seed, args.out, args.backend
@@ -90,7 +90,7 @@ def run_sample(args: argparse.Namespace) -> int:
 
 def run_epd(args: argparse.Namespace) -> int:
     from pipelines.endgames.build import epd_labels
-    from pipelines.endgames.labels import syzygy_path
+    from pipelines.endgames.tables import syzygy_path
 
     manifest = epd_labels(
         syzygy_path(args.syzygy), args.file, args.out, args.backend, args.skip_uncovered
@@ -102,7 +102,7 @@ def run_epd(args: argparse.Namespace) -> int:
 def run_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.endgames.build import game_labels
-    from pipelines.endgames.labels import syzygy_path
+    from pipelines.endgames.tables import syzygy_path
 
     folders = syzygy_path(args.syzygy)
     bar = progress_from_args(args)

@@ -48,7 +48,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 def filter_from_args(args: argparse.Namespace) -> Any:
     """Return the GameFilter the options describe."""
     from pipelines.errors import ChesspipeError
-    from pipelines.pgn_scan import GameFilter
+    from pipelines.ingest.game_filter import GameFilter
 
     speeds = frozenset(s.strip() for s in args.speeds.split(",") if s.strip())
     try:
@@ -82,12 +82,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.counting import CountingProcess
+    from pipelines.ingest.counting_process import CountingProcess
 
     # Started first, so that its imports overlap with this process's; ingest closes it if the
     # source is read by several workers instead.
     counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
-    from pipelines.ingest import ingest
+    from pipelines.ingest.run import ingest
 
     bar = progress_from_args(args)
     try:

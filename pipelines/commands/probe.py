@@ -22,8 +22,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.endgames.labels import Labeller, syzygy_path
-    from pipelines.probe import format_report, probe
+    from pipelines.endgames.labeller import Labeller
+    from pipelines.endgames.probe import format_report, probe
+    from pipelines.endgames.tables import syzygy_path
 
     with Labeller(syzygy_path(args.syzygy), args.backend) as labeller:
         report = probe(labeller, args.fen)

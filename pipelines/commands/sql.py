@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
-    from pipelines.stats_sql import run_query
+    from pipelines.warehouse.sql import run_query
 
     try:
         columns, rows = run_query(args.warehouse, args.query)

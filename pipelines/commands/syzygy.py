@@ -10,7 +10,7 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    from pipelines.syzygy_download import DEFAULT_BASE_URL, DEFAULT_CHECKSUMS_URL
+    from pipelines.endgames.syzygy_download import DEFAULT_BASE_URL, DEFAULT_CHECKSUMS_URL
 
     parser = subparsers.add_parser("syzygy", help="download Syzygy tablebases")
     actions = parser.add_subparsers(dest="syzygy_command", metavar="ACTION", required=True)
@@ -34,8 +34,8 @@ def register(subparsers: Any) -> None:
 
 
 def run_download(args: argparse.Namespace) -> int:
+    from pipelines.endgames.syzygy_download import SETS, DownloadProgress, check_space, download_set
     from pipelines.errors import ChesspipeError
-    from pipelines.syzygy_download import SETS, DownloadProgress, check_space, download_set
 
     free = check_space(args.dir, args.set_name)
     present = sum(p.stat().st_size for p in args.dir.glob("*.rtb[wz]")) if args.dir.is_dir() else 0

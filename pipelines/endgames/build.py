@@ -9,11 +9,12 @@ from typing import Any
 
 from pipelines.endgames.dataset import write_label_set
 from pipelines.endgames.from_games import GameScan, game_positions
-from pipelines.endgames.labels import Labeller, TablebaseError
+from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import Position, epd_positions, parse_materials, sample_positions
-from pipelines.ingest import ProgressCallback
-from pipelines.pgn_scan import GameFilter
-from pipelines.warehouse import check_month
+from pipelines.endgames.probing import TablebaseError
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.progress import ProgressCallback
+from pipelines.warehouse.layout import check_month
 
 
 def sample_labels(

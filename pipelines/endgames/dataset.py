@@ -14,11 +14,12 @@ import chess.syzygy
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines import __version__
-from pipelines.endgames.labels import Labeller, TablebaseError
+from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import Position
+from pipelines.endgames.probing import TablebaseError
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import write_json_atomic
+from pipelines.files import write_json_atomic
+from pipelines.version import __version__
 from schemas.atomic_files import atomic_path
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import chess
 
-from pipelines.endgames.labels import RootProbe, TablebaseError
+from pipelines.endgames.probing import RootProbe, TablebaseError
 
 #: Where Debian installs the library, tried when the loader cache does not know it.
 DEBIAN_PATHS = (

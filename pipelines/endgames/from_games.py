@@ -15,12 +15,14 @@ from typing import Any
 import chess
 import chess.polyglot
 
-from pipelines.decompress import decompressed_chunks
-from pipelines.endgames.labels import TableSet
 from pipelines.endgames.positions import Position
-from pipelines.ingest import Progress, ProgressCallback
-from pipelines.pgn_scan import GameFilter, KeptGame, ScanStats, filter_game, san_tokens, split_games
-from pipelines.sources import open_source
+from pipelines.endgames.tables import TableSet
+from pipelines.ingest.decompress import decompressed_chunks
+from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.ingest.movetext import san_tokens
+from pipelines.ingest.scan import split_games
+from pipelines.progress import Progress, ProgressCallback
+from pipelines.sources.open import open_source
 
 
 @dataclass

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import chess
 
-from pipelines.endgames.labels import parse_material
+from pipelines.endgames.probing import parse_material
 from pipelines.errors import ChesspipeError
 
 _PIECES = {"K": chess.KING, "Q": chess.QUEEN, "R": chess.ROOK, "B": chess.BISHOP,

@@ -8,7 +8,7 @@ from pathlib import Path
 import chess
 import chess.syzygy
 
-from pipelines.endgames.labels import RootProbe, TablebaseError
+from pipelines.endgames.probing import RootProbe, TablebaseError
 
 
 def move_dtz(tablebase: chess.syzygy.Tablebase, board: chess.Board, move: chess.Move) -> int:

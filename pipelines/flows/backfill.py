@@ -12,8 +12,8 @@ from prefect.cache_policies import NO_CACHE
 from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import LoggedProgress, publish_artifact
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly_build import build_month
-from pipelines.warehouse import month_range
+from pipelines.monthly.build import build_month
+from pipelines.warehouse.layout import month_range
 
 
 @contextmanager

@@ -12,9 +12,8 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
-from pipelines.ingest import Progress, ProgressCallback
-from pipelines.monthly_build import build_month, month_to_build, summary_markdown
-from pipelines.progress import format_progress
+from pipelines.monthly.build import build_month, month_to_build, summary_markdown
+from pipelines.progress import Progress, ProgressCallback, format_progress
 
 
 class LoggedProgress:

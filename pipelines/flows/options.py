@@ -6,10 +6,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipelines.book import BookSettings
+from pipelines.books.build import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.monthly_build import DownloadOptions, MonthSettings
-from pipelines.pgn_scan import GameFilter
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.monthly.build import DownloadOptions, MonthSettings
 
 DEFAULT_SPEEDS = ["blitz", "rapid", "classical", "correspondence"]
 

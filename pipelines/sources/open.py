@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from pipelines.decompress import Readable
 from pipelines.errors import ChesspipeError
 
 LICHESS_BASE = "https://database.lichess.org"
@@ -72,7 +72,7 @@ def open_source(
         yield OpenSource("-", None, CountingReader(sys.stdin.buffer), "stdin")
         return
     if is_url(resolved):
-        from pipelines.download import open_url
+        from pipelines.sources.http import open_url
 
         with open_url(resolved, **http_options) as (stream, size):  # type: ignore[arg-type]
             yield OpenSource(resolved, size, CountingReader(stream), "url")
@@ -85,3 +85,9 @@ def open_source(
         yield OpenSource(
             resolved, os.fstat(handle.fileno()).st_size, CountingReader(handle), "file"
         )
+
+
+class Readable(Protocol):
+    """Anything with a binary `read(size)`: files, sockets' responses, stdin."""
+
+    def read(self, size: int = -1, /) -> bytes: ...

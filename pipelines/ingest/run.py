@@ -5,55 +5,42 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines import __version__
-from pipelines.allocator import reuse_large_buffers
-from pipelines.counting import FLUSH_ROWS, CountingProcess, count_kept
-from pipelines.decompress import ReadAhead, decompressed_chunks
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.pgn_scan import GameFilter, ScanStats, game_blocks, kept_games_in_blocks
-from pipelines.processes import may_start_processes
-from pipelines.sources import OpenSource, is_url, open_source, resolve
-from pipelines.warehouse import (
+from pipelines.files import file_sha256, write_json_atomic
+from pipelines.ingest.allocator import reuse_large_buffers
+from pipelines.ingest.counting_process import FLUSH_ROWS, CountingProcess
+from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
+from pipelines.ingest.frames import Frame
+from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.processes import may_start_processes
+from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
+from pipelines.sources.open import OpenSource, is_url, open_source, resolve
+from pipelines.version import __version__
+from pipelines.warehouse.layout import (
     check_month,
-    file_sha256,
     manifest_path,
-    month_lock,
     partition_file,
     publish_file,
     staging_dir,
-    write_json_atomic,
 )
-from pipelines.zstd_frames import Frame
+from pipelines.warehouse.locks import month_lock
 from schemas.dimensions import SPEEDS
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from pipelines.move_counting import OpeningTree
+from pipelines.ingest.counting_process import count_games
+from pipelines.progress import Progress, ProgressCallback
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
-
-
-@dataclass(frozen=True)
-class Progress:
-    """A progress report: compressed bytes read of the total, games read and kept."""
-
-    bytes_read: int
-    bytes_total: int | None
-    games_read: int
-    games_kept: int
-    seconds: float
-
-
-ProgressCallback = Callable[[Progress], None]
 
 
 def ingest(
@@ -122,26 +109,6 @@ def ingest(
             counting.close()
 
 
-def count_games(
-    blocks: Iterable[bytes],
-    rules: GameFilter,
-    plies: int,
-    stats: ScanStats,
-    staging: Path,
-    prefix: str,
-    flush_rows: int = FLUSH_ROWS,
-    tree: OpeningTree | None = None,
-    batched: bool | None = None,
-) -> tuple[list[Path], OpeningTree | None]:
-    """Count the first plies of the kept games into aggregated run files under staging.
-
-    Return the run files and the opening tree used (None if no game was kept and none given).
-    """
-    kept = kept_games_in_blocks(blocks, rules, stats)
-    chess960 = rules.variant == "chess960"
-    return count_kept(kept, plies, chess960, stats, staging, prefix, flush_rows, tree, batched)
-
-
 def _until_corrupt(
     blocks: Iterator[bytes], keep_partial: bool, errors: list[str]
 ) -> Iterator[bytes]:
@@ -186,7 +153,7 @@ def _ingest_locked(
             counting.close()  # the workers count what they scan, or this process counts
             counting = None
         if plan:
-            from pipelines.parallel_ingest import ingest_units
+            from pipelines.ingest.parallel import ingest_units
 
             frames, units = plan
             runs, hits, misses = ingest_units(
@@ -247,7 +214,7 @@ def _ingest_locked(
             if counting is not None:
                 row_count = counting.write(tmp)
             else:
-                from pipelines.stats_runs import merge_runs
+                from pipelines.ingest.runs import merge_runs
 
                 row_count = merge_runs(runs, tmp, staging)
             manifest = {
@@ -293,14 +260,14 @@ def _parallel_plan(
     A local file is split for the worker processes when it is large enough; with an executor
     (such as a Dask client's) a file or an http(s) URL is split whatever its size.
     """
-    from pipelines.zstd_frames import frame_index, frame_pieces, plan_units
+    from pipelines.ingest.frames import frame_index, frame_pieces, plan_units
 
     if not opened.size or (executor is None and (workers < 2 or opened.size < PARALLEL_MIN_BYTES)):
         return None
     if opened.kind == "file":
         handle: Any = opened.reader.stream
     elif opened.kind == "url" and executor is not None:
-        from pipelines.download import RangeFile
+        from pipelines.sources.http import RangeFile
 
         handle = RangeFile(opened.name, opened.size)
     else:

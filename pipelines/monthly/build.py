@@ -15,21 +15,16 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pipelines import __version__
-from pipelines.book import BookSettings, build_book
+from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
-from pipelines.ingest import ProgressCallback, ingest, settings_dict
-from pipelines.pgn_scan import GameFilter
-from pipelines.sources import is_url, resolve
-from pipelines.warehouse import (
-    check_month,
-    file_sha256,
-    manifest_path,
-    month_lock,
-    partition_file,
-    read_manifest,
-    write_json_atomic,
-)
+from pipelines.files import file_sha256, write_json_atomic
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest, settings_dict
+from pipelines.progress import ProgressCallback
+from pipelines.sources.open import is_url, resolve
+from pipelines.version import __version__
+from pipelines.warehouse.layout import check_month, manifest_path, partition_file, read_manifest
+from pipelines.warehouse.locks import month_lock
 
 T = TypeVar("T")
 
@@ -76,7 +71,7 @@ class DownloadOptions:
     backoff: float = 1.0
 
     def http_options(self) -> dict[str, Any]:
-        """Return the keyword arguments of `pipelines.download.open_url`."""
+        """Return the keyword arguments of `pipelines.sources.http.open_url`."""
         return {
             "timeout": self.timeout,
             "retries": self.retries,
@@ -114,7 +109,7 @@ def resolve_source(source: str, variant: str, download: DownloadOptions) -> Reso
     if resolved == "-":
         return ResolvedSource(source, resolved, "stdin", None, None)
     if is_url(resolved):
-        from pipelines.download import published_sha256, remote_identity
+        from pipelines.sources.http import published_sha256, remote_identity
 
         if download.verify:
             digest = published_sha256(
@@ -312,7 +307,7 @@ def build_month(
     check_month(month)
     if settings.plies < 1:
         raise ChesspipeError("--plies must be at least 1")
-    from pipelines.object_store import is_remote
+    from pipelines.sources.object_store import is_remote
 
     if is_remote(warehouse) or is_remote(books):
         return _build_month_remote(
@@ -380,7 +375,7 @@ def _build_month_remote(
     """Build in a local scratch folder seeded from object storage, then upload what changed."""
     import tempfile
 
-    from pipelines import object_store as store
+    from pipelines.sources import object_store as store
 
     remote_wh, remote_books = store.is_remote(warehouse), store.is_remote(books)
     key = hashlib.sha256(f"{warehouse}\n{books}".encode()).hexdigest()[:16]

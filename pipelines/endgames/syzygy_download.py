@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from pipelines import __version__
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import file_sha256, write_bytes_atomic
+from pipelines.files import file_sha256, write_bytes_atomic
+from pipelines.version import __version__
 
 DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
 DEFAULT_CHECKSUMS_URL = (

@@ -8,16 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pipelines import __version__
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import (
-    available_months,
-    connect,
-    file_sha256,
-    month_range,
-    write_bytes_atomic,
-    write_json_atomic,
-)
+from pipelines.files import file_sha256, write_bytes_atomic, write_json_atomic
+from pipelines.version import __version__
+from pipelines.warehouse.layout import available_months, month_range
+from pipelines.warehouse.sql import connect
 from schemas.dimensions import SPEEDS
 
 MAX_WEIGHT = 65535

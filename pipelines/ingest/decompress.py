@@ -5,23 +5,18 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol
 
 import zstandard
 
 from pipelines.errors import CorruptInput
+from pipelines.sources.open import Readable
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
 #: Skippable frames use magic numbers 0x184D2A50..0x184D2A5F (little-endian on disk).
 SKIPPABLE_MAGIC_LOW = 0x184D2A50
 
 _FEED = 1 << 16
-
-
-class Readable(Protocol):
-    """Anything with a binary `read(size)`: files, sockets' responses, stdin."""
-
-    def read(self, size: int = -1, /) -> bytes: ...
 
 
 def is_zstd(head: bytes) -> bool:

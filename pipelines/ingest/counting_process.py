@@ -15,13 +15,16 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipelines.errors import ChesspipeError
-from pipelines.processes import die_with_parent, forking_parent, process_context
+from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+from pipelines.ingest.scan import kept_games_in_blocks
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from pipelines.move_counting import MoveCounter, OpeningTree
-    from pipelines.pgn_scan import KeptGame, ScanStats
+    from pipelines.ingest.counting import MoveCounter, OpeningTree
+    from pipelines.ingest.game_filter import KeptGame
+
 
 #: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
 FLUSH_ROWS = 2_000_000
@@ -49,7 +52,7 @@ def count_kept(
     runs: list[Path] = []
     for kept in games:
         if counter is None:  # python-chess and NumPy are imported once a game is kept
-            from pipelines.move_counting import MoveCounter
+            from pipelines.ingest.counting import MoveCounter
 
             counter = MoveCounter(plies, stats, tree, chess960, batched=batched)
         counter.add(kept)
@@ -65,7 +68,7 @@ def count_kept(
 
 def _write_counted(counter: MoveCounter, path: Path) -> Path:
     """Write the rows counted so far as a run file, and start new rows; return its path."""
-    from pipelines.stats_runs import from_rows, write_run
+    from pipelines.ingest.runs import from_rows, write_run
 
     write_run(from_rows(counter.take_rows()), path)
     return path
@@ -207,9 +210,8 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> Non
         # Imported before anything is asked: this runs while the parent starts and scans.
         import pyarrow.parquet  # noqa: F401
 
-        import pipelines.move_counting  # noqa: F401
-        from pipelines.pgn_scan import ScanStats
-        from pipelines.stats_runs import merge_runs
+        from pipelines.ingest.game_filter import ScanStats
+        from pipelines.ingest.runs import merge_runs
 
         plies, chess960, staging, flush_rows = conn.recv()
         stats = ScanStats()
@@ -241,3 +243,23 @@ def _portable(exc: BaseException) -> BaseException:
     except Exception:  # noqa: BLE001 - any exception that does not round-trip
         return ChesspipeError(f"counting failed: {exc!r}")
     return exc
+
+
+def count_games(
+    blocks: Iterable[bytes],
+    rules: GameFilter,
+    plies: int,
+    stats: ScanStats,
+    staging: Path,
+    prefix: str,
+    flush_rows: int = FLUSH_ROWS,
+    tree: OpeningTree | None = None,
+    batched: bool | None = None,
+) -> tuple[list[Path], OpeningTree | None]:
+    """Count the first plies of the kept games into aggregated run files under staging.
+
+    Return the run files and the opening tree used (None if no game was kept and none given).
+    """
+    kept = kept_games_in_blocks(blocks, rules, stats)
+    chess960 = rules.variant == "chess960"
+    return count_kept(kept, plies, chess960, stats, staging, prefix, flush_rows, tree, batched)

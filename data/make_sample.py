@@ -1,20 +1,25 @@
 """The bundled sample: small month-like Lichess dumps, generated deterministically.
 
-Run `python -m pipelines.sample_data` to regenerate `data/sample/`; the same seed gives the same
-PGN text, byte for byte.
+A tool, not runtime code: run `python data/make_sample.py` from the repository root to regenerate
+`data/sample/`; the same seed gives the same PGN text, byte for byte.
 """
 
 from __future__ import annotations
 
 import random
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import chess
 
-from pipelines.zstd_frames import write_framed_zstd
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script: import the checkout's pipelines
+    sys.path.insert(0, str(ROOT))
 
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "data" / "sample"
+from pipelines.ingest.frames import write_framed_zstd  # noqa: E402
+
+SAMPLE_DIR = ROOT / "data" / "sample"
 SAMPLE_MONTHS = ("2024-01", "2024-02")
 GAMES_PER_MONTH = 1500
 

@@ -12,10 +12,10 @@ from typing import Any
 import chess
 import numpy as np
 
-from pipelines import __version__
-from pipelines.book_show import open_book
+from pipelines.books.show import open_book
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse import file_sha256, write_bytes_atomic
+from pipelines.files import file_sha256, write_bytes_atomic
+from pipelines.version import __version__
 from schemas.polyglot import Book, polyglot_key
 
 #: How far the coverage walk goes by default: plies, and positions in all.

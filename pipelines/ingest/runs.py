@@ -18,7 +18,7 @@ from schemas.dimensions import SPEEDS
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from pipelines.move_counting import MoveRows
+    from pipelines.ingest.counting import MoveRows
 
 #: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
 IN_MEMORY_ROWS = 4_000_000

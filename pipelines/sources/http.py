@@ -16,8 +16,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pipelines import __version__
 from pipelines.errors import ChesspipeError
+from pipelines.version import __version__
 
 USER_AGENT = f"chesspipe/{__version__}"
 

@@ -9,15 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from pipelines.allocator import reuse_large_buffers
-from pipelines.ingest import Progress, ProgressCallback, count_games
-from pipelines.pgn_scan import MAX_GAME_BYTES, GameFilter, ScanStats, game_blocks
-from pipelines.processes import die_with_parent, forking_parent, process_context
-from pipelines.sources import OpenSource
-from pipelines.zstd_frames import Frame, unit_pieces
+from pipelines.ingest.allocator import reuse_large_buffers
+from pipelines.ingest.counting_process import count_games
+from pipelines.ingest.frames import Frame, unit_pieces
+from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks
+from pipelines.progress import Progress, ProgressCallback
+from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
-    from pipelines.move_counting import OpeningTree
+    from pipelines.ingest.counting import OpeningTree
 
 
 def scan_unit(
@@ -53,7 +55,7 @@ _TREE: OpeningTree | None = None
 def open_location(location: str, size: int) -> Iterator[BinaryIO]:
     """Open a local path, or an http(s) URL of `size` bytes read by byte ranges."""
     if location.startswith(("http://", "https://")):
-        from pipelines.download import RangeFile
+        from pipelines.sources.http import RangeFile
 
         yield RangeFile(location, size)  # type: ignore[misc]
         return
@@ -102,8 +104,6 @@ def ingest_units(
             pending[future] = sum(frames[i].size for i in unit)
         # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
         import pyarrow.parquet  # noqa: F401
-
-        import pipelines.stats_runs  # noqa: F401
 
         hashed_everything = not hash_source
         try:

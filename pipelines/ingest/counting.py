@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import chess
 
-from pipelines.pgn_scan import KeptGame, ScanStats, san_tokens
+from pipelines.ingest.game_filter import KeptGame, ScanStats
+from pipelines.ingest.movetext import san_tokens
 from schemas.dimensions import SPEEDS
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
@@ -222,7 +223,7 @@ class MoveCounter:
             return
         import numpy as np
 
-        from pipelines.batch_replay import replay
+        from pipelines.ingest.replay import replay
 
         pending, self._pending = self._pending, []
         replayed = replay([b" ".join(sans).decode("ascii") for _, sans in pending])

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import chess
 
-from pipelines.endgames.labels import WDL_WORDS, Labeller, RankedMove, dtz_to_wdl
+from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import read_fen
+from pipelines.endgames.probing import WDL_WORDS, RankedMove, dtz_to_wdl
 
 #: Longest line followed (a guard; DTZ-optimal lines end in mate well before this).
 MAX_LINE_PLIES = 2000

@@ -14,8 +14,8 @@ from typing import BinaryIO
 
 import zstandard
 
-from pipelines.decompress import SKIPPABLE_MAGIC_LOW
 from pipelines.errors import CorruptInput
+from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW
 from schemas.atomic_files import atomic_path
 
 

@@ -1,0 +1,178 @@
+"""The game filter: which games ingest keeps, decided from raw header bytes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
+
+DEFAULT_SPEEDS = frozenset({"blitz", "rapid", "classical", "correspondence"})
+
+#: Drop reasons, in the order the filter checks them.
+REASONS = (
+    "malformed",  # no tag section
+    "oversized",  # a game longer than MAX_GAME_BYTES
+    "rating_missing",  # a rating absent or not a number ("?")
+    "rating_low",
+    "speed",  # a speed not asked for
+    "time_control",  # TimeControl absent or unreadable
+    "bot",
+    "variant",
+    "result",  # Result not 1-0, 0-1 or 1/2-1/2
+    "no_moves",
+    "illegal_move",  # SAN that is illegal, ambiguous or unparsable in its position
+    "bad_fen",
+)
+
+RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
+
+
+@dataclass(frozen=True)
+class GameFilter:
+    """Which games to keep: both ratings, speeds, bots and variant."""
+
+    min_rating: int = 2200
+    speeds: frozenset[str] = DEFAULT_SPEEDS
+    allow_bots: bool = False
+    variant: str = "standard"
+
+    def __post_init__(self) -> None:
+        unknown = set(self.speeds) - set(SPEEDS)
+        if unknown:
+            raise ValueError(f"unknown speed(s) {sorted(unknown)}; choose from {', '.join(SPEEDS)}")
+        if self.variant not in ("standard", "chess960"):
+            raise ValueError(f"unknown variant {self.variant!r}; choose standard or chess960")
+
+
+@dataclass(frozen=True)
+class KeptGame:
+    """A game that passed the filter: what move counting needs."""
+
+    white_elo: int
+    black_elo: int
+    speed: str
+    result: int  # White's points: 2 win, 1 draw, 0 loss
+    fen: str | None
+    movetext: bytes
+
+    @property
+    def rating_band(self) -> int:
+        """The lower-rated player's rating, floored to the band width."""
+        return min(self.white_elo, self.black_elo) // RATING_BAND_WIDTH * RATING_BAND_WIDTH
+
+
+@dataclass
+class ScanStats:
+    """What the scanner saw: games read and kept, and dropped games by reason."""
+
+    games_read: int = 0
+    games_kept: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    pgn_bytes: int = 0
+
+    def drop(self, reason: str) -> None:
+        """Count a dropped game under its reason."""
+        self.dropped[reason] += 1
+
+    def merge(self, other: ScanStats) -> None:
+        """Add another scan's counts to this one."""
+        self.games_read += other.games_read
+        self.games_kept += other.games_kept
+        self.dropped.update(other.dropped)
+        self.pgn_bytes += other.pgn_bytes
+
+
+def speed_of(time_control: bytes) -> str | None:
+    """Return Lichess's speed category for a TimeControl value, or None if unreadable."""
+    if time_control == b"-":
+        return "correspondence"
+    base, plus, increment = time_control.partition(b"+")
+    if not plus or not base.isdigit() or not increment.isdigit():
+        return None
+    seconds = int(base) + 40 * int(increment)
+    if seconds < 30:
+        return "ultrabullet"
+    if seconds < 180:
+        return "bullet"
+    if seconds < 480:
+        return "blitz"
+    if seconds < 1500:
+        return "rapid"
+    if seconds < 21600:
+        return "classical"
+    return "correspondence"
+
+
+def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
+    """Return a tag's raw value from a game's tag section, or None when absent."""
+    needle = b"\n[" + name + b' "'
+    start = game.find(needle, 0, header_end)
+    if start < 0:
+        prefix = name + b' "'
+        if not game.startswith(prefix):
+            return None
+        start = len(prefix)
+    else:
+        start += len(needle)
+    end = game.find(b'"]', start, header_end + 2)
+    if end < 0:
+        return None
+    return game[start:end]
+
+
+def _rating(value: bytes | None) -> int | None:
+    if value is None or not value.isdigit():
+        return None
+    return int(value)
+
+
+def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:
+    """Return the game's filter data if it passes, else count its drop reason and return None."""
+    stats.games_read += 1
+    header_end = game.find(b"\n\n")
+    if header_end < 0:
+        header_end = len(game)
+    if not game.endswith(b"]", 0, game.find(b"\n") if b"\n" in game else len(game)):
+        stats.drop("malformed")
+        return None
+    white = _rating(_tag(game, b"WhiteElo", header_end))
+    black = _rating(_tag(game, b"BlackElo", header_end))
+    if white is None or black is None:
+        stats.drop("rating_missing")
+        return None
+    if white < rules.min_rating or black < rules.min_rating:
+        stats.drop("rating_low")
+        return None
+    time_control = _tag(game, b"TimeControl", header_end)
+    speed = speed_of(time_control) if time_control is not None else None
+    if speed is None:
+        stats.drop("time_control")
+        return None
+    if speed not in rules.speeds:
+        stats.drop("speed")
+        return None
+    if not rules.allow_bots and (
+        _tag(game, b"WhiteTitle", header_end) == b"BOT"
+        or _tag(game, b"BlackTitle", header_end) == b"BOT"
+    ):
+        stats.drop("bot")
+        return None
+    variant = _tag(game, b"Variant", header_end)
+    fen = None
+    if rules.variant == "standard":
+        if variant not in (None, b"Standard") or _tag(game, b"FEN", header_end) is not None:
+            stats.drop("variant")
+            return None
+    else:
+        if variant is None or variant.lower() not in (b"chess960", b"fischerandom"):
+            stats.drop("variant")
+            return None
+        raw_fen = _tag(game, b"FEN", header_end)  # absent for start position 518
+        fen = raw_fen.decode("ascii", "replace") if raw_fen is not None else None
+    result = RESULTS.get(_tag(game, b"Result", header_end) or b"")
+    if result is None:
+        stats.drop("result")
+        return None
+    movetext = game[header_end + 2 :] if header_end < len(game) else b""
+    return KeptGame(white, black, speed, result, fen, movetext)

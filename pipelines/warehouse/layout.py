@@ -1,0 +1,100 @@
+"""The warehouse folder: move statistics partitioned by month, manifests, atomic publishing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.errors import ChesspipeError
+
+if TYPE_CHECKING:
+    pass
+
+
+MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+
+
+def check_month(month: str) -> str:
+    """Return a YYYY-MM month unchanged, or raise a clear error."""
+    if not MONTH_RE.match(month):
+        raise ChesspipeError(f"month must be YYYY-MM, got {month!r}")
+    return month
+
+
+def month_range(spec: str) -> list[str]:
+    """Return the months of 'YYYY-MM' or 'YYYY-MM..YYYY-MM' (inclusive), in order."""
+    first, _, last = spec.partition("..")
+    first = check_month(first.strip())
+    last = check_month(last.strip()) if last else first
+    if last < first:
+        raise ChesspipeError(f"month range {spec!r} ends before it starts")
+    months = []
+    year, month = int(first[:4]), int(first[5:])
+    while f"{year:04d}-{month:02d}" <= last:
+        months.append(f"{year:04d}-{month:02d}")
+        month += 1
+        if month == 13:
+            year, month = year + 1, 1
+    return months
+
+
+def stats_dir(warehouse: Path) -> Path:
+    """Return the folder holding all months of move statistics."""
+    return Path(warehouse) / "move_stats"
+
+
+def partition_dir(warehouse: Path, month: str) -> Path:
+    """Return a month's hive partition folder."""
+    return stats_dir(warehouse) / f"month={month}"
+
+
+def partition_file(warehouse: Path, month: str) -> Path:
+    """Return the Parquet file of a month's statistics."""
+    return partition_dir(warehouse, month) / "part-0.parquet"
+
+
+def manifest_path(warehouse: Path, month: str) -> Path:
+    """Return the path of a month's ingest manifest, beside its partition."""
+    return stats_dir(warehouse) / f"month={month}.json"
+
+
+def staging_dir(warehouse: Path, month: str) -> Path:
+    """Return a fresh private folder for a run's temporary files."""
+    path = Path(warehouse) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True)
+    return path
+
+
+def publish_file(tmp: Path, target: Path) -> None:
+    """Move a finished file into place atomically (same filesystem)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, target)
+
+
+def read_manifest(warehouse: Path, month: str) -> dict[str, Any] | None:
+    """Return a month's ingest manifest, or None if the month was never ingested."""
+    path = manifest_path(warehouse, month)
+    if not path.exists():
+        return None
+    result: dict[str, Any] = json.loads(path.read_text())
+    return result
+
+
+def available_months(warehouse: Path) -> list[str]:
+    """Return the months that have statistics, in order."""
+    root = stats_dir(warehouse)
+    if not root.is_dir():
+        return []
+    months = []
+    for child in root.iterdir():
+        if (
+            child.is_dir()
+            and child.name.startswith("month=")
+            and (child / "part-0.parquet").exists()
+        ):
+            months.append(child.name[len("month=") :])
+    return sorted(months)
