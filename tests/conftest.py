@@ -26,11 +26,15 @@ ODD_CASES = LICHESS_DIR / "odd-cases.pgn"
 
 
 def need(path: Path, what: str) -> Path:
-    """Skip the test with a clear reason when a data file is absent."""
+    """Return a data file's path, or skip (outside CI) / fail (in CI) when it is absent.
+
+    Under CI (`CI=true`) missing data is a failure: a green run must not hide skipped tests.
+    """
     if not path.exists():
-        pytest.skip(
-            f"{what} not found at {path}; set CHESSPIPE_SHARED_DATA to the shared data folder"
-        )
+        reason = f"{what} not found at {path}; set CHESSPIPE_SHARED_DATA to the shared data folder"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     return path
 
 
