@@ -22,11 +22,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.endgames import table_folders
     from pipelines.endgames.labeller import Labeller
     from pipelines.endgames.probe import format_report, probe
-    from pipelines.endgames.tables import syzygy_path
 
-    with Labeller(syzygy_path(args.syzygy), args.backend) as labeller:
+    with Labeller(table_folders(args), args.backend) as labeller:
         report = probe(labeller, args.fen)
         print(format_report(report, len(labeller.tables.tables), args.uci, args.ranks))
     return 0

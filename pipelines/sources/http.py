@@ -296,7 +296,8 @@ def published_sha256(
         text = fetch_text(list_url, timeout=timeout, retries=retries, backoff=backoff)
     except HttpStatusError as exc:
         raise ChesspipeError(
-            f"cannot verify {url}: {list_url} answered HTTP {exc.status} (use --no-verify to skip)"
+            f"cannot verify {url}: {list_url} answered HTTP {exc.status} "
+            "(turn checksum verification off to skip it)"
         ) from None
     name = url_file_name(url)
     # Only this dump's line matters: a stray line elsewhere in the list does not stop it.
