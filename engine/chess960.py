@@ -7,9 +7,6 @@ import chess
 #: Number of Chess960 starting positions.
 COUNT = 960
 
-#: The number of the standard starting position.
-STANDARD = 518
-
 
 def start_board(number: int) -> chess.Board:
     """Return Chess960 start position `number` as a Chess960 board (518 is the standard one)."""

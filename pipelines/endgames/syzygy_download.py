@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic
+from pipelines.files import file_sha256, write_json_atomic
 from pipelines.progress import ProgressBar, bar
 from pipelines.sources.http import download_file, fetch_text, parse_checksums
 
@@ -145,7 +145,7 @@ class _State:
             "mtime_ns": stat.st_mtime_ns,
             "sha256": sha256,
         }
-        write_bytes_atomic(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
+        write_json_atomic(self.path, self.data)
 
 
 def download_set(

@@ -113,8 +113,6 @@ class HttpStream:
             except _AtEnd:
                 self._response = None
                 return
-            except ChesspipeError:
-                raise
             except (_Transient, *_TRANSIENT) as exc:
                 self._failed(exc)
 
