@@ -48,6 +48,11 @@ def _retryable_status(status: int) -> bool:
     return status >= 500 or status in (408, 425, 429)
 
 
+def _backoff_delay(backoff: float, failures: int) -> float:
+    """Return the seconds to wait after `failures` failures in a row: doubling, at most 30."""
+    return min(30.0, backoff * 2 ** (failures - 1))
+
+
 class HttpStream:
     """A remote file read like a local one: reconnects with backoff and resumes with `Range`.
 
@@ -127,7 +132,7 @@ class HttpStream:
                 f"at byte {self.offset}: {reason}"
             ) from None
         self.reconnects += 1
-        self._sleep(min(30.0, self.backoff * 2 ** (self._failures - 1)))
+        self._sleep(_backoff_delay(self.backoff, self._failures))
 
     def _accept(self, response: http.client.HTTPResponse) -> None:
         """Check a fresh response against the offset asked for, and learn the total size."""
@@ -509,11 +514,14 @@ def download_file(
 class RangeFile:
     """A remote file read by byte ranges (HTTP `Range: bytes=a-b`), seekable like a local one."""
 
-    def __init__(self, url: str, size: int, timeout: float = 60.0, retries: int = 5) -> None:
+    def __init__(
+        self, url: str, size: int, timeout: float = 60.0, retries: int = 5, backoff: float = 0.5
+    ) -> None:
         self.url = url
         self.size = size
         self.timeout = timeout
         self.retries = retries
+        self.backoff = backoff
         self.position = 0
         self.requests = 0
 
@@ -558,5 +566,5 @@ class RangeFile:
             except (_Transient, *_TRANSIENT) as exc:
                 if attempt == self.retries:
                     raise ChesspipeError(f"{self.url}: giving up on a byte range: {exc}") from None
-            time.sleep(min(30.0, 2.0**attempt * 0.5))
+            time.sleep(_backoff_delay(self.backoff, attempt + 1))
         raise AssertionError("unreachable")
