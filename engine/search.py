@@ -346,13 +346,17 @@ class Searcher:
         self._store(key, depth, EXACT, best_score, best, 0)
         return best_score
 
-    def _negamax(self, board: chess.Board, depth: int, alpha: int, beta: int, ply: int) -> int:
+    def _enter(self, ply: int) -> None:
+        """Count a node at `ply`: clear its line, check the limits now and then, track depth."""
         self.pv[ply] = []
         self.nodes += 1
         if self.nodes >= self.next_check:
             self._check_limits()
         if ply > self.seldepth:
             self.seldepth = ply
+
+    def _negamax(self, board: chess.Board, depth: int, alpha: int, beta: int, ply: int) -> int:
+        self._enter(ply)
 
         key = position_key(board)
         clock = board.halfmove_clock
@@ -486,12 +490,7 @@ class Searcher:
         return best_score
 
     def _quiesce(self, board: chess.Board, alpha: int, beta: int, ply: int) -> int:
-        self.pv[ply] = []
-        self.nodes += 1
-        if self.nodes >= self.next_check:
-            self._check_limits()
-        if ply > self.seldepth:
-            self.seldepth = ply
+        self._enter(ply)
         if ply >= MAX_PLY - 1:
             return evaluate(board)
 

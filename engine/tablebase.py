@@ -23,7 +23,12 @@ class Outcome(IntEnum):
 
 @dataclass(frozen=True)
 class RankedMove:
-    """A root move with its tablebase outcome and DTZ (plies to the next zeroing move)."""
+    """A root move with its tablebase outcome and DTZ (plies to the next zeroing move).
+
+    `pipelines.endgames.probing.RankedMove` ranks moves for labels, by probetool's numbers.
+    The engine may not import pipelines, and a ranked move is no format that crosses between
+    them (nothing writes it), so it has no place in `schemas/`: each keeps its own.
+    """
 
     move: chess.Move
     outcome: Outcome

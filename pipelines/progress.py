@@ -1,4 +1,4 @@
-"""A progress bar on stderr for long work."""
+"""A progress line on stderr for long work: ingest's games and bytes, downloads' files."""
 
 from __future__ import annotations
 
@@ -16,15 +16,19 @@ def _size(n: float) -> str:
     return f"{n:.1f} TB"
 
 
+def bar(fraction: float, width: int = 20) -> str:
+    """Return a bar of `#` filled to `fraction` (0-1), in brackets: `[#####     ]`."""
+    return f"[{'#' * int(min(1.0, fraction) * width):<{width}}]"
+
+
 def format_progress(report: Progress) -> str:
     """Return one line: bytes read of the total with ETA, games per second, games kept."""
     rate = report.games_read / report.seconds if report.seconds > 0 else 0.0
     parts = [f"{_size(report.bytes_read)}"]
     if report.bytes_total:
         fraction = min(1.0, report.bytes_read / report.bytes_total)
-        bar = "#" * int(fraction * 20)
         parts = [
-            f"[{bar:<20}] {fraction:6.1%}",
+            f"{bar(fraction)} {fraction:6.1%}",
             f"{_size(report.bytes_read)}/{_size(report.bytes_total)}",
         ]
         if 0 < fraction < 1:
@@ -36,34 +40,48 @@ def format_progress(report: Progress) -> str:
 
 
 class ProgressBar:
-    """Redraws one progress line on a terminal, or prints a line every few seconds elsewhere."""
+    """Redraws one progress line on a terminal, or prints a line every few seconds elsewhere.
 
-    def __init__(self, stream: TextIO | None = None, interval: float = 5.0) -> None:
+    Called with an ingest `Progress`; `show` draws any line, so other work (downloads) uses
+    the same bar with its own wording. On a terminal the line is redrawn at most every
+    `tty_interval` seconds, elsewhere printed at most every `interval` seconds; `force` draws
+    it at once (a file finished, a new file started).
+    """
+
+    def __init__(
+        self, stream: TextIO | None = None, interval: float = 5.0, tty_interval: float = 0.0
+    ) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.interval = interval
-        self._last = -interval
+        self.interval = tty_interval if self.tty else interval
+        self._last = float("-inf")
         self._unprinted: str | None = None
 
     def __call__(self, report: Progress) -> None:
-        line = format_progress(report)
+        self.show(format_progress(report), report.seconds)
+
+    def show(self, line: str, seconds: float, force: bool = False) -> None:
+        """Draw a line now, or keep it for later if the last one was drawn too recently."""
+        if not force and seconds - self._last < self.interval:
+            self._unprinted = line
+            return
+        self._last = seconds
         self._unprinted = None
+        self._write(line)
+
+    def _write(self, line: str) -> None:
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")
-            self.stream.flush()
-        elif report.seconds - self._last >= self.interval:
-            self._last = report.seconds
-            self.stream.write(line + "\n")
-            self.stream.flush()
         else:
-            self._unprinted = line
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
     def close(self) -> None:
-        """End the progress line; elsewhere than a terminal, print the last report if unprinted."""
+        """Draw the last line if it was held back, and end the progress line on a terminal."""
+        if self._unprinted:
+            self._write(self._unprinted)
         if self.tty:
             self.stream.write("\n")
-        elif self._unprinted:
-            self.stream.write(f"{self._unprinted}\n")
         self.stream.flush()
 
 

@@ -14,9 +14,6 @@ from schemas.atomic_files import atomic_path
 
 SCORE_MIN, SCORE_MAX = -32768, 32767
 
-#: Stockfish's "no score" value, which trainers skip.
-SCORE_NONE = 32002
-
 _KEYS = ("fen", "move", "score", "ply", "result")
 
 

@@ -124,11 +124,23 @@ def test_slow_and_stalling_server(games_2021: Path) -> None:
 
 def test_checksum_list() -> None:
     text = f"{'a' * 64}  x.pgn.zst\n{'B' * 64} *dir/y.pgn.zst\nnot a line\n"
-    assert parse_checksums(text) == {"x.pgn.zst": "a" * 64, "y.pgn.zst": "b" * 64}
+    assert parse_checksums(text, skip_bad_lines=True) == {
+        "x.pgn.zst": "a" * 64,
+        "y.pgn.zst": "b" * 64,
+    }
+    with pytest.raises(ChesspipeError, match="checksum list line 3 is not .*'not a line'"):
+        parse_checksums(text)
+    assert parse_checksums(f"# made by sha256sum\n\n{'c' * 64}  z.pgn.zst\n") == {
+        "z.pgn.zst": "c" * 64
+    }
     url = "https://database.lichess.org/standard/lichess_db_standard_rated_2013-01.pgn.zst"
     assert checksums_url(url) == "https://database.lichess.org/standard/sha256sums.txt"
     with LoopbackServer() as server:
         url = server.add_dump("/standard", NAME, b"abc")
+        assert published_sha256(url, **FAST) == hashlib.sha256(b"abc").hexdigest()
+        # The dump's own line is enough: a stray line elsewhere in the list does not matter.
+        server.add("/standard/sha256sums.txt", b"a stray line\n" + server.files[
+            "/standard/sha256sums.txt"].data)  # fmt: skip
         assert published_sha256(url, **FAST) == hashlib.sha256(b"abc").hexdigest()
         with pytest.raises(ChesspipeError, match="is not listed in"):
             published_sha256(server.base + "/standard/other.pgn.zst", **FAST)

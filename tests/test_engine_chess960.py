@@ -6,9 +6,12 @@ import chess
 import chess.engine
 import pytest
 
-from engine.chess960 import COUNT, STANDARD, back_rank, start_board, start_fen
+from engine.chess960 import COUNT, back_rank, start_board, start_fen
 from tests.conftest import run_cli
 from tests.engine_support import raw_engine, uci_engine
+
+#: The number of the standard starting position.
+STANDARD = 518
 
 
 def test_all_960_positions_are_distinct_legal_and_well_formed() -> None:

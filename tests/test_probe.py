@@ -10,8 +10,11 @@ from pathlib import Path
 import chess
 import chess.pgn
 import chess.syzygy
+import pytest
 
 from pipelines.endgames.positions import sample_positions
+from pipelines.endgames.probing import TablebaseError
+from pipelines.endgames.tables import syzygy_path
 from tests.conftest import need_program, run_cli
 
 FATHOM_WDL = {"Win": 2, "CursedWin": 1, "Draw": 0, "BlessedLoss": -1, "Loss": -2}
@@ -102,5 +105,13 @@ def test_probe_errors(syzygy_dir: Path) -> None:
         assert proc.returncode == 1 and message in proc.stderr, proc.stderr
     proc = run_cli("probe", "8/8/8/8/3k4/8/8/KR6 w - - 0 1", check=False, env={"SYZYGY_PATH": ""})
     assert proc.returncode == 1 and "SYZYGY_PATH" in proc.stderr
+    assert "pass --syzygy DIR" in proc.stderr  # the command line names its option
     out = run_cli("probe", "8/8/8/8/3k4/8/8/KR6 w - - 0 1", env={"SYZYGY_PATH": str(syzygy_dir)})
     assert "WDL = 2 (win)" in out.stdout
+
+
+def test_the_library_names_the_setting_not_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SYZYGY_PATH", raising=False)
+    with pytest.raises(TablebaseError, match="SYZYGY_PATH is not set") as info:
+        syzygy_path(None)
+    assert "--" not in str(info.value)

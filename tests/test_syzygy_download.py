@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -195,3 +196,34 @@ def test_bad_checksum_list(mirror: tuple[Mirror, str], tmp_path: Path) -> None:
     del state.files["/syzygy/SHA256SUM"]
     proc = download(base, tmp_path / "t", check=False)
     assert proc.returncode == 1 and "HTTP 404" in proc.stderr
+
+
+def test_a_part_longer_than_its_file_is_dropped_and_fetched_anew(
+    mirror: tuple[Mirror, str], tmp_path: Path
+) -> None:
+    state, base = mirror
+    files = {"KQvK.rtbw": os.urandom(3000), "KQvK.rtbz": os.urandom(2000)}
+    publish(state, files, sha256sum_list(files, tmp_path))
+    dest = tmp_path / "tables"
+    dest.mkdir()
+    (dest / "KQvK.rtbw.part").write_bytes(os.urandom(5000))  # left by another file
+    download(base, dest, "--set", "3-4")
+    assert (dest / "KQvK.rtbw").read_bytes() == files["KQvK.rtbw"]
+    assert [r for p, r in state.log if p.endswith("KQvK.rtbw")] == ["bytes=5000-", None]
+    assert not list(dest.glob("*.part"))
+
+
+def test_progress_prints_a_line_when_each_file_ends() -> None:
+    from pipelines.endgames.syzygy_download import DownloadProgress, FileProgress
+
+    out = io.StringIO()
+    progress = DownloadProgress(out)
+    for done in (0, 1_000_000, 2_000_000):
+        progress(FileProgress(1, 2, "KQvK.rtbw", done, 2_000_000, 0.1))
+    progress(FileProgress(2, 2, "KQvK.rtbz", 500_000, 500_000, 0.2))
+    progress.close()
+    assert out.getvalue().splitlines() == [
+        "[1/2] [                    ] KQvK.rtbw 0.0/2.0 MB",
+        "[1/2] [####################] KQvK.rtbw 2.0/2.0 MB",
+        "[2/2] [####################] KQvK.rtbz 0.5/0.5 MB",
+    ]

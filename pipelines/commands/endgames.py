@@ -24,6 +24,17 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def table_folders(args: argparse.Namespace) -> list[Path]:
+    """Return the tablebase folders of --syzygy, else of SYZYGY_PATH."""
+    from pipelines.endgames.tables import NoTablebasePath, syzygy_path
+    from pipelines.errors import ChesspipeError
+
+    try:
+        return syzygy_path(args.syzygy)
+    except NoTablebasePath:
+        raise ChesspipeError("no tablebase folder: pass --syzygy DIR or set SYZYGY_PATH") from None
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "endgames", help="label endgame positions with Syzygy tablebases (Parquet)"
@@ -79,21 +90,17 @@ def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
 
 def run_sample(args: argparse.Namespace) -> int:
     from pipelines.endgames.build import sample_labels
-    from pipelines.endgames.tables import syzygy_path
 
-    manifest = sample_labels(
-        syzygy_path(args.syzygy), args.materials, args.seed, args.out, args.backend
-    )
+    manifest = sample_labels(table_folders(args), args.materials, args.seed, args.out, args.backend)
     _report(manifest, ("output", "rows", "backend", "seconds"))
     return 0
 
 
 def run_epd(args: argparse.Namespace) -> int:
     from pipelines.endgames.build import epd_labels
-    from pipelines.endgames.tables import syzygy_path
 
     manifest = epd_labels(
-        syzygy_path(args.syzygy), args.file, args.out, args.backend, args.skip_uncovered
+        table_folders(args), args.file, args.out, args.backend, args.skip_uncovered
     )
     _report(manifest, ("output", "rows", "uncovered_skipped", "backend", "seconds"))
     return 0
@@ -102,9 +109,8 @@ def run_epd(args: argparse.Namespace) -> int:
 def run_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.endgames.build import game_labels
-    from pipelines.endgames.tables import syzygy_path
 
-    folders = syzygy_path(args.syzygy)
+    folders = table_folders(args)
     bar = progress_from_args(args)
     try:
         manifest = game_labels(

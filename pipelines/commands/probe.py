@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipelines.commands.endgames import add_table_options, table_folders
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -14,19 +16,17 @@ def register(subparsers: Any) -> None:
         "line (PGN with a FEN tag) of FEN. Tables come from --syzygy, else SYZYGY_PATH.",
     )
     parser.add_argument("fen", help="the position, as a FEN (quote it)")
-    parser.add_argument("--syzygy", help="tablebase folder(s), joined by ':'")
     parser.add_argument("--uci", "-u", action="store_true", help="moves in UCI, not SAN")
     parser.add_argument("-r", "--ranks", action="store_true", help="also list ranked root moves")
-    parser.add_argument("--backend", choices=("auto", "python", "fathom"), default="auto")
+    add_table_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.endgames.labeller import Labeller
     from pipelines.endgames.probe import format_report, probe
-    from pipelines.endgames.tables import syzygy_path
 
-    with Labeller(syzygy_path(args.syzygy), args.backend) as labeller:
+    with Labeller(table_folders(args), args.backend) as labeller:
         report = probe(labeller, args.fen)
         print(format_report(report, len(labeller.tables.tables), args.uci, args.ranks))
     return 0

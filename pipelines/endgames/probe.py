@@ -14,8 +14,6 @@ from pipelines.endgames.probing import WDL_WORDS, RankedMove, dtz_to_wdl
 #: Longest line followed (a guard; DTZ-optimal lines end in mate well before this).
 MAX_LINE_PLIES = 2000
 
-RESULT_TAGS = {1: "1-0", -1: "0-1", 0: "1/2-1/2"}
-
 
 @dataclass(frozen=True)
 class ProbeReport:

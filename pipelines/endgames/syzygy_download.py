@@ -7,23 +7,20 @@ per file, ``<hex>  <name>``, and is also the list of files a set holds.
 
 from __future__ import annotations
 
-import http.client
 import json
-import os
 import re
 import shutil
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic
-from pipelines.version import __version__
+from pipelines.files import file_sha256, write_json_atomic
+from pipelines.progress import ProgressBar, bar
+from pipelines.sources.http import download_file, fetch_text, parse_checksums
 
 DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
 DEFAULT_CHECKSUMS_URL = (
@@ -40,9 +37,6 @@ SETS: dict[str, tuple[tuple[int, ...], int]] = {
 #: Record of files already verified, so finished files are not hashed again.
 STATE_FILE = ".chesspipe-syzygy.json"
 
-USER_AGENT = f"chesspipe/{__version__}"
-CHUNK = 1 << 20
-_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(\S+)$")
 _NAME = re.compile(r"^(K[QRBNP]*vK[QRBNP]*)\.(rtbw|rtbz)$")
 
 
@@ -67,19 +61,11 @@ class FileProgress:
     seconds: float
 
 
-def parse_checksums(text: str) -> dict[str, str]:
-    """Return {file name: sha256} from a `sha256sum`-style list (table files only)."""
-    checksums: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _LINE.match(line)
-        if not match:
-            raise ChesspipeError(f"checksum list line {number} is not '<sha256>  <name>': {raw!r}")
-        name = match.group(2).rsplit("/", 1)[-1]
-        if _NAME.match(name):
-            checksums[name] = match.group(1).lower()
+def table_checksums(text: str) -> dict[str, str]:
+    """Return {table file name: sha256} from a `sha256sum` list; other files are left out."""
+    checksums = {
+        name: digest for name, digest in parse_checksums(text).items() if _NAME.match(name)
+    }
     if not checksums:
         raise ChesspipeError("the checksum list names no table files")
     return checksums
@@ -112,28 +98,18 @@ def set_files(checksums: dict[str, str], set_name: str, base_url: str) -> list[T
     return [TableFile(n, checksums[n], file_url(base_url, n)) for n in names]
 
 
-def _request(url: str, offset: int = 0, timeout: float = 60.0) -> http.client.HTTPResponse:
-    headers = {"User-Agent": USER_AGENT}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    request = urllib.request.Request(url, headers=headers)
-    response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
-    return response
-
-
-def read_checksum_list(source: str, timeout: float = 60.0) -> dict[str, str]:
-    """Return the checksums from a URL or a local file."""
-    try:
-        if source.startswith(("http://", "https://")):
-            with _request(source, timeout=timeout) as response:
-                text = response.read().decode("utf-8", "replace")
-        else:
+def read_checksum_list(
+    source: str, timeout: float = 60.0, retries: int = 5, backoff: float = 1.0
+) -> dict[str, str]:
+    """Return the table checksums from a URL or a local file."""
+    if source.startswith(("http://", "https://")):
+        text = fetch_text(source, timeout=timeout, retries=retries, backoff=backoff)
+    else:
+        try:
             text = Path(source).read_text(encoding="utf-8")
-    except urllib.error.HTTPError as exc:
-        raise ChesspipeError(f"{source}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise ChesspipeError(f"cannot read the checksum list {source}: {exc}") from None
-    return parse_checksums(text)
+        except OSError as exc:
+            raise ChesspipeError(f"cannot read the checksum list {source}: {exc}") from None
+    return table_checksums(text)
 
 
 class _State:
@@ -169,87 +145,7 @@ class _State:
             "mtime_ns": stat.st_mtime_ns,
             "sha256": sha256,
         }
-        write_bytes_atomic(self.path, json.dumps(self.data, indent=1, sort_keys=True).encode())
-
-
-def fetch_file(
-    table: TableFile,
-    folder: Path,
-    report: Callable[[int, int | None], None] | None = None,
-    retries: int = 5,
-    timeout: float = 60.0,
-    backoff: float = 1.0,
-) -> Path:
-    """Download one file into FOLDER/NAME.part, resuming with Range; verify it; move it in place."""
-    target = folder / table.name
-    part = folder / f"{table.name}.part"
-    failures = 0
-    while True:
-        offset = part.stat().st_size if part.exists() else 0
-        try:
-            response = _request(table.url, offset, timeout)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 416 and offset:  # nothing after what we have: check it below
-                break
-            if exc.code in (404, 403, 410):
-                raise ChesspipeError(f"{table.url}: HTTP {exc.code} {exc.reason}") from None
-            failures += 1
-            if failures > retries:
-                raise ChesspipeError(f"{table.url}: HTTP {exc.code} {exc.reason}") from None
-            time.sleep(backoff * failures)
-            continue
-        except (urllib.error.URLError, OSError) as exc:
-            failures += 1
-            if failures > retries:
-                raise ChesspipeError(f"{table.url}: {getattr(exc, 'reason', exc)}") from None
-            time.sleep(backoff * failures)
-            continue
-        with response:
-            if response.status == 206:
-                start = _range_start(response.headers.get("Content-Range", ""))
-                if start != offset:
-                    raise ChesspipeError(f"{table.url}: server resumed at {start}, not {offset}")
-                mode = "ab"
-            else:
-                offset = 0
-                mode = "wb"
-            length = response.headers.get("Content-Length")
-            size = offset + int(length) if length and length.isdigit() else None
-            done = offset
-            try:
-                with open(part, mode) as handle:
-                    while block := response.read(CHUNK):
-                        handle.write(block)
-                        done += len(block)
-                        if report is not None:
-                            report(done, size)
-            except (http.client.HTTPException, OSError) as exc:
-                failures += 1
-                if failures > retries:
-                    raise ChesspipeError(f"{table.url}: connection lost ({exc})") from None
-                time.sleep(backoff * failures)
-                continue
-            if size is not None and done < size:
-                failures += 1
-                if failures > retries:
-                    raise ChesspipeError(f"{table.url}: connection lost at {done} of {size} bytes")
-                time.sleep(backoff * failures)
-                continue
-        break
-    actual = file_sha256(part)
-    if actual != table.sha256:
-        part.unlink()
-        raise ChesspipeError(
-            f"{table.name}: checksum mismatch (got {actual[:12]}..., "
-            f"published {table.sha256[:12]}...)"
-        )
-    os.replace(part, target)
-    return target
-
-
-def _range_start(content_range: str) -> int | None:
-    match = re.match(r"bytes (\d+)-\d+/(\d+|\*)", content_range.strip())
-    return int(match.group(1)) if match else None
+        write_json_atomic(self.path, self.data)
 
 
 def download_set(
@@ -265,7 +161,7 @@ def download_set(
     """Download a set's missing files into a folder; return counts. Fails listing bad files."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    files = set_files(read_checksum_list(checksums, timeout), set_name, base_url)
+    files = set_files(read_checksum_list(checksums, timeout, retries, backoff), set_name, base_url)
     state = _State(folder)
     skipped = fetched = 0
     failed: list[str] = []
@@ -281,7 +177,10 @@ def download_set(
                                       time.monotonic() - started))  # fmt: skip
 
         try:
-            path = fetch_file(table, folder, report, retries, timeout, backoff)
+            path = download_file(
+                table.url, folder / table.name, folder / f"{table.name}.part", table.sha256,
+                report, timeout, retries, backoff,
+            )  # fmt: skip
         except ChesspipeError as exc:
             failed.append(str(exc))
             continue
@@ -317,36 +216,21 @@ def check_space(folder: Path, set_name: str, stream: TextIO = sys.stderr) -> int
 
 
 class DownloadProgress:
-    """A progress line on stderr: file n of N, bytes of the file, rate."""
+    """The progress bar of a download: file n of N, bytes of the file, drawn when a file ends."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self._last = 0.0
+        self.bar = ProgressBar(stream, interval=5.0, tty_interval=0.2)
         self._name = ""
 
     def __call__(self, report: FileProgress) -> None:
-        now = time.monotonic()
         finished = report.size is not None and report.done >= report.size
-        if (
-            not finished
-            and now - self._last < (0.2 if self.tty else 5.0)
-            and report.name == self._name
-        ):
-            return
-        self._last, self._name = now, report.name
         size = f"/{report.size / 1e6:.1f}" if report.size else ""
         fraction = report.done / report.size if report.size else 0.0
-        bar = "#" * int(fraction * 20)
-        line = (f"[{report.index}/{report.total_files}] [{bar:<20}] {report.name} "
+        line = (f"[{report.index}/{report.total_files}] {bar(fraction)} {report.name} "
                 f"{report.done / 1e6:.1f}{size} MB")  # fmt: skip
-        if self.tty:
-            self.stream.write("\r" + line + "\x1b[K")
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self.bar.show(line, report.seconds, force=finished or report.name != self._name)
+        self._name = report.name
 
     def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        """End the progress line."""
+        self.bar.close()

@@ -21,11 +21,15 @@ def split_paths(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]])
     return [Path(p) for p in parts]
 
 
-def syzygy_path(option: str | None) -> list[Path]:
-    """Return the tablebase folders from an option, else from SYZYGY_PATH; fail if neither."""
-    spec = option or os.environ.get("SYZYGY_PATH")
+class NoTablebasePath(TablebaseError):
+    """No tablebase folder was given, and SYZYGY_PATH is not set."""
+
+
+def syzygy_path(given: str | None) -> list[Path]:
+    """Return the tablebase folders given, else those of SYZYGY_PATH; fail if neither."""
+    spec = given or os.environ.get("SYZYGY_PATH")
     if not spec:
-        raise TablebaseError("no tablebase folder: pass --syzygy DIR or set SYZYGY_PATH")
+        raise NoTablebasePath("no tablebase folder given, and SYZYGY_PATH is not set")
     folders = split_paths(spec)
     for folder in folders:
         if not folder.is_dir():

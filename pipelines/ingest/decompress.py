@@ -29,7 +29,13 @@ def is_zstd(head: bytes) -> bool:
 
 
 def zstd_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
-    """Yield the decompressed bytes of a zstd stream, failing on a truncated or corrupt one."""
+    """Yield the decompressed bytes of a zstd stream, failing on a truncated or corrupt one.
+
+    Frames are walked here, one decompressobj each, rather than with zstandard's
+    `read_across_frames=True`: across frames, zstandard (0.25) never reports where a frame
+    ends (`decompressobj().eof` stays False) and `stream_reader` ends quietly in the middle of
+    a cut frame, so a truncated dump would pass as a shorter complete one.
+    """
     dctx = zstandard.ZstdDecompressor()
     frame = dctx.decompressobj()
     frame_started = False

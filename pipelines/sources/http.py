@@ -6,6 +6,7 @@ import hashlib
 import http.client
 import os
 import posixpath
+import re
 import socket
 import time
 import urllib.error
@@ -45,6 +46,11 @@ class HttpStatusError(ChesspipeError):
 
 def _retryable_status(status: int) -> bool:
     return status >= 500 or status in (408, 425, 429)
+
+
+def _backoff_delay(backoff: float, failures: int) -> float:
+    """Return the seconds to wait after `failures` failures in a row: doubling, at most 30."""
+    return min(30.0, backoff * 2 ** (failures - 1))
 
 
 class HttpStream:
@@ -112,8 +118,6 @@ class HttpStream:
             except _AtEnd:
                 self._response = None
                 return
-            except ChesspipeError:
-                raise
             except (_Transient, *_TRANSIENT) as exc:
                 self._failed(exc)
 
@@ -128,7 +132,7 @@ class HttpStream:
                 f"at byte {self.offset}: {reason}"
             ) from None
         self.reconnects += 1
-        self._sleep(min(30.0, self.backoff * 2 ** (self._failures - 1)))
+        self._sleep(_backoff_delay(self.backoff, self._failures))
 
     def _accept(self, response: http.client.HTTPResponse) -> None:
         """Check a fresh response against the offset asked for, and learn the total size."""
@@ -261,14 +265,28 @@ def checksums_url(url: str) -> str:
     )
 
 
-def parse_checksums(text: str) -> dict[str, str]:
-    """Return {file name: sha256} from `sha256sum` output (`<hex>  <name>` lines)."""
+#: A `sha256sum` line: the digest, one space, a space (text mode) or `*` (binary), the name.
+_CHECKSUM_LINE = re.compile(r"([0-9a-fA-F]{64}) [ *]?(\S+)")
+
+
+def parse_checksums(text: str, *, skip_bad_lines: bool = False) -> dict[str, str]:
+    """Return {file name: sha256} from `sha256sum` output (`<hex>  <name>` lines).
+
+    Blank lines and `#` comments are ignored; names lose any folder. Any other line that is
+    not a checksum line is an error naming it, unless `skip_bad_lines`.
+    """
     sums = {}
-    for line in text.splitlines():
-        fields = line.split()
-        if len(fields) == 2 and len(fields[0]) == 64:
-            digest, name = fields
-            sums[name.lstrip("*").rsplit("/", 1)[-1]] = digest.lower()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = _CHECKSUM_LINE.fullmatch(line)
+        if match is None:
+            if skip_bad_lines:
+                continue
+            raise ChesspipeError(f"checksum list line {number} is not '<sha256>  <name>': {raw!r}")
+        digest, name = match.groups()
+        sums[name.rsplit("/", 1)[-1]] = digest.lower()
     return sums
 
 
@@ -281,10 +299,12 @@ def published_sha256(
         text = fetch_text(list_url, timeout=timeout, retries=retries, backoff=backoff)
     except HttpStatusError as exc:
         raise ChesspipeError(
-            f"cannot verify {url}: {list_url} answered HTTP {exc.status} (use --no-verify to skip)"
+            f"cannot verify {url}: {list_url} answered HTTP {exc.status} "
+            "(turn checksum verification off to skip it)"
         ) from None
     name = url_file_name(url)
-    digest = parse_checksums(text).get(name)
+    # Only this dump's line matters: a stray line elsewhere in the list does not stop it.
+    digest = parse_checksums(text, skip_bad_lines=True).get(name)
     if digest is None:
         raise ChesspipeError(f"cannot verify {url}: {name} is not listed in {list_url}")
     return digest
@@ -425,31 +445,83 @@ def open_url(
         with open(final, "rb") as handle:
             yield VerifiedFile(handle, final, expected_sha256), os.fstat(handle.fileno()).st_size  # type: ignore[misc]
         return
-    final.parent.mkdir(parents=True, exist_ok=True)
-    have = part.stat().st_size if part.exists() else 0
+    reader = _resumed(url, final, part, expected_sha256, timeout, retries, backoff)
     try:
-        stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff, start=have)
-    except ChesspipeError:
-        raise
-    if have and stream.size is not None and have > stream.size:
-        stream.close()
-        part.unlink()
-        stream = HttpStream(url, timeout=timeout, retries=retries, backoff=backoff)
-    reader = CachingReader(part, final, stream, expected_sha256)
-    try:
-        yield reader, stream.size  # type: ignore[misc]
+        yield reader, reader.stream.size  # type: ignore[misc]
     finally:
         reader.close()
+
+
+def _resumed(
+    url: str,
+    final: Path,
+    part: Path,
+    expected_sha256: str | None,
+    timeout: float,
+    retries: int,
+    backoff: float,
+) -> CachingReader:
+    """Return a reader of a URL that resumes after the bytes of a part file and completes it.
+
+    A part longer than the remote file (the server refuses the range, or says the file is
+    shorter) is from another file: it is dropped and the download starts over.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    have = part.stat().st_size if part.exists() else 0
+    options: dict[str, Any] = {"timeout": timeout, "retries": retries, "backoff": backoff}
+    try:
+        stream = HttpStream(url, start=have, **options)
+        too_long = have > 0 and stream.size is not None and have > stream.size
+        if too_long:
+            stream.close()
+    except HttpStatusError as exc:
+        too_long = have > 0 and exc.status == 416
+        if not too_long:
+            raise
+    if too_long:
+        part.unlink()
+        stream = HttpStream(url, **options)
+    return CachingReader(part, final, stream, expected_sha256)
+
+
+def download_file(
+    url: str,
+    final: Path,
+    part: Path,
+    expected_sha256: str | None,
+    progress: Callable[[int, int | None], None] | None = None,
+    timeout: float = 60.0,
+    retries: int = 5,
+    backoff: float = 1.0,
+) -> Path:
+    """Download a URL to `final` through `part`, resuming a part left by an earlier run.
+
+    The part is checked (size, and sha256 when given) before it is renamed to `final`; a part
+    that fails the check is deleted. `progress(bytes done, total or None)` follows each block.
+    """
+    reader = _resumed(url, final, part, expected_sha256, timeout, retries, backoff)
+    done = 0
+    try:
+        while block := reader.read(1 << 20):
+            done += len(block)
+            if progress is not None:
+                progress(done, reader.stream.size)
+    finally:
+        reader.close()
+    return final
 
 
 class RangeFile:
     """A remote file read by byte ranges (HTTP `Range: bytes=a-b`), seekable like a local one."""
 
-    def __init__(self, url: str, size: int, timeout: float = 60.0, retries: int = 5) -> None:
+    def __init__(
+        self, url: str, size: int, timeout: float = 60.0, retries: int = 5, backoff: float = 0.5
+    ) -> None:
         self.url = url
         self.size = size
         self.timeout = timeout
         self.retries = retries
+        self.backoff = backoff
         self.position = 0
         self.requests = 0
 
@@ -494,5 +566,5 @@ class RangeFile:
             except (_Transient, *_TRANSIENT) as exc:
                 if attempt == self.retries:
                     raise ChesspipeError(f"{self.url}: giving up on a byte range: {exc}") from None
-            time.sleep(min(30.0, 2.0**attempt * 0.5))
+            time.sleep(_backoff_delay(self.backoff, attempt + 1))
         raise AssertionError("unreachable")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.errors import ChesspipeError
+from schemas.atomic_files import atomic_path
 
 
 def is_remote(location: str | Path) -> bool:
@@ -36,10 +37,8 @@ def download_if_exists(url: str, local: Path) -> bool:
     fs, path = _filesystem(url)
     if not fs.exists(path):
         return False
-    local.parent.mkdir(parents=True, exist_ok=True)
-    tmp = local.with_name(f".{local.name}.download")
-    fs.get_file(path, str(tmp))
-    tmp.replace(local)
+    with atomic_path(local) as tmp:
+        fs.get_file(path, str(tmp))
     return True
 
 
