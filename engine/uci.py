@@ -171,7 +171,7 @@ class UciEngine:
         return False
 
     def _uci(self, _line: str) -> None:
-        from engine import __version__
+        from schemas.version import __version__
 
         self.send(f"id name {ENGINE_NAME} {__version__}")
         self.send(f"id author {ENGINE_AUTHOR}")

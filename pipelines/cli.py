@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from pipelines.errors import ChesspipeError
-from pipelines.version import __version__
+from schemas.version import __version__
 
 #: Subcommands and their modules, in the order `--help` lists them.
 COMMANDS = {

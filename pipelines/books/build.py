@@ -10,10 +10,10 @@ from typing import Any
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic, write_json_atomic
-from pipelines.version import __version__
 from pipelines.warehouse.layout import available_months, month_range
 from pipelines.warehouse.sql import connect
 from schemas.dimensions import SPEEDS
+from schemas.version import __version__
 
 MAX_WEIGHT = 65535
 

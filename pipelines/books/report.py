@@ -15,8 +15,8 @@ import numpy as np
 from pipelines.books.show import open_book
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic
-from pipelines.version import __version__
 from schemas.polyglot import Book, polyglot_key
+from schemas.version import __version__
 
 #: How far the coverage walk goes by default: plies, and positions in all.
 COVERAGE_PLIES = 60

@@ -19,9 +19,9 @@ from pipelines.endgames.positions import Position
 from pipelines.endgames.probing import TablebaseError
 from pipelines.errors import ChesspipeError
 from pipelines.files import write_json_atomic
-from pipelines.version import __version__
 from schemas.atomic_files import atomic_path
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
+from schemas.version import __version__
 
 #: Rows held in memory before they are written as one Parquet row group.
 BATCH_ROWS = 100_000

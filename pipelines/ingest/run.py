@@ -22,7 +22,6 @@ from pipelines.ingest.game_filter import GameFilter, ScanStats
 from pipelines.ingest.processes import may_start_processes
 from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
-from pipelines.version import __version__
 from pipelines.warehouse.layout import (
     check_month,
     manifest_path,
@@ -32,6 +31,7 @@ from pipelines.warehouse.layout import (
 )
 from pipelines.warehouse.locks import month_lock
 from schemas.dimensions import SPEEDS
+from schemas.version import __version__
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor

@@ -22,9 +22,9 @@ from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest, settings_dict
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import is_url, resolve
-from pipelines.version import __version__
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, read_manifest
 from pipelines.warehouse.locks import month_lock
+from schemas.version import __version__
 
 T = TypeVar("T")
 

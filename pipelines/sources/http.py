@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from pipelines.errors import ChesspipeError
-from pipelines.version import __version__
+from schemas.version import __version__
 
 USER_AGENT = f"chesspipe/{__version__}"
 
