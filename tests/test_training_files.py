@@ -1,0 +1,236 @@
+"""Training files: chained .binpack as Stockfish's tools write it, and the trainers' file tools.
+
+The truth is `../shared/data/stockfish/`: 9,958 records of whole games (`games-eval.plain`) and
+the `.binpack` Stockfish's own `convert` wrote from them.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from schemas.binpack import (
+    BinpackFormatError,
+    BinpackWriter,
+    iter_binpack,
+    read_binpack,
+    write_binpack,
+)
+from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
+from tests.conftest import SHARED_DATA, need
+from tests.random_moves import random_move
+
+STOCKFISH = SHARED_DATA / "stockfish"
+
+
+@pytest.fixture(scope="module")
+def plain_fixture() -> Path:
+    return need(STOCKFISH / "games-eval.plain", "Stockfish .plain fixture (games-eval.plain)")
+
+
+@pytest.fixture(scope="module")
+def binpack_fixture() -> Path:
+    return need(STOCKFISH / "games-eval.binpack", "Stockfish .binpack fixture (games-eval.binpack)")
+
+
+@pytest.fixture(scope="module")
+def records(plain_fixture: Path) -> list[PlainRecord]:
+    return list(read_records(plain_fixture))
+
+
+def binpack_bytes(records: list[PlainRecord]) -> bytes:
+    out = io.BytesIO()
+    writer = BinpackWriter(out)
+    for record in records:
+        writer.add(record)
+    writer.close()
+    return out.getvalue()
+
+
+# --- the fixture: Stockfish's bytes and records ----------------------------------------------
+
+
+def test_writer_gives_stockfish_bytes(records: list[PlainRecord], binpack_fixture: Path) -> None:
+    assert len(records) == 9958
+    assert binpack_bytes(records) == binpack_fixture.read_bytes()
+
+
+def test_reader_gives_the_plain_records(records: list[PlainRecord], binpack_fixture: Path) -> None:
+    got = list(read_binpack(binpack_fixture))
+    assert len(got) == len(records)
+    for index, (mine, theirs) in enumerate(zip(got, records, strict=True)):
+        assert mine == theirs, index  # fen, move, score, ply, result
+
+
+def test_plain_binpack_plain_round_trip_is_byte_identical(
+    plain_fixture: Path, tmp_path: Path
+) -> None:
+    packed = tmp_path / "a.binpack"
+    assert write_binpack(read_records(plain_fixture), packed) == 9958
+    back = tmp_path / "a.plain"
+    assert write_records(read_binpack(packed), back) == 9958
+    assert back.read_bytes() == plain_fixture.read_bytes()
+
+
+def test_every_fixture_move_is_legal_and_chains_are_real(records: list[PlainRecord]) -> None:
+    stems = 0
+    previous: PlainRecord | None = None
+    for record in records:
+        board = chess.Board(record.fen)
+        assert chess.Move.from_uci(record.move) in board.legal_moves
+        assert board.fullmove_number == record.ply // 2 + 1
+        if previous is None or record.ply != previous.ply + 1:
+            stems += 1
+        previous = record
+    # every game starts at ply 0 and is one chain (SOURCE.md's "96 + 135" counts 231 games,
+    # the files hold 151)
+    assert stems == sum(r.ply == 0 for r in records) == 151
+
+
+# --- chains from random legal games ----------------------------------------------------------
+
+
+def random_game_records(seed: int, plies: int, special_share: float = 0.6) -> list[PlainRecord]:
+    """A random legal game (castling, en passant, promotions made likely) as records."""
+    rng = random.Random(seed)
+    board = chess.Board()
+    result = rng.choice((-1, 0, 1))
+    records = []
+    for ply in range(plies):
+        move = random_move(board, rng, special_share)
+        if move is None:
+            break
+        score = rng.choice((rng.randint(-400, 400), rng.randint(-32768, 32767), 32002, -32000))
+        records.append(PlainRecord(board.fen(en_passant="legal"), move.uci(), score, ply, result))
+        board.push(move)
+        result = -result
+    return records
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seeds=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=4), plies=st.integers(1, 300))
+def test_random_games_round_trip_as_chains(seeds: list[int], plies: int) -> None:
+    records = [r for seed in seeds for r in random_game_records(seed, plies)]
+    data = binpack_bytes(records)
+    assert list(iter_binpack(io.BytesIO(data))) == records
+    games = sum(r.ply == 0 for r in records)
+    # one chain per game: a 34-byte stem, then at most 4 bytes per further ply
+    assert len(data) <= 8 + 34 * games + 4 * (len(records) - games)
+
+
+def test_random_games_cover_the_special_moves() -> None:
+    records = [r for seed in range(30) for r in random_game_records(seed, 250)]
+    kinds = {"castling": 0, "en passant": 0, "promotion": 0, "underpromotion": 0}
+    for record in records:
+        board, move = chess.Board(record.fen), chess.Move.from_uci(record.move)
+        kinds["castling"] += board.is_castling(move)
+        kinds["en passant"] += board.is_en_passant(move)
+        kinds["promotion"] += move.promotion is not None
+        kinds["underpromotion"] += move.promotion not in (None, chess.QUEEN)
+    assert all(kinds.values()), kinds
+    assert list(iter_binpack(io.BytesIO(binpack_bytes(records)))) == records
+
+
+def test_chains_break_where_stockfish_would_not_lose_the_halfmove_clock() -> None:
+    records = random_game_records(3, 40)
+    fields = records[10].fen.split(" ")
+    fields[4] = str(int(fields[4]) + 7)
+    records[10] = PlainRecord(" ".join(fields), *[getattr(records[10], k) for k in
+                              ("move", "score", "ply", "result")])  # fmt: skip
+    assert list(iter_binpack(io.BytesIO(binpack_bytes(records)))) == records
+
+
+def test_blocks_start_at_a_chain_once_they_hold_one_mebibyte(records: list[PlainRecord]) -> None:
+    isolated = list(reversed(records)) * 4  # no record follows its predecessor: one stem each
+    data = binpack_bytes(isolated)
+    first = int.from_bytes(data[4:8], "little")
+    assert data[:4] == b"BINP" and first == -(-(1 << 20) // 34) * 34
+    assert data[8 + first : 12 + first] == b"BINP"
+    assert int.from_bytes(data[12 + first : 16 + first], "little") == 34 * len(isolated) - first
+    assert list(iter_binpack(io.BytesIO(data))) == isolated
+
+
+# --- bad input: one clear error, naming the file and where -----------------------------------
+
+START = chess.Board()
+
+
+def start_chain(plies: int, movetext: bytes) -> bytes:
+    """A chain from the start position (1. e4 scored 20), with `plies` more plies of movetext."""
+    stem = binpack_bytes([PlainRecord(START.fen(), "e2e4", 20, 0, 1)])[8 : 8 + 32]
+    block = stem + plies.to_bytes(2, "big") + movetext
+    return b"BINP" + len(block).to_bytes(4, "little") + block
+
+
+def read_error(data: bytes) -> str:
+    with pytest.raises(BinpackFormatError) as caught:
+        list(iter_binpack(io.BytesIO(data), "x.binpack"))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("x.binpack: ")
+    return message
+
+
+def test_hand_made_chain_reads() -> None:
+    # Black's e-pawn is piece 4 of 16 (4 bits); e7e5 is destination 0 of 2 (1 bit); score delta
+    # 0 in one 5-bit block: 0100 0 00000, padded.
+    records = list(iter_binpack(io.BytesIO(start_chain(1, b"\x40\x00"))))
+    assert [(r.move, r.score, r.ply, r.result) for r in records] == [
+        ("e2e4", 20, 0, 1), ("e7e5", -20, 1, -1),
+    ]  # fmt: skip
+
+
+def test_corrupt_binpack_inputs_give_clear_errors(binpack_fixture: Path) -> None:
+    good = binpack_fixture.read_bytes()
+    assert "no block header at byte 0" in read_error(b"BINX" + good[4:])
+    assert "no block header at byte 24404" in read_error(good + b"BIN")
+    assert "cut short (24395 of 24396 bytes)" in read_error(good[:-1])
+    assert "claims 4294967295 bytes" in read_error(b"BINP\xff\xff\xff\xff" + good[8:])
+    # the last chain's movetext cut by a byte, the block size told the truth
+    cut = b"BINP" + (24395).to_bytes(4, "little") + good[8:-1]
+    assert "runs past the end of its block" in read_error(cut)
+    assert "runs past the end of its block" in read_error(start_chain(1, b"\x40"))
+    assert "ply 2 of 2: move 0 of 0" in read_error(start_chain(2, b"\x40\x00"))  # Ra1 stuck
+    # the black king (piece 12) castles kingside through its own pieces: 1100 1 00000
+    assert "illegal move e8g8" in read_error(start_chain(1, b"\xc8\x00"))
+    assert "ply 1 of 1" in read_error(start_chain(1, b"\xc8\x00"))
+    assert "stray bytes" in read_error(start_chain(0, b"\x00\x00\x00"))
+    bad_result = bytearray(start_chain(0, b""))
+    bad_result[8 + 28] |= 0xC0  # result -2
+    assert "bad stem: result -2" in read_error(bytes(bad_result))
+    bad_move = bytearray(start_chain(0, b""))
+    bad_move[8 + 24 : 8 + 26] = (chess.E2 << 8 | chess.E5 << 2).to_bytes(2, "big")
+    assert "bad stem: illegal move e2e5" in read_error(bytes(bad_move))
+
+
+def plain_error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "x.plain"
+    path.write_bytes(text.encode())
+    with pytest.raises(PlainFormatError) as caught:
+        list(read_records(path))
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}:")
+    return message.removeprefix(f"{path}:")
+
+
+def test_bad_plain_inputs_give_clear_errors(tmp_path: Path) -> None:
+    good = PlainRecord(START.fen(), "e2e4", 20, 0, 1).format()
+    assert plain_error(tmp_path, good + good.replace("score 20\n", "")).startswith(
+        "9: record 2: expected 'score ...', got 'ply 0'"
+    )
+    assert plain_error(tmp_path, good + good.replace("ply 0", "ply 1.5")) == (
+        "7: record 2: ply '1.5' is not an integer"
+    )
+    assert plain_error(tmp_path, good.replace("score 20", "score x")) == (
+        "1: record 1: score 'x' is not an integer"
+    )
+    assert "ends inside a record" in plain_error(tmp_path, good + good[:40])
+    assert "carriage return" in plain_error(tmp_path, good.replace("\n", "\r\n"))
+    assert "result 2 is not -1, 0 or 1" in plain_error(
+        tmp_path, good.replace("result 1", "result 2")
+    )
