@@ -7,7 +7,10 @@ the `.binpack` Stockfish's own `convert` wrote from them.
 from __future__ import annotations
 
 import io
+import json
 import random
+import re
+from collections import Counter
 from pathlib import Path
 
 import chess
@@ -15,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pipelines.training.mixing import shuffle_file
 from schemas.binpack import (
     BinpackFormatError,
     BinpackWriter,
@@ -23,7 +27,7 @@ from schemas.binpack import (
     write_binpack,
 )
 from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
-from tests.conftest import SHARED_DATA, need
+from tests.conftest import SHARED_DATA, need, run_cli
 from tests.random_moves import random_move
 
 STOCKFISH = SHARED_DATA / "stockfish"
@@ -234,3 +238,147 @@ def test_bad_plain_inputs_give_clear_errors(tmp_path: Path) -> None:
     assert "result 2 is not -1, 0 or 1" in plain_error(
         tmp_path, good.replace("result 1", "result 2")
     )
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_convert_both_ways_on_the_command_line(
+    plain_fixture: Path, binpack_fixture: Path, tmp_path: Path
+) -> None:
+    proc = run_cli("training", "convert", str(plain_fixture), str(tmp_path / "a.binpack"))
+    assert json.loads(proc.stdout)["records"] == 9958
+    assert (tmp_path / "a.binpack").read_bytes() == binpack_fixture.read_bytes()
+    run_cli("training", "convert", str(binpack_fixture), str(tmp_path / "a.plain"))
+    assert (tmp_path / "a.plain").read_bytes() == plain_fixture.read_bytes()
+    run_cli("training", "convert", str(tmp_path / "a.plain"), str(tmp_path / "b.plain"))
+    assert (tmp_path / "b.plain").read_bytes() == plain_fixture.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.binpack", "a.plain", "b.plain"]
+
+
+def test_stats_counts_what_python_chess_counts(
+    records: list[PlainRecord], binpack_fixture: Path
+) -> None:
+    stats = json.loads(run_cli("training", "stats", str(binpack_fixture), "--json").stdout)
+    boards = [chess.Board(r.fen) for r in records]
+    assert stats["records"] == 9958
+    assert stats["results"] == {
+        "win": sum(r.result == 1 for r in records),
+        "draw": sum(r.result == 0 for r in records),
+        "loss": sum(r.result == -1 for r in records),
+    }
+    assert stats["in_check_share"] == round(sum(b.is_check() for b in boards) / 9958, 4)
+    captures = sum(b.is_capture(chess.Move.from_uci(r.move)) for b, r in zip(boards, records,
+                   strict=True))  # fmt: skip
+    assert stats["capture_share"] == round(captures / 9958, 4)
+    assert stats["pieces"]["32"] == sum(len(b.piece_map()) == 32 for b in boards)
+    assert sum(stats["pieces"].values()) == sum(stats["scores"].values()) == 9958
+    assert sum(stats["plies"].values()) == 9958
+    assert (stats["ply_min"], stats["ply_max"]) == (0, max(r.ply for r in records))
+    text = run_cli("training", "stats", str(binpack_fixture)).stdout
+    assert "9958 records" in text and "in check: " in text
+
+
+@pytest.mark.parametrize("suffix", [".plain", ".binpack"])
+def test_shuffle_keeps_the_records_and_follows_the_seed(
+    records: list[PlainRecord], binpack_fixture: Path, tmp_path: Path, suffix: str
+) -> None:
+    outs = {}
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        out = tmp_path / f"{name}{suffix}"
+        run_cli("training", "shuffle", str(binpack_fixture), str(out), "--seed", str(seed),
+                "--buckets", "4")  # fmt: skip
+        outs[name] = out
+    shuffled = list(read_binpack(outs["a"]) if suffix == ".binpack" else read_records(outs["a"]))
+    assert Counter(shuffled) == Counter(records) and shuffled != records
+    assert outs["a"].read_bytes() == outs["b"].read_bytes()
+    assert outs["a"].read_bytes() != outs["c"].read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in outs.values())
+
+
+def test_shuffle_in_memory_and_through_buckets_both_permute(
+    plain_fixture: Path, tmp_path: Path
+) -> None:
+    one = shuffle_file(plain_fixture, tmp_path / "one.plain", seed=5, buckets=1)
+    many = shuffle_file(plain_fixture, tmp_path / "many.plain", seed=5, buckets=50)
+    assert one["records"] == many["records"] == 9958
+    a, b = list(read_records(tmp_path / "one.plain")), list(read_records(tmp_path / "many.plain"))
+    assert Counter(a) == Counter(b) and a != b
+    # a record's new place is spread over the whole file, not kept near the old one
+    where = {r: i for i, r in enumerate(a)}
+    moved = sum(abs(where[r] - i) > 1000 for i, r in enumerate(list(read_records(plain_fixture))))
+    assert moved > 0.7 * 9958
+
+
+def test_interleave_mixes_by_size_keeps_each_order_and_follows_the_seed(
+    records: list[PlainRecord], plain_fixture: Path, tmp_path: Path
+) -> None:
+    others = [r for seed in range(100, 200) for r in random_game_records(seed, 10)]
+    assert len(others) == 1000 and not set(others) & set(records)
+    small = tmp_path / "small.binpack"
+    write_binpack(others, small)
+    outs = {}
+    for name, seed in (("a", 7), ("b", 7), ("c", 8)):
+        outs[name] = tmp_path / f"{name}.plain"
+        run_cli("training", "interleave", str(plain_fixture), str(small), "--out",
+                str(outs[name]), "--seed", str(seed))  # fmt: skip
+    mixed = list(read_records(outs["a"]))
+    assert Counter(mixed) == Counter(records) + Counter(others)
+    assert outs["a"].read_bytes() == outs["b"].read_bytes() != outs["c"].read_bytes()
+    # the small file's records are spread over the output in proportion (1000 of 10958)
+    others_set = set(others)
+    assert 380 <= sum(r in others_set for r in mixed[: len(mixed) // 2]) <= 620
+    # each input keeps its own order
+    assert [r for r in mixed if r in others_set] == others
+    assert [r for r in mixed if r not in others_set] == records
+
+
+def cli_error(*args: str) -> str:
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chesspipe: error: "), proc.stderr
+    return lines[0].removeprefix("chesspipe: error: ")
+
+
+def test_bad_inputs_on_the_command_line_write_nothing(
+    plain_fixture: Path, binpack_fixture: Path, tmp_path: Path
+) -> None:
+    good = binpack_fixture.read_bytes()
+    cut = tmp_path / "cut.binpack"
+    cut.write_bytes(good[: len(good) // 2])
+    flipped = tmp_path / "flipped.binpack"
+    # a bit flip may decode into other legal moves (the format has no checksum); this one not
+    flipped.write_bytes(good[:5001] + bytes([good[5001] ^ 0x5A]) + good[5002:])
+    plain = plain_fixture.read_bytes()
+    missing = tmp_path / "missing.plain"
+    missing.write_bytes(plain[:600] + re.sub(rb"score -?[0-9]+\n", b"", plain[600:], count=1))
+    fraction = tmp_path / "fraction.plain"
+    fraction.write_bytes(plain.replace(b"\nscore -32\n", b"\nscore -32.5\n", 1))
+    illegal = tmp_path / "illegal.plain"
+    illegal.write_bytes(plain.replace(b"move c7c5\n", b"move c7c4\n", 1))
+    out = tmp_path / "out" / "o.binpack"
+
+    assert "cut.binpack: block at byte 0 is cut short" in cli_error(
+        "training", "convert", str(cut), str(out)
+    )
+    message = cli_error("training", "convert", str(flipped), str(out))
+    assert message == (
+        f"{flipped}: block at byte 0: chain at offset 4957, ply 2 of 43: illegal move e1g1 in "
+        "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"
+    )
+    assert f"{missing}:39: record 7: expected 'score ...', got 'ply 6'" in cli_error(
+        "training", "shuffle", str(missing), str(out), "--seed", "1"
+    )
+    assert f"{fraction}:7: record 2: score '-32.5' is not an integer" in cli_error(
+        "training", "interleave", str(plain_fixture), str(fraction), "--out", str(out),
+        "--seed", "1",
+    )  # fmt: skip
+    assert f"{illegal}: record 2: move c7c4 is not legal" in cli_error(
+        "training", "convert", str(illegal), str(out)
+    )
+    assert "ends in .plain or .binpack" in cli_error(
+        "training", "convert", str(plain_fixture), str(tmp_path / "o.txt")
+    )
+    assert "cannot read" in cli_error("training", "stats", str(tmp_path / "none.plain"))
+    assert not out.exists() and not list(out.parent.iterdir())
