@@ -301,6 +301,33 @@ def encode_ply(
     return -score & 0xFFFF
 
 
+_RUNS = tuple(("1" * n, str(n)) for n in range(8, 1, -1))
+
+
+def fen_prefix(board: chess.Board) -> str:
+    """Return `board.fen(en_passant="legal")` without its fullmove number, faster."""
+    squares = ["1"] * 64
+    white = board.occupied_co[chess.WHITE]
+    for bb, upper, lower in (
+        (board.pawns, "P", "p"), (board.knights, "N", "n"), (board.bishops, "B", "b"),
+        (board.rooks, "R", "r"), (board.queens, "Q", "q"), (board.kings, "K", "k"),
+    ):  # fmt: skip
+        while bb:
+            bit = bb & -bb
+            squares[(bit.bit_length() - 1) ^ 56] = upper if white & bit else lower
+            bb ^= bit
+    text = "".join(squares)
+    placement = "/".join([text[i : i + 8] for i in range(0, 64, 8)])
+    for run, digit in _RUNS:
+        placement = placement.replace(run, digit)
+    if placement.find("11") >= 0:
+        placement = placement.replace("11", "2")
+    ep = _legal_ep(board)
+    ep_name = chess.SQUARE_NAMES[ep.bit_length() - 1] if ep else "-"
+    turn = "w" if board.turn else "b"
+    return f"{placement} {turn} {board.castling_xfen()} {ep_name} {board.halfmove_clock}"
+
+
 def _position_key(board: chess.Board) -> tuple[int, ...]:
     """What Stockfish compares to decide two positions are one: pieces, side, rights, en passant."""
     return (
@@ -340,8 +367,7 @@ class BinpackWriter:
             return None
         board = self._board
         board.push(self._move)
-        fen = board.fen(en_passant="legal")
-        if fen.rsplit(" ", 1)[0] == record.fen.rsplit(" ", 1)[0]:
+        if fen_prefix(board) == record.fen.rsplit(" ", 1)[0]:
             return board
         if _position_key(board) == _position_key(chess.Board(record.fen)):
             return board
@@ -493,8 +519,7 @@ def decode_ply(bits: _BitReader, board: chess.Board, last: int) -> tuple[chess.M
 
 
 def _record(board: chess.Board, move: chess.Move, score: int, ply: int, result: int) -> PlainRecord:
-    board.fullmove_number = ply // 2 + 1
-    return PlainRecord(board.fen(en_passant="legal"), move.uci(), score, ply, result)
+    return PlainRecord(f"{fen_prefix(board)} {ply // 2 + 1}", move.uci(), score, ply, result)
 
 
 def _chains(block: bytes, where: str) -> Iterator[PlainRecord]:

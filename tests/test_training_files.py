@@ -22,6 +22,7 @@ from pipelines.training.mixing import shuffle_file
 from schemas.binpack import (
     BinpackFormatError,
     BinpackWriter,
+    fen_prefix,
     iter_binpack,
     read_binpack,
     write_binpack,
@@ -138,6 +139,9 @@ def test_random_games_cover_the_special_moves() -> None:
         kinds["promotion"] += move.promotion is not None
         kinds["underpromotion"] += move.promotion not in (None, chess.QUEEN)
     assert all(kinds.values()), kinds
+    for record in records:
+        board = chess.Board(record.fen)
+        assert f"{fen_prefix(board)} {board.fullmove_number}" == board.fen(en_passant="legal")
     assert list(iter_binpack(io.BytesIO(binpack_bytes(records)))) == records
 
 
