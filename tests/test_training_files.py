@@ -119,12 +119,19 @@ def random_game_records(seed: int, plies: int, special_share: float = 0.6) -> li
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seeds=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=4), plies=st.integers(1, 300))
-def test_random_games_round_trip_as_chains(seeds: list[int], plies: int) -> None:
-    records = [r for seed in seeds for r in random_game_records(seed, plies)]
+@given(
+    seeds=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=4),
+    plies=st.integers(1, 300),
+    skip=st.integers(0, 40),
+)
+def test_random_games_round_trip_as_chains(seeds: list[int], plies: int, skip: int) -> None:
+    # each game from its `skip`th ply: stems of mid-game positions (castling rights partly
+    # gone, en-passant squares) as well as of the start position
+    games = [random_game_records(seed, plies) for seed in seeds]
+    records = [r for game in games for r in game[skip:]]
     data = binpack_bytes(records)
     assert list(iter_binpack(io.BytesIO(data))) == records
-    games = sum(r.ply == 0 for r in records)
+    games = sum(len(game) > skip for game in games)
     # one chain per game: a 34-byte stem, then at most 4 bytes per further ply
     assert len(data) <= 8 + 34 * games + 4 * (len(records) - games)
 
@@ -154,6 +161,31 @@ def test_chains_break_where_stockfish_would_not_lose_the_halfmove_clock() -> Non
     assert list(iter_binpack(io.BytesIO(binpack_bytes(records)))) == records
 
 
+def test_a_needless_en_passant_square_does_not_break_the_chain() -> None:
+    board = chess.Board()
+    records = []
+    for ply, move in enumerate(["e2e4", "e7e5", "g1f3"]):
+        records.append(PlainRecord(board.fen(en_passant="fen"), move, 10, ply, 0))
+        board.push_uci(move)
+    assert " e3 " in records[1].fen  # written by a tool that always names the square
+    data = binpack_bytes(records)
+    assert data[8 + 32 : 8 + 34] == b"\x00\x02" and len(data) == 8 + 34 + 4  # one chain
+    back = list(iter_binpack(io.BytesIO(data)))
+    # read back as every reader of the format gives it: no en-passant square where none is legal
+    assert back[0] == records[0]
+    assert back[1] == PlainRecord(records[1].fen.replace(" e3 ", " - "), "e7e5", 10, 1, 0)
+    assert back[2] == PlainRecord(records[2].fen.replace(" e6 ", " - "), "g1f3", 10, 2, 0)
+
+
+class CountingReads(io.BytesIO):
+    largest = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.largest = max(self.largest, len(data))
+        return data
+
+
 def test_blocks_start_at_a_chain_once_they_hold_one_mebibyte(records: list[PlainRecord]) -> None:
     isolated = list(reversed(records)) * 4  # no record follows its predecessor: one stem each
     data = binpack_bytes(isolated)
@@ -161,7 +193,9 @@ def test_blocks_start_at_a_chain_once_they_hold_one_mebibyte(records: list[Plain
     assert data[:4] == b"BINP" and first == -(-(1 << 20) // 34) * 34
     assert data[8 + first : 12 + first] == b"BINP"
     assert int.from_bytes(data[12 + first : 16 + first], "little") == 34 * len(isolated) - first
-    assert list(iter_binpack(io.BytesIO(data))) == isolated
+    stream = CountingReads(data)
+    assert list(iter_binpack(stream)) == isolated
+    assert stream.largest == first  # one block in memory at a time
 
 
 # --- bad input: one clear error, naming the file and where -----------------------------------

@@ -71,13 +71,16 @@ def write_training(
     (the error adds "record N") or a function of N that says where the Nth record came from.
     """
     count = 0
-    with training_writer(path) as write:
-        for count, record in enumerate(records, 1):  # noqa: B007 - the count is returned
-            try:
-                write(record)
-            except ValueError as exc:
-                where = source(count) if callable(source) else f"{source}: record {count}"
-                raise ChesspipeError(f"{where}: {exc}") from None
+    try:
+        with training_writer(path) as write:
+            for count, record in enumerate(records, 1):  # noqa: B007 - the count is returned
+                try:
+                    write(record)
+                except ValueError as exc:
+                    where = source(count) if callable(source) else f"{source}: record {count}"
+                    raise ChesspipeError(f"{where}: {exc}") from None
+    except OSError as exc:
+        raise ChesspipeError(f"cannot write {path}: {exc.strerror or exc}") from None
     return count
 
 

@@ -30,6 +30,8 @@ from schemas.plain import PlainRecord
 #: Records per bucket the automatic bucket count aims at (about 50 MB of memory in Python).
 BUCKET_RECORDS = 250_000
 MAX_BUCKETS = 512
+#: Most buckets --buckets may ask for (each is an open file while records are dealt out).
+MAX_BUCKETS_OPTION = 1000
 #: Bytes per record, for estimating a file's records from its size (binpack: chained plies).
 BYTES_PER_RECORD = {"plain": 90, "binpack": 2}
 
@@ -54,8 +56,8 @@ def shuffle_file(source: Path, out: Path, seed: int, buckets: int | None = None)
     started = time.monotonic()
     training_format(out)
     count = buckets if buckets is not None else bucket_count(source)
-    if not 1 <= count <= 4096:
-        raise ChesspipeError(f"buckets must be 1..4096, not {count}")
+    if not 1 <= count <= MAX_BUCKETS_OPTION:
+        raise ChesspipeError(f"buckets must be 1..{MAX_BUCKETS_OPTION}, not {count}")
     rng = random.Random(seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp:
