@@ -55,6 +55,7 @@ MAX_BLOCK_SIZE = 100 << 20
 MAX_CHAIN_PLIES = 0xFFFF
 
 _NORMAL, _PROMOTION, _CASTLING, _EN_PASSANT = 0, 1, 2, 3
+_ROOK_CORNERS = (chess.A1, chess.H1, chess.A8, chess.H8)
 
 
 class BinpackFormatError(ValueError):
@@ -376,6 +377,13 @@ class BinpackWriter:
     def add(self, record: PlainRecord) -> None:
         """Add one record: a further ply of the current chain, or a new chain's stem."""
         move = chess.Move.from_uci(record.move)
+        # python-chess takes e1h1 as castling short, Stockfish's tools as castling long
+        if (
+            move.from_square in (chess.E1, chess.E8)
+            and move.to_square in _ROOK_CORNERS
+            and chess.Board(record.fen).is_castling(move)
+        ):
+            raise ValueError(f"castling is written as the king's destination, not {record.move}")
         board = self._follows(record)
         if board is not None and board.is_legal(move):
             self._last = encode_ply(self._bits, board, move, record.score, self._last)
@@ -444,9 +452,8 @@ class _BitReader:
         if stop > self.end:
             raise BinpackFormatError("the movetext runs past the end of its block")
         first = self.position >> 3
-        word = int.from_bytes(self.data[first : first + 3], "big") << (
-            8 * (3 - len(self.data[first : first + 3]))
-        )
+        # count <= 8 bits from any bit of a byte: three bytes always hold them
+        word = int.from_bytes(self.data[first : first + 3].ljust(3, b"\0"), "big")
         value = (word >> (24 - (self.position & 7) - count)) & ((1 << count) - 1)
         self.position = stop
         return value

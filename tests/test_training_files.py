@@ -250,6 +250,16 @@ def test_corrupt_binpack_inputs_give_clear_errors(binpack_fixture: Path) -> None
     assert "bad stem: illegal move e2e5" in read_error(bytes(bad_move))
 
 
+def test_castling_as_king_takes_rook_is_refused() -> None:
+    # Stockfish's tools read e1h1 as long castling, python-chess as short: neither is written
+    fen = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"
+    with pytest.raises(ValueError, match="castling is written as the king's destination, not e1h1"):
+        binpack_bytes([PlainRecord(fen, "e1h1", 0, 0, 0)])
+    assert [r.move for r in iter_binpack(io.BytesIO(binpack_bytes(
+        [PlainRecord(fen, "e1g1", 0, 0, 0), PlainRecord(fen, "e1c1", 0, 0, 0)]
+    )))] == ["e1g1", "e1c1"]  # fmt: skip
+
+
 def plain_error(tmp_path: Path, text: str) -> str:
     path = tmp_path / "x.plain"
     path.write_bytes(text.encode())
