@@ -22,6 +22,7 @@ COMMANDS = {
     "serve-monthly": "pipelines.commands.serve_monthly",
     "endgames": "pipelines.commands.endgames",
     "export": "pipelines.commands.export",
+    "training": "pipelines.commands.training",
     "probe": "pipelines.commands.probe",
     "syzygy": "pipelines.commands.syzygy",
     "chess960": "pipelines.commands.chess960",

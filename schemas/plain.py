@@ -6,15 +6,22 @@ moves are UCI with castling as the king's destination; lines end with '\\n' only
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
+from typing import BinaryIO
 
 from schemas.atomic_files import atomic_path
 
 SCORE_MIN, SCORE_MAX = -32768, 32767
 
+#: Stockfish's "no score" value, which trainers skip.
+SCORE_NONE = 32002
+
 _KEYS = ("fen", "move", "score", "ply", "result")
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
 class PlainFormatError(ValueError):
@@ -62,31 +69,49 @@ def write_records(records: Iterable[PlainRecord], path: Path) -> int:
 def read_records(path: Path) -> Iterator[PlainRecord]:
     """Yield the records of a .plain file, failing on anything outside the format."""
     with open(path, "rb") as handle:
-        data = handle.read()
-    if b"\r" in data:
-        raise PlainFormatError(f"{path}: carriage return in the file")
-    lines = data.decode("ascii").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) % 6:
-        raise PlainFormatError(f"{path}: {len(lines)} lines is not a whole number of records")
-    for start in range(0, len(lines), 6):
-        chunk = lines[start : start + 6]
-        values = {}
-        for key, line in zip(_KEYS, chunk, strict=False):
-            name, space, value = line.partition(" ")
-            if name != key or not space:
-                raise PlainFormatError(f"{path}:{start + 1}: expected '{key} ...', got {line!r}")
-            values[key] = value
-        if chunk[5] != "e":
-            raise PlainFormatError(f"{path}:{start + 6}: expected 'e', got {chunk[5]!r}")
+        yield from iter_records(handle, str(path))
+
+
+def iter_records(handle: BinaryIO, name: str = "<plain>") -> Iterator[PlainRecord]:
+    """Yield the records of an open .plain stream, line by line.
+
+    Errors name the stream, the line and the record (counted from 1).
+    """
+    lines = iter(handle)
+    for number, first in enumerate(lines, 1):
+        start = 6 * number - 5
+        chunk = [first, *islice(lines, 5)]
+        values = []
+        for index, line in enumerate(chunk):
+            where = f"{name}:{start + index}: record {number}"
+            if b"\r" in line:
+                raise PlainFormatError(f"{where}: carriage return in the line")
+            try:
+                text = line.decode("ascii").removesuffix("\n")
+            except UnicodeDecodeError:
+                raise PlainFormatError(f"{where}: a byte that is not ASCII") from None
+            if index == 5:
+                if text != "e":
+                    raise PlainFormatError(f"{where}: expected 'e', got {text!r}")
+                break
+            key = _KEYS[index]
+            label, space, value = text.partition(" ")
+            if label != key or not space:
+                raise PlainFormatError(f"{where}: expected '{key} ...', got {text!r}")
+            values.append(value)
+        if len(chunk) < 6:
+            where = f"{name}:{start + len(chunk) - 1}: record {number}"
+            raise PlainFormatError(f"{where}: the file ends inside a record")
+        fen, move, score, ply, result = values
         try:
-            yield PlainRecord(
-                values["fen"],
-                values["move"],
-                int(values["score"]),
-                int(values["ply"]),
-                int(values["result"]),
-            )
+            record = PlainRecord(fen, move, _integer(score, "score"), _integer(ply, "ply"),
+                                 _integer(result, "result"))  # fmt: skip
         except ValueError as exc:
-            raise PlainFormatError(f"{path}:{start + 1}: {exc}") from None
+            raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
+        yield record
+
+
+def _integer(text: str, key: str) -> int:
+    if not _INTEGER.fullmatch(text):
+        raise ValueError(f"{key} {text!r} is not an integer")
+    return int(text)

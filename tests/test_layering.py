@@ -21,7 +21,7 @@ ROOMS: tuple[frozenset[str], ...] = (
     frozenset({"pipelines.sources"}),
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.ingest"}),
-    frozenset({"pipelines.books", "pipelines.endgames"}),
+    frozenset({"pipelines.books", "pipelines.endgames", "pipelines.training"}),
     frozenset({"pipelines.monthly"}),
     frozenset({"pipelines.flows"}),
     frozenset({"pipelines.commands"}),

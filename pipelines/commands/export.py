@@ -25,9 +25,9 @@ def register(subparsers: Any) -> None:
     plain.set_defaults(handler=run_plain, binpack=False)
     binpack = formats.add_parser(
         "binpack",
-        help="Stockfish .binpack (the .plain records as stem-only chains)",
+        help="Stockfish .binpack (the .plain records, chained as Stockfish's tools chain them)",
         description="Write the records `export plain` would write as a Stockfish .binpack: "
-        "one 32-byte stem per position, no move chains.",
+        "a 32-byte stem per position, consecutive plies of a game chained after it.",
     )
     binpack.add_argument("--labels", required=True, type=Path, help="folder of label files")
     binpack.add_argument("--out", required=True, type=Path, help="the .binpack file to write")

@@ -1,0 +1,1 @@
+"""Training files: .plain and chained .binpack records, converted, described, shuffled, mixed."""

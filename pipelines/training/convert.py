@@ -1,0 +1,26 @@
+"""`.plain` <-> `.binpack`, either direction by the files' extensions, streaming."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pipelines.training.files import read_training, training_format, write_training
+
+
+def convert(source: Path, out: Path) -> dict[str, Any]:
+    """Copy every record of `source` into `out` (format by extension); summarise."""
+    started = time.monotonic()
+    training_format(out)
+    records = write_training(read_training(source), out, str(source))
+    seconds = time.monotonic() - started
+    return {
+        "input": str(source),
+        "output": str(out),
+        "records": records,
+        "input_bytes": source.stat().st_size,
+        "output_bytes": out.stat().st_size,
+        "seconds": round(seconds, 3),
+        "records_per_second": round(records / seconds) if seconds else None,
+    }

@@ -1,0 +1,98 @@
+"""Training files by extension (.plain or .binpack): read streaming, written whole or not at all.
+
+Every format error becomes a one-line `CorruptInput` naming the file and where; a record the
+writer cannot take (an illegal move, a ply past 14 bits) names its input and its number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipelines.errors import ChesspipeError, CorruptInput
+from schemas.atomic_files import atomic_path
+from schemas.binpack import BinpackFormatError, BinpackWriter, iter_binpack
+from schemas.plain import PlainFormatError, PlainRecord, iter_records
+
+FORMATS = ("plain", "binpack")
+
+
+def training_format(path: Path) -> str:
+    """Return 'plain' or 'binpack' from a file name's extension."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise ChesspipeError(f"{path}: a training file ends in .plain or .binpack")
+    return suffix
+
+
+def read_training(path: Path) -> Iterator[PlainRecord]:
+    """Yield the records of a .plain or .binpack file, streaming."""
+    kind = training_format(path)
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
+    except OSError as exc:
+        raise ChesspipeError(f"cannot read {path}: {exc.strerror or exc}") from None
+    with handle:
+        records = (
+            iter_binpack(handle, str(path))
+            if kind == "binpack"
+            else iter_records(handle, str(path))
+        )
+        try:
+            yield from records
+        except (BinpackFormatError, PlainFormatError) as exc:
+            raise CorruptInput(str(exc)) from None
+
+
+@contextmanager
+def training_writer(path: Path) -> Iterator[Callable[[PlainRecord], None]]:
+    """Yield a function that writes one record to `path`; the file appears only if all went well."""
+    kind = training_format(path)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        if kind == "plain":
+
+            def write_plain(record: PlainRecord) -> None:
+                handle.write(record.format().encode("ascii"))
+
+            yield write_plain
+        else:
+            writer = BinpackWriter(handle)
+            yield writer.add
+            writer.close()
+
+
+def write_training(
+    records: Iterable[PlainRecord], path: Path, source: str | Callable[[int], str]
+) -> int:
+    """Write records to a .plain or .binpack file whole or not at all; return the count.
+
+    `source` names the records' origin in the error about one that cannot be written: a name
+    (the error adds "record N") or a function of N that says where the Nth record came from.
+    """
+    count = 0
+    try:
+        with training_writer(path) as write:
+            for count, record in enumerate(records, 1):  # noqa: B007 - the count is returned
+                try:
+                    write(record)
+                except ValueError as exc:
+                    where = source(count) if callable(source) else f"{source}: record {count}"
+                    raise ChesspipeError(f"{where}: {exc}") from None
+    except OSError as exc:
+        raise ChesspipeError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return count
+
+
+def count_records(path: Path) -> int:
+    """Return how many records a training file holds (a .binpack is decoded to count them)."""
+    if training_format(path) == "plain":
+        lines = 0
+        try:
+            with open(path, "rb") as handle:
+                while chunk := handle.read(1 << 20):
+                    lines += chunk.count(b"\n")
+        except OSError as exc:
+            raise ChesspipeError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return -(-lines // 6)
+    return sum(1 for _ in read_training(path))
