@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from schemas.dimensions import SPEEDS
+from schemas.speed import Speed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,12 +27,12 @@ IN_MEMORY_ROWS = 4_000_000
 _COUNT_COLUMNS = ("wins", "draws", "losses")
 
 #: Sort rank of each speed index, so that runs sort by speed name as the month's file does.
-_SPEED_RANK = np.argsort(np.argsort(np.array(SPEEDS))).astype(np.uint8)
+_SPEED_RANK = np.argsort(np.argsort(np.array([speed.value for speed in Speed]))).astype(np.uint8)
 
 
 @dataclass
 class StatsColumns:
-    """Move statistics as NumPy columns; speed is an index into SPEEDS."""
+    """Move statistics as NumPy columns; speed is a Speed's index."""
 
     key: np.ndarray
     move: np.ndarray
@@ -106,7 +106,7 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
     """Return speed indexes as an Arrow string array of their names."""
     import pyarrow as pa
 
-    names = [name.encode() for name in SPEEDS]
+    names = [speed.value.encode() for speed in Speed]
     width = max(map(len, names))
     table = np.zeros((len(names), width), dtype=np.uint8)
     for index, name in enumerate(names):
@@ -198,7 +198,7 @@ def _merge_runs_duckdb(runs: list[Path], target: Path, staging: Path) -> int:
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
-    speeds = "[" + ", ".join(f"'{s}'" for s in SPEEDS) + "]"
+    speeds = "[" + ", ".join(f"'{speed.value}'" for speed in Speed) + "]"
     files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in runs) + "]"
     source = (
         f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, "
