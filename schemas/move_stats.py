@@ -22,6 +22,3 @@ MOVE_STATS_SCHEMA = pa.schema(
         b"wins/draws/losses for the side that played the move.",
     },
 )
-
-#: Hive partition column added by readers: YYYY-MM.
-PARTITION_COLUMN = "month"

@@ -148,14 +148,6 @@ def count_game(
     return len(walked)
 
 
-def _batch_replay_available() -> bool:
-    try:
-        import rust_pgn_reader_python_binding  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class MoveCounter:
     """Counts the first plies of kept games into rows, replaying Standard games in batches."""
 
@@ -174,7 +166,7 @@ class MoveCounter:
         self.chess960 = chess960
         self.rows = MoveRows()
         self.batch_size = batch_size
-        self.batched = (not chess960 and _batch_replay_available()) if batched is None else batched
+        self.batched = not chess960 if batched is None else batched
         self._pending: list[tuple[KeptGame, list[bytes]]] = []
 
     def add(self, game: KeptGame) -> None:

@@ -8,22 +8,6 @@ from dataclasses import dataclass, field
 from schemas.dimensions import RATING_BAND_WIDTH
 from schemas.speed import Speed
 
-#: Drop reasons, in the order the filter checks them.
-REASONS = (
-    "malformed",  # no tag section
-    "oversized",  # a game longer than MAX_GAME_BYTES
-    "rating_missing",  # a rating absent or not a number ("?")
-    "rating_low",
-    "speed",  # a speed not asked for
-    "time_control",  # TimeControl absent or unreadable
-    "bot",
-    "variant",
-    "result",  # Result not 1-0, 0-1 or 1/2-1/2
-    "no_moves",
-    "illegal_move",  # SAN that is illegal, ambiguous or unparsable in its position
-    "bad_fen",
-)
-
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
 
 
@@ -71,7 +55,13 @@ class KeptGame:
 
 @dataclass
 class ScanStats:
-    """What the scanner saw: games read and kept, and dropped games by reason."""
+    """What the scanner saw: games read and kept, and dropped games by reason.
+
+    The reasons: malformed (no tag section), oversized (longer than scan.MAX_GAME_BYTES),
+    rating_missing (absent or not a number), rating_low, time_control (absent or unreadable),
+    speed (not asked for), bot, variant, result (not 1-0, 0-1 or 1/2-1/2), and, found while
+    counting, no_moves, illegal_move (illegal, ambiguous or unparsable SAN) and bad_fen.
+    """
 
     games_read: int = 0
     games_kept: int = 0
