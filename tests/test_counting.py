@@ -217,7 +217,7 @@ def busy(*args, **kwargs):
         pass
 
 counting = CountingProcess(start_method="fork", count=busy)
-counting.begin(ScanStats(), IngestSettings(), Path("."), 1000)
+counting.begin(ScanStats(), IngestSettings(), Path("."), flush_rows=1000)
 print(counting._process.pid, flush=True)
 time.sleep(60)
 """

@@ -273,18 +273,18 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_duckdb_and_in_memory_merges_write_the_same_table(
-    tmp_path: Path, games_2013: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_duckdb_and_in_memory_merges_write_the_same_table(tmp_path: Path, games_2013: Path) -> None:
     """Large months are merged by DuckDB, small ones in memory: the tables must be equal."""
-    import pipelines.ingest.runs
+    from pipelines.ingest.counting_process import IN_MEMORY_ROWS
 
     rules = GameFilter(1900, ALL_SPEEDS)
     tables = []
-    for limit in (pipelines.ingest.runs.IN_MEMORY_ROWS, 0):
-        monkeypatch.setattr(pipelines.ingest.runs, "IN_MEMORY_ROWS", limit)
+    for limit in (IN_MEMORY_ROWS, 0):
         warehouse = tmp_path / f"limit-{limit}"
-        ingest(str(games_2013), "2013-01", warehouse, IngestSettings(rules), flush_rows=3000)
+        ingest(
+            str(games_2013), "2013-01", warehouse, IngestSettings(rules),
+            flush_rows=3000, in_memory_rows=limit,
+        )  # fmt: skip
         tables.append(pq.read_table(partition_file(warehouse, "2013-01")))
     in_memory, by_duckdb = tables
     assert by_duckdb.num_rows == in_memory.num_rows > 1000

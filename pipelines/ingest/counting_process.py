@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 #: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
 FLUSH_ROWS = 2_000_000
 
+#: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
+IN_MEMORY_ROWS = 4_000_000
+
 #: Kept games sent to the counting process in one message.
 BATCH_GAMES = 256
 
@@ -114,11 +117,20 @@ class CountingProcess:
         child.close()
 
     def begin(
-        self, stats: ScanStats, settings: IngestSettings, staging: Path, flush_rows: int
+        self,
+        stats: ScanStats,
+        settings: IngestSettings,
+        staging: Path,
+        *,
+        flush_rows: int = FLUSH_ROWS,
+        in_memory_rows: int = IN_MEMORY_ROWS,
     ) -> None:
-        """Say how to count and where to write run files; kept games then count in `stats`."""
+        """Say how to count and where to write run files; kept games then count in `stats`.
+
+        `flush_rows` and `in_memory_rows` are as for count_kept and runs.merge_runs.
+        """
         self.stats = stats
-        self._send((settings, staging, flush_rows))
+        self._send((settings, staging, flush_rows, in_memory_rows))
 
     def add(self, game: KeptGame) -> None:
         """Send a kept game to be counted (in a batch)."""
@@ -229,12 +241,13 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None, count:
         from pipelines.ingest.game_filter import ScanStats
         from pipelines.ingest.runs import merge_runs
 
-        settings, staging, flush_rows = conn.recv()
+        settings, staging, flush_rows, in_memory_rows = conn.recv()
         stats = ScanStats()
         runs, tree = count(_received(conn), settings, stats, staging, flush_rows=flush_rows)
         hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         conn.send(("counted", stats, hits, misses))
-        conn.send(("written", merge_runs(runs, conn.recv(), staging)))
+        target = conn.recv()
+        conn.send(("written", merge_runs(runs, target, staging, in_memory_rows=in_memory_rows)))
     except (EOFError, BrokenPipeError):
         return  # the parent went away
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent

@@ -146,4 +146,7 @@ def count_units(
             own_pool.shutdown(cancel_futures=True)
     while hash_source and opened.reader.read(4 << 20):
         pass
-    return Counted(hits, misses, partial(merge_runs, sorted(runs), staging=job.staging))
+    write = partial(
+        merge_runs, sorted(runs), staging=job.staging, in_memory_rows=job.in_memory_rows
+    )
+    return Counted(hits, misses, write)

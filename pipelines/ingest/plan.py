@@ -57,7 +57,10 @@ class Job:
     settings: IngestSettings
     #: The run's private folder for run files.
     staging: Path
+    #: Rows counted in memory before a run file is written.
     flush_rows: int
+    #: Most rows of runs merged in memory; more are merged by DuckDB.
+    in_memory_rows: int
     progress: ProgressCallback | None
     #: time.monotonic() when the run started, for progress reports and timings.
     started: float

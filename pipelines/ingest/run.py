@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.files import file_sha256
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.counting_process import FLUSH_ROWS, CountingProcess, count_games
+from pipelines.ingest.counting_process import (
+    FLUSH_ROWS,
+    IN_MEMORY_ROWS,
+    CountingProcess,
+    count_games,
+)
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts
@@ -48,6 +53,7 @@ def ingest(
     executor: Executor | None = None,
     counting: CountingProcess | None = None,
     flush_rows: int = FLUSH_ROWS,
+    in_memory_rows: int = IN_MEMORY_ROWS,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     start_method: StartMethod | None = None,
 ) -> IngestManifest:
@@ -66,6 +72,7 @@ def ingest(
     started beforehand (it is closed here in any case).
 
     Tuning: `flush_rows`, rows counted in memory before a run file is written;
+    `in_memory_rows`, the most rows of run files merged in memory (more are merged by DuckDB);
     `parallel_min_bytes`, the smallest file split among worker processes; `start_method`, how
     helper processes start (default: forked when this process has a single thread).
     """
@@ -87,8 +94,8 @@ def ingest(
             remove_stale_files(warehouse, month)
             staging = staging_dir(warehouse, month)
             job = Job(
-                source, month, warehouse, settings, staging, flush_rows, progress, started,
-                keep_partial,
+                source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
+                progress, started, keep_partial,
             )  # fmt: skip
             try:
                 with (
@@ -180,7 +187,13 @@ def _count_in_order(
     With `inline`, the text is decompressed in this thread, not read ahead in another.
     """
     if counting is not None:
-        counting.begin(stats, job.settings, job.staging, job.flush_rows)
+        counting.begin(
+            stats,
+            job.settings,
+            job.staging,
+            flush_rows=job.flush_rows,
+            in_memory_rows=job.in_memory_rows,
+        )
     reader = opened.reader
     ahead = ReadAhead(
         decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
@@ -201,7 +214,7 @@ def _count_in_order(
     def write(target: Path) -> int:
         from pipelines.ingest.runs import merge_runs
 
-        return merge_runs(runs, target, job.staging)
+        return merge_runs(runs, target, job.staging, in_memory_rows=job.in_memory_rows)
 
     return Counted(hits, misses, write, errors[0] if errors else None)
 

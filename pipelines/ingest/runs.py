@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
     from pipelines.ingest.counting import MoveRows
 
-#: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
-IN_MEMORY_ROWS = 4_000_000
-
 #: The summed columns.
 _COUNT_COLUMNS = ("wins", "draws", "losses")
 
@@ -173,9 +170,12 @@ def write_month(columns: StatsColumns, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
 
 
-def merge_runs(runs: list[Path], target: Path, staging: Path) -> int:
-    """Sum run files into one sorted month file at target; return its row count."""
-    if run_rows(runs) <= IN_MEMORY_ROWS:
+def merge_runs(runs: list[Path], target: Path, staging: Path, *, in_memory_rows: int) -> int:
+    """Sum run files into one sorted month file at target; return its row count.
+
+    Runs of at most `in_memory_rows` rows in all are merged in memory, larger ones by DuckDB.
+    """
+    if run_rows(runs) <= in_memory_rows:
         parts = [read_run(path) for path in runs]
         merged = StatsColumns(
             *(
