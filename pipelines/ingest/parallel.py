@@ -21,7 +21,6 @@ from pipelines.ingest.processes import (
     forking_parent,
     process_context,
 )
-from pipelines.ingest.runs import merge_runs
 from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
@@ -110,6 +109,8 @@ def count_units(
             pending[future] = sum(frames[i].size for i in unit)
         # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
         import pyarrow.parquet  # noqa: F401
+
+        from pipelines.ingest.runs import merge_runs
 
         hashed_everything = not hash_source
         try:

@@ -39,6 +39,6 @@ class IngestSettings:
             data["min_rating"],
             frozenset(data["speeds"]),
             data["allow_bots"],
-            data.get("variant", GameFilter.variant),  # recorded since Chess960 came
+            data["variant"],
         )
         return cls(rules, data["plies"])
