@@ -26,7 +26,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS  # noqa: E402
+from schemas.move_stats import MOVE_STATS_SCHEMA  # noqa: E402
+from schemas.speed import Speed  # noqa: E402
 
 
 def month_of_rows(rows: int, seed: int) -> pa.Table:
@@ -48,7 +49,7 @@ def month_of_rows(rows: int, seed: int) -> pa.Table:
     wins = (games * rng.uniform(0.2, 0.6, len(row_move))).astype(np.uint64)
     draws = ((games - wins) * rng.uniform(0.0, 0.4, len(row_move))).astype(np.uint64)
     losses = games - wins - draws
-    speed = np.array(SPEEDS)[rng.integers(2, 6, len(row_move))]
+    speed = np.array([speed.value for speed in Speed])[rng.integers(2, 6, len(row_move))]
     band = (rng.integers(22, 30, len(row_move)) * 100).astype(np.uint16)
     table = pa.table(
         {

@@ -98,9 +98,9 @@ def bench_games(path: Path, tables: TableSet) -> None:
     """From-games scanning with the capture count first, against replaying every kept game."""
     from pipelines.endgames.from_games import GameScan, game_positions
     from pipelines.ingest.game_filter import GameFilter
-    from schemas.move_stats import SPEEDS
+    from schemas.speed import Speed
 
-    rules = GameFilter(min_rating=0, speeds=frozenset(SPEEDS))
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
     print(f"games: {path.name}")
     for label, needed in (("capture count first", None), ("replay every game", 0)):
         scan = GameScan()

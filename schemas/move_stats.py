@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
-
-__all__ = ["MOVE_STATS_SCHEMA", "PARTITION_COLUMN", "RATING_BAND_WIDTH", "SPEEDS"]
-
 #: One row per (key, move, speed, rating band) in a month; results from the mover's view.
 MOVE_STATS_SCHEMA = pa.schema(
     [
@@ -26,6 +22,3 @@ MOVE_STATS_SCHEMA = pa.schema(
         b"wins/draws/losses for the side that played the move.",
     },
 )
-
-#: Hive partition column added by readers: YYYY-MM.
-PARTITION_COLUMN = "month"

@@ -12,13 +12,15 @@ import zstandard
 
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.manifest import IngestManifest
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import manifest_path, partition_dir, partition_file
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.conftest import run_cli
 from tests.recount import read_text
 
-ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
 
 def game(moves: str = "1. e4 e5 2. Nf3 Nc6 1-0", result: str = "1-0", **tags: str) -> bytes:
@@ -37,10 +39,10 @@ def game(moves: str = "1. e4 e5 2. Nf3 Nc6 1-0", result: str = "1-0", **tags: st
     return f"{header}\n\n{moves}\n\n".encode()
 
 
-def run(tmp_path: Path, data: bytes, name: str = "in.pgn", **kwargs: object) -> dict:
+def run(tmp_path: Path, data: bytes, name: str = "in.pgn", **kwargs: object) -> IngestManifest:
     source = tmp_path / name
     source.write_bytes(data)
-    return ingest(str(source), "2024-01", tmp_path / "wh", ANY, **kwargs)  # type: ignore[arg-type]
+    return ingest(str(source), "2024-01", tmp_path / "wh", IngestSettings(ANY), **kwargs)  # type: ignore[arg-type]
 
 
 def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
@@ -62,9 +64,9 @@ def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
         ]
     )
     manifest = run(tmp_path, data)
-    assert manifest["games_read"] == 13
-    assert manifest["games_kept"] == 4  # two good, the latin-1 name, the unclosed comment's d4
-    assert manifest["games_dropped"] == {
+    assert manifest.games_read == 13
+    assert manifest.games_kept == 4  # two good, the latin-1 name, the unclosed comment's d4
+    assert manifest.games_dropped == {
         "rating_missing": 2,
         "illegal_move": 2,
         "no_moves": 1,
@@ -77,9 +79,9 @@ def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
 def test_huge_game_is_dropped_and_the_rest_counted(tmp_path: Path) -> None:
     huge = game(moves="1. e4 " + "{ " + "x" * (5 << 20) + " } e5 1-0")
     manifest = run(tmp_path, game() + huge + game())
-    assert manifest["games_dropped"] == {"oversized": 1}
-    assert manifest["games_kept"] == 2
-    assert manifest["games_read"] == 3
+    assert manifest.games_dropped == {"oversized": 1}
+    assert manifest.games_kept == 2
+    assert manifest.games_read == 3
 
 
 def zst(data: bytes) -> bytes:
@@ -112,10 +114,12 @@ def test_truncated_zstd_with_keep_partial(tmp_path: Path, games_2021: Path) -> N
     data = games_2021.read_bytes()
     source = tmp_path / "cut.pgn.zst"
     source.write_bytes(data[: len(data) // 2])
-    manifest = ingest(str(source), "2021-10", tmp_path / "wh", ANY, keep_partial=True)
-    assert manifest["partial"] is True
-    assert "truncated" in manifest["error"]
-    assert 0 < manifest["games_read"] < 999
+    manifest = ingest(
+        str(source), "2021-10", tmp_path / "wh", IngestSettings(ANY), keep_partial=True
+    )
+    assert manifest.partial is True
+    assert "truncated" in manifest.error
+    assert 0 < manifest.games_read < 999
     assert partition_file(tmp_path / "wh", "2021-10").exists()
 
 
@@ -125,34 +129,34 @@ def test_garbage_inside_zstd_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_failed_run_keeps_the_previous_partition(tmp_path: Path, games_2021: Path) -> None:
-    good = ingest(str(games_2021), "2021-10", tmp_path, ANY)
+    good = ingest(str(games_2021), "2021-10", tmp_path, IngestSettings(ANY))
     before = partition_file(tmp_path, "2021-10").read_bytes()
     cut = tmp_path / "cut.pgn.zst"
     cut.write_bytes(games_2021.read_bytes()[:50000])
     with pytest.raises(CorruptInput):
-        ingest(str(cut), "2021-10", tmp_path, ANY)
+        ingest(str(cut), "2021-10", tmp_path, IngestSettings(ANY))
     assert partition_file(tmp_path, "2021-10").read_bytes() == before
-    assert manifest_path(tmp_path, "2021-10").read_text().count(good["source_sha256"]) == 1
+    assert manifest_path(tmp_path, "2021-10").read_text().count(good.source_sha256) == 1
     assert not list((tmp_path / ".staging").iterdir())
 
 
 def test_plain_garbage_is_read_as_games_that_fail(tmp_path: Path) -> None:
     manifest = run(tmp_path, bytes(range(256)) * 50 + b"\n\n" + game())
-    assert manifest["games_kept"] == 1
-    assert manifest["games_read"] == 2
-    assert manifest["games_dropped"] == {"malformed": 1}
+    assert manifest.games_kept == 1
+    assert manifest.games_read == 2
+    assert manifest.games_dropped == {"malformed": 1}
 
 
 def test_crlf_and_bom_and_no_trailing_newline(tmp_path: Path) -> None:
     text = (b"\xef\xbb\xbf" + game() + game()).replace(b"\n", b"\r\n").rstrip()
     manifest = run(tmp_path, text)
-    assert manifest["games_kept"] == 2
+    assert manifest.games_kept == 2
 
 
 def test_empty_input_publishes_an_empty_month(tmp_path: Path) -> None:
     manifest = run(tmp_path, b"")
-    assert manifest["games_read"] == 0
-    assert manifest["rows"] == 0
+    assert manifest.games_read == 0
+    assert manifest.rows == 0
 
 
 def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
@@ -205,7 +209,7 @@ def test_a_killed_run_leaves_its_month_unlocked_though_its_helper_lives(tmp_path
 def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     import chess.pgn
 
-    manifest = ingest(str(odd_cases), "2013-01", tmp_path, ANY)
+    manifest = ingest(str(odd_cases), "2013-01", tmp_path, IngestSettings(ANY))
     stream = io.StringIO(read_text(odd_cases))
     unrated = total = 0
     while (headers := chess.pgn.read_headers(stream)) is not None:
@@ -213,10 +217,10 @@ def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
         unrated += not (
             headers.get("WhiteElo", "").isdigit() and headers.get("BlackElo", "").isdigit()
         )
-    assert manifest["games_read"] == total == 95
-    assert manifest["games_dropped"]["rating_missing"] == unrated
-    assert manifest["games_dropped"]["no_moves"] == 13  # 11 abandoned + 2 others (SOURCE.md)
-    assert manifest["games_kept"] == total - unrated - 13
+    assert manifest.games_read == total == 95
+    assert manifest.games_dropped["rating_missing"] == unrated
+    assert manifest.games_dropped["no_moves"] == 13  # 11 abandoned + 2 others (SOURCE.md)
+    assert manifest.games_kept == total - unrated - 13
 
 
 @pytest.mark.parametrize("depth", [3, 0])  # 0: no thread, each chunk made when asked for

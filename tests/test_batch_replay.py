@@ -16,7 +16,7 @@ from pipelines.ingest.counting import IllegalMove, MoveCounter, OpeningTree
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats
 from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.scan import kept_games, split_games
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.random_moves import random_move
 from tests.recount import read_text
 
@@ -54,7 +54,7 @@ def test_every_real_game_agrees(name: str) -> None:
     games = list(
         kept_games(
             split_games([read_text(path).encode()], stats),
-            GameFilter(0, frozenset(SPEEDS), True),
+            GameFilter(0, frozenset(Speed), True),
             stats,
         )
     )
@@ -128,7 +128,7 @@ def test_mangled_games_are_rejected_exactly_when_python_chess_rejects(
     tokens = random_game_tokens(rng, 40)
     tokens = tokens[:cut] + [junk] + tokens[cut + 1 :]
     stats = ScanStats()
-    game = KeptGame(2300, 2300, "blitz", 2, None, b" ".join(tokens))
+    game = KeptGame(2300, 2300, Speed.BLITZ, 2, None, b" ".join(tokens))
     batched = MoveCounter(20, stats, batched=True)
     batched.add(game)
     batched.flush()
@@ -176,7 +176,7 @@ def test_counter_batches_equal_one_by_one(games_2021: Path) -> None:
     games = list(
         kept_games(
             split_games([read_text(games_2021).encode()], stats),
-            GameFilter(0, frozenset(SPEEDS), True),
+            GameFilter(0, frozenset(Speed), True),
             stats,
         )
     )

@@ -20,13 +20,15 @@ from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
-from schemas.move_stats import MOVE_STATS_SCHEMA, SPEEDS
+from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.polyglot import read_entries
+from schemas.speed import Speed
 from tests.conftest import need_program, run_cli
 from tests.recount import pgn_extract_elo, read_text
 
-ALL = frozenset(SPEEDS)
+ALL = frozenset(Speed)
 
 
 def entry_set(path: Path) -> set[tuple[int, int, int]]:
@@ -81,7 +83,9 @@ def test_book_equals_polyglot_make_book(
     settings: list[tuple[int, float]],
 ) -> None:
     source: Path = request.getfixturevalue(fixture)
-    ingest(str(source), "2020-01", tmp_path, GameFilter(rating, ALL, allow_bots=True))
+    ingest(
+        str(source), "2020-01", tmp_path, IngestSettings(GameFilter(rating, ALL, allow_bots=True))
+    )
     table = pq.read_table(partition_file(tmp_path, "2020-01"))
     top = (
         table.group_by(["key", "move"])
@@ -103,7 +107,7 @@ def test_python_chess_reads_every_entry(tmp_path: Path, games_2021: Path) -> Non
     """Replaying the games with python-chess, its book reader finds exactly our entries."""
     import io
 
-    ingest(str(games_2021), "2021-10", tmp_path, GameFilter(0, ALL, True))
+    ingest(str(games_2021), "2021-10", tmp_path, IngestSettings(GameFilter(0, ALL, True)))
     book = tmp_path / "b.bin"
     build_book(tmp_path, "2021-10", book, BookSettings(2, 0.3))
     expected = {
@@ -219,11 +223,16 @@ def test_month_range_sums_months(tmp_path: Path) -> None:
 
 def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_2021: Path) -> None:
     """Book filters on stored dimensions give the book of a narrower ingest."""
-    ingest(str(games_2021), "2021-10", tmp_path / "all", GameFilter(0, ALL, True))
+    ingest(str(games_2021), "2021-10", tmp_path / "all", IngestSettings(GameFilter(0, ALL, True)))
     ingest(
-        str(games_2021), "2021-10", tmp_path / "blitz", GameFilter(0, frozenset({"blitz"}), True)
+        str(games_2021),
+        "2021-10",
+        tmp_path / "blitz",
+        IngestSettings(GameFilter(0, frozenset({"blitz"}), True)),
     )
-    ingest(str(games_2021), "2021-10", tmp_path / "strong", GameFilter(2000, ALL, True))
+    ingest(
+        str(games_2021), "2021-10", tmp_path / "strong", IngestSettings(GameFilter(2000, ALL, True))
+    )
     blitz = book_entries(tmp_path / "all", BookSettings(2, 0.0, speeds=("blitz",)))
     strong = book_entries(tmp_path / "all", BookSettings(2, 0.0, min_band=2000))
     assert blitz == book_entries(tmp_path / "blitz", BookSettings(2, 0.0))
@@ -272,8 +281,10 @@ def chess960_games(count: int, seed: int) -> str:
 def test_chess960_book(tmp_path: Path) -> None:
     pgn = tmp_path / "c960.pgn"
     pgn.write_text(chess960_games(150, seed=5))
-    manifest = ingest(str(pgn), "2024-01", tmp_path, GameFilter(2200, ALL, False, "chess960"))
-    assert manifest["games_kept"] == 150
+    manifest = ingest(
+        str(pgn), "2024-01", tmp_path, IngestSettings(GameFilter(2200, ALL, False, "chess960"))
+    )
+    assert manifest.games_kept == 150
     out = tmp_path / "c960.bin"
     build_book(tmp_path, "2024-01", out, BookSettings(1, 0.0))
     # The truth: python-chess replays every game and its book reader decodes the moves.

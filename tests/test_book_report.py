@@ -22,8 +22,9 @@ from pipelines.books.build import BookSettings, build_book
 from pipelines.books.report import book_summary_markdown, column_chart_svg, coverage, render_report
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
-from schemas.move_stats import SPEEDS
+from pipelines.ingest.settings import IngestSettings
 from schemas.polyglot import ENTRY_DTYPE, Book, encode_move, polyglot_key, write_entries
+from schemas.speed import Speed
 from tests.conftest import GAMES_2021, need, need_program, run_cli
 
 BAR_RGB = (0x3B, 0x6E, 0xA8)
@@ -202,8 +203,8 @@ def own_book(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, dict
     """A book the project builds from the real 2021-10 games: (path, ingest, book manifests)."""
     games = need(GAMES_2021, "real Lichess games (2021-10 sample)")
     root = tmp_path_factory.mktemp("own-book")
-    rules = GameFilter(min_rating=0, speeds=frozenset(SPEEDS))
-    ingested = ingest(str(games), "2021-10", root / "warehouse", rules)
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
+    ingested = ingest(str(games), "2021-10", root / "warehouse", IngestSettings(rules))
     built = build_book(root / "warehouse", "2021-10", root / "own.bin", BookSettings(min_games=3))
     return root / "own.bin", ingested, built
 
@@ -385,8 +386,8 @@ def test_chromium_renders_the_report(any_book: Path, tmp_path: Path) -> None:
 
 def test_summary_markdown(own_book: tuple[Path, dict, dict]) -> None:
     path, ingested, built = own_book
-    text = book_summary_markdown(path, {**built, "ingest": [ingested]})
-    assert f"- games kept: {ingested['games_kept']:,}" in text
+    text = book_summary_markdown(path, {**built, "ingest": [ingested.to_json()]})
+    assert f"- games kept: {ingested.games_kept:,}" in text
     assert f"- entries: {built['entries']:,}" in text
     assert f"- positions: {built['positions']:,}" in text
     assert f"- size: {path.stat().st_size:,} bytes" in text

@@ -10,15 +10,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.counting_process import CountingProcess
+from pipelines.ingest.counting_process import CountingProcess, CountKept
 from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.plan import PARALLEL_MIN_BYTES
+from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
 from pipelines.warehouse.layout import partition_file
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.recount import read_text
 
-ANY = GameFilter(1500, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(1500, frozenset(Speed), allow_bots=True)
+EVERY = IngestSettings(ANY)
 SAME = ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256")
 
 
@@ -46,20 +50,18 @@ def test_counting_process_equals_counting_here(
     tmp_path: Path,
     games_2021: Path,
     odd_cases: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    start: str,
+    start: StartMethod,
 ) -> None:
-    monkeypatch.setattr("pipelines.ingest.processes.start_method", lambda: start)
     # Real games, and odd ones: illegal moves, FEN starts, games without moves.
     text = read_text(games_2021) + "\n\n" + odd_cases.read_text() + "\n\n" + ODD
     source = tmp_path / "games.pgn"
     source.write_text(text)
-    here = ingest(str(source), "2020-01", tmp_path / "here", ANY, workers=1)
-    there = ingest(str(source), "2020-01", tmp_path / "there", ANY, workers=2)
+    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, workers=1)
+    there = ingest(str(source), "2020-01", tmp_path / "there", EVERY, workers=2, start_method=start)
     for key in SAME:
-        assert here[key] == there[key], key
-    assert here["games_dropped"]["illegal_move"] == 2 and here["games_kept"] > 600
-    assert here["opening_tree"]["misses"] > 0
+        assert getattr(here, key) == getattr(there, key), key
+    assert here.games_dropped["illegal_move"] == 2 and here.games_kept > 600
+    assert here.opening_tree.misses > 0
     assert table(tmp_path / "here") == table(tmp_path / "there")
     assert no_children_left()
 
@@ -70,42 +72,46 @@ def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
     bad = game("1. e4", '[Variant "Chess960"]', '[SetUp "1"]', '[FEN "not a position"]')
     source = tmp_path / "c960.pgn"
     source.write_text(chess960_games(80, seed=7) + "\n\n" + bad)
-    rules = GameFilter(2200, frozenset(SPEEDS), False, "chess960")
+    rules = IngestSettings(GameFilter(2200, frozenset(Speed), False, "chess960"))
     here = ingest(str(source), "2020-01", tmp_path / "here", rules, workers=1)
     there = ingest(str(source), "2020-01", tmp_path / "there", rules, workers=2)
     for key in SAME:
-        assert here[key] == there[key], key
-    assert here["games_kept"] == 80 and here["games_dropped"] == {"bad_fen": 1}
+        assert getattr(here, key) == getattr(there, key), key
+    assert here.games_kept == 80 and here.games_dropped == {"bad_fen": 1}
     assert table(tmp_path / "here") == table(tmp_path / "there")
 
 
 def test_flushed_runs_are_merged_by_the_counting_process(tmp_path: Path, games_2021: Path) -> None:
-    one = ingest(str(games_2021), "2020-01", tmp_path / "one", ANY, workers=1)
-    runs = ingest(str(games_2021), "2020-01", tmp_path / "runs", ANY, workers=2, flush_rows=500)
-    assert one["rows"] == runs["rows"] > 500
+    one = ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1)
+    runs = ingest(str(games_2021), "2020-01", tmp_path / "runs", EVERY, workers=2, flush_rows=500)
+    assert one.rows == runs.rows > 500
     assert table(tmp_path / "one") == table(tmp_path / "runs")
 
 
 def test_a_process_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path) -> None:
     early = CountingProcess()
-    got = ingest(str(games_2021), "2020-01", tmp_path / "early", ANY, workers=2, counting=early)
-    want = ingest(str(games_2021), "2020-01", tmp_path / "here", ANY, workers=1)
-    assert got["rows"] == want["rows"] and table(tmp_path / "early") == table(tmp_path / "here")
+    got = ingest(str(games_2021), "2020-01", tmp_path / "early", EVERY, workers=2, counting=early)
+    want = ingest(str(games_2021), "2020-01", tmp_path / "here", EVERY, workers=1)
+    assert got.rows == want.rows and table(tmp_path / "early") == table(tmp_path / "here")
     # One worker counts here: the process handed over is closed, not left running.
     unused = CountingProcess()
-    ingest(str(games_2021), "2020-01", tmp_path / "one", ANY, workers=1, counting=unused)
+    ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1, counting=unused)
     assert no_children_left()
     # A bad argument fails before anything starts: the process is closed too.
-    with pytest.raises(ChesspipeError, match="plies"):
-        ingest(str(games_2021), "2020-01", tmp_path / "x", ANY, plies=0, counting=CountingProcess())
+    with pytest.raises(ChesspipeError, match="month"):
+        ingest(str(games_2021), "2020-13", tmp_path / "x", EVERY, counting=CountingProcess())
     assert no_children_left()
+    with pytest.raises(ValueError, match="plies"):
+        IngestSettings(ANY, plies=0)
 
 
 def test_progress_counts_kept_games_as_they_are_sent(tmp_path: Path, games_2021: Path) -> None:
     reports: list[Progress] = []
-    manifest = ingest(str(games_2021), "2020-01", tmp_path, ANY, workers=2, progress=reports.append)
-    assert reports[-1].games_kept == manifest["games_kept"]
-    assert reports[-1].games_read == manifest["games_read"]
+    manifest = ingest(
+        str(games_2021), "2020-01", tmp_path, EVERY, workers=2, progress=reports.append
+    )
+    assert reports[-1].games_kept == manifest.games_kept
+    assert reports[-1].games_read == manifest.games_read
 
 
 def _fail_in_child(*args: object, **kwargs: object) -> None:
@@ -131,17 +137,13 @@ def _disk_full_in_child(*args: object, **kwargs: object) -> None:
 def test_a_failure_in_the_counting_process_publishes_nothing(
     tmp_path: Path,
     games_2021: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    replacement: object,
+    replacement: CountKept,
     error: type[Exception],
     message: str,
 ) -> None:
-    monkeypatch.setattr(
-        "pipelines.ingest.processes.start_method", lambda: "fork"
-    )  # inherits the patch
-    monkeypatch.setattr("pipelines.ingest.counting_process.count_kept", replacement)
+    counting = CountingProcess(count=replacement)
     with pytest.raises(error, match=message) as raised:
-        ingest(str(games_2021), "2020-01", tmp_path, ANY, workers=2)
+        ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, counting=counting)
     if error is not ChesspipeError:  # the child's traceback comes along
         assert "in the counting process" in "".join(raised.value.__notes__)
     assert not partition_file(tmp_path, "2020-01").exists()
@@ -157,58 +159,65 @@ def test_a_failure_while_scanning_stops_the_counting_process(tmp_path: Path) -> 
     source = tmp_path / "cut.pgn.zst"
     source.write_bytes(zstandard.ZstdCompressor().compress(text)[:-100])  # truncated
     with pytest.raises(ChesspipeError, match="truncated"):
-        ingest(str(source), "2020-01", tmp_path / "wh", ANY, workers=2)
+        ingest(str(source), "2020-01", tmp_path / "wh", EVERY, workers=2)
     assert not partition_file(tmp_path / "wh", "2020-01").exists()
     assert no_children_left()
 
 
-def _ingest_rows(source: str, warehouse: Path, replies: multiprocessing.Queue[object]) -> None:
+def _ingest_rows(
+    source: str, warehouse: Path, parallel_min_bytes: int, replies: multiprocessing.Queue[object]
+) -> None:
     try:
-        manifest = ingest(source, "2020-01", warehouse, ANY, workers=2)
-        replies.put((manifest["rows"], manifest["workers"]))
+        manifest = ingest(
+            source, "2020-01", warehouse, EVERY, workers=2, parallel_min_bytes=parallel_min_bytes
+        )
+        replies.put((manifest.rows, manifest.workers))
     except BaseException as exc:  # noqa: BLE001 - reported to the test
         replies.put(repr(exc))
 
 
 @pytest.mark.parametrize("framed", [False, True])
 def test_a_daemonic_process_ingests_on_its_own(
-    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch, framed: bool
+    tmp_path: Path, games_2021: Path, framed: bool
 ) -> None:
     # A Dask worker's process is daemonic: it may start neither the counting process nor
     # worker processes (a pzstd-framed file would otherwise be split among workers).
     source = games_2021
+    parallel_min_bytes = PARALLEL_MIN_BYTES
     if framed:
         from pipelines.ingest.frames import write_framed_zstd
 
         source = tmp_path / "framed.pgn.zst"
         write_framed_zstd(source, read_text(games_2021).encode(), frame_size=50_000, level=1)
-        monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
-    context = multiprocessing.get_context("fork")  # the daemon inherits the patch
+        parallel_min_bytes = 0  # split whatever its size, but for the daemon
+    context = multiprocessing.get_context("fork")
     replies = context.Queue()
     daemon = context.Process(
-        target=_ingest_rows, args=(str(source), tmp_path / "d", replies), daemon=True
+        target=_ingest_rows,
+        args=(str(source), tmp_path / "d", parallel_min_bytes, replies),
+        daemon=True,
     )
     daemon.start()
     got = replies.get(timeout=120)
     daemon.join()
-    here = ingest(str(source), "2020-01", tmp_path / "here", ANY, workers=1)
-    assert got == (here["rows"], 1)
+    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, workers=1)
+    assert got == (here.rows, 1)
     assert table(tmp_path / "d") == table(tmp_path / "here")
 
 
 BUSY_CHILD = """
 import os, time
 from pathlib import Path
-import pipelines.ingest.counting_process
+from pipelines.ingest.counting_process import CountingProcess
 from pipelines.ingest.scan import ScanStats
+from pipelines.ingest.settings import IngestSettings
 
 def busy(*args, **kwargs):
     while True:  # deaf to the pipe: only the kernel can tell it that its parent died
         pass
 
-pipelines.ingest.counting_process.count_kept = busy
-counting = pipelines.ingest.counting_process.CountingProcess()
-counting.begin(ScanStats(), 20, False, Path("."), 1000)
+counting = CountingProcess(start_method="fork", count=busy)
+counting.begin(ScanStats(), IngestSettings(), Path("."), flush_rows=1000)
 print(counting._process.pid, flush=True)
 time.sleep(60)
 """

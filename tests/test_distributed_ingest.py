@@ -11,14 +11,15 @@ from pipelines.errors import ChesspipeError
 from pipelines.ingest.frames import write_framed_zstd
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.loopback_http import LoopbackServer
 from tests.recount import read_text
 
 distributed = pytest.importorskip("distributed")
 
-ANY = GameFilter(1500, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(1500, frozenset(Speed), allow_bots=True)
 COMPARED = ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows")
 
 
@@ -36,7 +37,7 @@ def test_month_over_dask_equals_one_process(
         frame_size=300_000,
         level=1,
     )
-    single = ingest(str(dump), "2020-01", tmp_path / "single", ANY, workers=1)
+    single = ingest(str(dump), "2020-01", tmp_path / "single", IngestSettings(ANY), workers=1)
     with (
         LoopbackServer() as server,
         distributed.LocalCluster(
@@ -49,9 +50,15 @@ def test_month_over_dask_equals_one_process(
         distributed.Client(cluster) as client,
     ):
         url = server.add("/month.pgn.zst", dump.read_bytes())
-        over_http = ingest(url, "2020-01", tmp_path / "http", ANY, executor=client.get_executor())
+        over_http = ingest(
+            url, "2020-01", tmp_path / "http", IngestSettings(ANY), executor=client.get_executor()
+        )
         from_file = ingest(
-            str(dump), "2020-01", tmp_path / "file", ANY, executor=client.get_executor()
+            str(dump),
+            "2020-01",
+            tmp_path / "file",
+            IngestSettings(ANY),
+            executor=client.get_executor(),
         )
         ranges = [r for _, path, r in server.requests if path == "/month.pgn.zst" and r]
         with pytest.raises(ChesspipeError, match="cannot be checksummed"):
@@ -59,15 +66,15 @@ def test_month_over_dask_equals_one_process(
                 url,
                 "2020-01",
                 tmp_path / "x",
-                ANY,
+                IngestSettings(ANY),
                 executor=client.get_executor(),
                 expected_sha256="0" * 64,
             )
     for name in COMPARED:
-        assert single[name] == over_http[name] == from_file[name], name
+        assert getattr(single, name) == getattr(over_http, name) == getattr(from_file, name), name
     assert table(tmp_path / "single") == table(tmp_path / "http") == table(tmp_path / "file")
-    assert over_http["workers"] == from_file["workers"] == "executor"
-    assert over_http["source_sha256"] is None  # read by ranges, never whole
-    assert from_file["source_sha256"] == single["source_sha256"]
+    assert over_http.workers == from_file.workers == "executor"
+    assert over_http.source_sha256 is None  # read by ranges, never whole
+    assert from_file.source_sha256 == single.source_sha256
     assert ranges and all("-" in r and not r.endswith("-") for r in ranges)  # closed byte ranges
-    assert single["games_read"] == 999 + 25611
+    assert single.games_read == 999 + 25611

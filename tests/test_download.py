@@ -11,6 +11,7 @@ import pytest
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.http import (
     HttpStream,
     cache_paths,
@@ -151,17 +152,22 @@ def test_checksum_list() -> None:
 def test_ingest_verifies_before_publishing(tmp_path: Path, games_2021: Path) -> None:
     data = games_2021.read_bytes()
     rules = GameFilter(min_rating=0)
-    reference = ingest(str(games_2021), "2021-10", tmp_path / "ref", rules)
+    reference = ingest(str(games_2021), "2021-10", tmp_path / "ref", IngestSettings(rules))
     with LoopbackServer() as server:
         good = server.add_dump("/good", NAME, data, drops=[123_456])
         bad = server.add_dump("/bad", NAME, data, digest="f" * 64)
         digest = published_sha256(good, **FAST)
         manifest = ingest(
-            good, "2021-10", tmp_path / "wh", rules, expected_sha256=digest, http_options=FAST
+            good,
+            "2021-10",
+            tmp_path / "wh",
+            IngestSettings(rules),
+            expected_sha256=digest,
+            http_options=FAST,
         )
-        assert manifest["source_sha256_verified"] is True
-        assert manifest["source_sha256"] == reference["source_sha256"]
-        assert manifest["games_kept"] == reference["games_kept"]
+        assert manifest.source_sha256_verified is True
+        assert manifest.source_sha256 == reference.source_sha256
+        assert manifest.games_kept == reference.games_kept
         assert pq.read_table(partition_file(tmp_path / "wh", "2021-10")).equals(
             pq.read_table(partition_file(tmp_path / "ref", "2021-10"))
         )
@@ -170,7 +176,7 @@ def test_ingest_verifies_before_publishing(tmp_path: Path, games_2021: Path) -> 
                 bad,
                 "2021-10",
                 tmp_path / "bad",
-                rules,
+                IngestSettings(rules),
                 expected_sha256=published_sha256(bad, **FAST),
                 http_options=FAST,
             )

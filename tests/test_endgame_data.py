@@ -14,7 +14,6 @@ import pytest
 import zstandard
 
 from pipelines.endgames.probing import dtz_to_wdl
-from pipelines.ingest.game_filter import speed_of
 from schemas.binpack import (
     BinpackFormatError,
     pack_move,
@@ -29,6 +28,7 @@ from schemas.binpack import (
 )
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
+from schemas.speed import Speed
 from tests.conftest import run_cli
 
 
@@ -232,7 +232,7 @@ def recount_game_positions(path: Path, largest: int) -> dict[str, tuple]:
         elos = (h.get("WhiteElo", ""), h.get("BlackElo", ""))
         if not all(e.isdigit() for e in elos):
             continue
-        if speed_of(h.get("TimeControl", "").encode()) not in (
+        if Speed.from_time_control(h.get("TimeControl", "").encode()) not in (
             "blitz",
             "rapid",
             "classical",

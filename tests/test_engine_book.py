@@ -14,7 +14,8 @@ import pytest
 from pipelines.books.build import BookSettings, build_book
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
-from schemas.move_stats import SPEEDS
+from pipelines.ingest.settings import IngestSettings
+from schemas.speed import Speed
 from tests.engine_support import raw_engine, uci_engine
 
 #: Draws per test position, and the allowed deviation of each move's share in standard errors.
@@ -29,8 +30,8 @@ def own_book(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     games = need(GAMES_2021, "real Lichess games (2021-10 sample)")
     work = tmp_path_factory.mktemp("own-book")
-    rules = GameFilter(min_rating=0, speeds=frozenset(SPEEDS))
-    ingest(str(games), "2021-10", work / "warehouse", rules)
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
+    ingest(str(games), "2021-10", work / "warehouse", IngestSettings(rules))
     out = work / "book.bin"
     build_book(work / "warehouse", "2021-10", out, BookSettings(min_games=3))
     return out

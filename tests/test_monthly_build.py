@@ -23,6 +23,7 @@ from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import (
     DownloadOptions,
     MonthSettings,
@@ -74,7 +75,7 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
     assert json.loads(manifest_file.read_text()) == manifest
 
     # The same as running ingest and book build by hand.
-    ingest(str(games_2021), "2021-10", tmp_path / "ref", SETTINGS.rules)
+    ingest(str(games_2021), "2021-10", tmp_path / "ref", IngestSettings(SETTINGS.rules))
     reference = build_book(tmp_path / "ref", ["2021-10"], tmp_path / "ref.bin", SETTINGS.book)
     assert book.read_bytes() == (tmp_path / "ref.bin").read_bytes()
     assert manifest["book_sha256"] == reference["sha256"]

@@ -14,13 +14,16 @@ from hypothesis import strategies as st
 from pipelines.errors import CorruptInput
 from pipelines.ingest.frames import Frame, frame_index, plan_units, unit_pieces, write_framed_zstd
 from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
 from pipelines.ingest.scan import split_games
+from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.recount import read_text
 
-ANY = GameFilter(1500, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(1500, frozenset(Speed), allow_bots=True)
+EVERY = IngestSettings(ANY)
 
 
 def framed(tmp_path: Path, text: bytes, frame_size: int) -> Path:
@@ -34,20 +37,21 @@ def test_parallel_equals_sequential(
     tmp_path: Path,
     games_2013: Path,
     games_2021: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    start: str,
+    start: StartMethod,
 ) -> None:
-    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)  # small files too
-    monkeypatch.setattr("pipelines.ingest.processes.start_method", lambda: start)
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
-    one = ingest(str(path), "2020-01", tmp_path / "one", ANY, workers=1)
-    two = ingest(str(path), "2020-01", tmp_path / "two", ANY, workers=2)
-    assert one["workers"] == 1 and two["workers"] == 2
+    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, workers=1)
+    # Small files are split too.
+    two = ingest(
+        str(path), "2020-01", tmp_path / "two", EVERY,
+        workers=2, parallel_min_bytes=0, start_method=start,
+    )  # fmt: skip
+    assert one.workers == 1 and two.workers == 2
     for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
-        assert one[key] == two[key], key
-    assert one["games_read"] == 999 + 25611
+        assert getattr(one, key) == getattr(two, key), key
+    assert one.games_read == 999 + 25611
     tables = [pq.read_table(partition_file(tmp_path / name, "2020-01")) for name in ("one", "two")]
     assert tables[0].to_pylist() == tables[1].to_pylist()
 
@@ -109,10 +113,7 @@ def test_units_own_every_game_once(
     assert stats.dropped["oversized"] == (1 if huge else 0)
 
 
-def test_frame_index_of_truncated_file(
-    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
+def test_frame_index_of_truncated_file(tmp_path: Path, games_2021: Path) -> None:
     path = framed(tmp_path, read_text(games_2021).encode(), frame_size=100_000)
     with open(path, "rb") as handle:
         frames = frame_index(handle, path.stat().st_size)
@@ -120,7 +121,7 @@ def test_frame_index_of_truncated_file(
     cut = tmp_path / "cut.pgn.zst"
     cut.write_bytes(path.read_bytes()[:-1000])
     with pytest.raises(CorruptInput, match="truncated"):
-        ingest(str(cut), "2021-10", tmp_path / "wh", ANY, workers=2)
+        ingest(str(cut), "2021-10", tmp_path / "wh", EVERY, workers=2, parallel_min_bytes=0)
     assert not partition_file(tmp_path / "wh", "2021-10").exists()
 
 
@@ -140,21 +141,18 @@ def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
     with open(tmp_path / "g.pgn.zst", "rb") as handle:
         frames = frame_index(handle, (tmp_path / "g.pgn.zst").stat().st_size)
     assert frames is not None
-    one = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "a", ANY, workers=1)
-    two = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "b", ANY, workers=2)
-    assert one["games_read"] == two["games_read"] == 3 * 999
-    assert one["rows"] == two["rows"]
+    one = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "a", EVERY, workers=1)
+    two = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "b", EVERY, workers=2)
+    assert one.games_read == two.games_read == 3 * 999
+    assert one.rows == two.rows
     assert shutil.which("zstd") is not None
 
 
-def test_crlf_files_are_read_in_order(
-    tmp_path: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr("pipelines.ingest.run.PARALLEL_MIN_BYTES", 0)
+def test_crlf_files_are_read_in_order(tmp_path: Path, games_2021: Path) -> None:
     text = read_text(games_2021).replace("\n", "\r\n").encode()
     path = framed(tmp_path, text, frame_size=100_000)
-    crlf = ingest(str(path), "2021-10", tmp_path / "crlf", ANY, workers=2)
-    plain = ingest(str(games_2021), "2021-10", tmp_path / "plain", ANY, workers=1)
-    assert crlf["workers"] == 1
-    assert crlf["games_read"] == plain["games_read"] == 999
-    assert crlf["rows"] == plain["rows"]
+    crlf = ingest(str(path), "2021-10", tmp_path / "crlf", EVERY, workers=2, parallel_min_bytes=0)
+    plain = ingest(str(games_2021), "2021-10", tmp_path / "plain", EVERY, workers=1)
+    assert crlf.workers == 1
+    assert crlf.games_read == plain.games_read == 999
+    assert crlf.rows == plain.rows

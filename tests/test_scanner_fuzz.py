@@ -22,10 +22,10 @@ from pipelines.ingest.scan import (
     kept_games_in_blocks,
     split_games,
 )
-from schemas.move_stats import SPEEDS
+from schemas.speed import Speed
 from tests.conftest import ODD_CASES
 
-ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
 
 def real_games() -> list[bytes]:
@@ -216,7 +216,7 @@ def test_blocks_decide_every_game_as_filter_game(
             game = HEADER_EDITS[edit](game, rating)
         chosen.append(game)
     data = b"".join(chosen)
-    rules = GameFilter(min_rating, frozenset(SPEEDS), allow_bots=True)
+    rules = GameFilter(min_rating, frozenset(Speed), allow_bots=True)
     assert_same_scan(rechunk(data, cuts), rules, max_game_bytes)
 
 
@@ -224,7 +224,7 @@ def test_blocks_decide_every_game_as_filter_game(
 def test_blocks_decide_a_real_month_as_filter_game(games_2021: Path, min_rating: int) -> None:
     chunks = list(decompressed_chunks(io.BytesIO(games_2021.read_bytes())))
     assert_same_scan(chunks, GameFilter(min_rating), MAX_GAME_BYTES)
-    assert_same_scan(chunks, GameFilter(min_rating, frozenset(SPEEDS), True), MAX_GAME_BYTES)
+    assert_same_scan(chunks, GameFilter(min_rating, frozenset(Speed), True), MAX_GAME_BYTES)
 
 
 @pytest.mark.parametrize("limit", [1, 2, 9, 10, 11, 99, 100, 101, 1000, 2200, 2209, 3000, 10001])

@@ -16,12 +16,13 @@ import zstandard
 
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.open import lichess_url, resolve
-from schemas.move_stats import SPEEDS
 from schemas.polyglot import move_to_uci
+from schemas.speed import Speed
 from tests.conftest import run_cli
 
-ANY = GameFilter(0, frozenset(SPEEDS), allow_bots=True)
+ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
 
 def _load_sample_tool():  # type: ignore[no-untyped-def]
@@ -71,11 +72,11 @@ def test_url_source_streams_like_a_file(
 ) -> None:
     base, files = http_files
     files["/month.pgn.zst"] = games_2021.read_bytes()
-    from_url = ingest(f"{base}/month.pgn.zst", "2021-10", tmp_path / "a", ANY)
-    from_file = ingest(str(games_2021), "2021-10", tmp_path / "b", ANY)
-    assert from_url["output_sha256"] == from_file["output_sha256"]
-    assert from_url["source_sha256"] == from_file["source_sha256"]
-    assert from_url["source_kind"] == "url"
+    from_url = ingest(f"{base}/month.pgn.zst", "2021-10", tmp_path / "a", IngestSettings(ANY))
+    from_file = ingest(str(games_2021), "2021-10", tmp_path / "b", IngestSettings(ANY))
+    assert from_url.output_sha256 == from_file.output_sha256
+    assert from_url.source_sha256 == from_file.source_sha256
+    assert from_url.source_kind == "url"
     missing = run_cli(
         "ingest",
         f"{base}/nope.pgn.zst",
@@ -104,7 +105,7 @@ def test_lichess_source_names_the_official_dump() -> None:
 
 def test_sql_over_two_months(tmp_path: Path) -> None:
     for month in make_sample.SAMPLE_MONTHS:
-        ingest(str(make_sample.sample_path(month)), month, tmp_path, ANY)
+        ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))
     query = (
         "SELECT month, uci(move) AS uci, move, sum(games) AS games FROM move_stats "
         "WHERE hexkey(key) = '463b96181691fc9c' GROUP BY ALL ORDER BY month, games DESC"

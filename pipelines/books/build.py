@@ -12,7 +12,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic, write_json_atomic
 from pipelines.warehouse.layout import available_months, month_range
 from pipelines.warehouse.sql import connect
-from schemas.dimensions import SPEEDS
+from schemas.speed import Speed
 from schemas.version import __version__
 
 MAX_WEIGHT = 65535
@@ -41,7 +41,7 @@ class BookSettings:
         if not 0.0 <= self.min_score <= 1.0:
             raise ChesspipeError("--min-score must be between 0 and 1")
         if self.speeds is not None:
-            unknown = set(self.speeds) - set(SPEEDS)
+            unknown = set(self.speeds) - set(Speed)
             if unknown:
                 raise ChesspipeError(f"unknown speed(s) {sorted(unknown)}")
 

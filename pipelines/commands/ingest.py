@@ -6,22 +6,36 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from schemas.dimensions import SPEEDS
+from pipelines.errors import ChesspipeError
+from pipelines.ingest.game_filter import VARIANTS, GameFilter
+from pipelines.ingest.settings import IngestSettings
+from schemas.speed import Speed
+
+#: The options that set each setting, for error messages.
+_OPTIONS = {"min_rating": "--min-rating", "speeds": "--speeds", "plies": "--plies"}
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """Add the game filter's options and the progress options."""
-    parser.add_argument("--min-rating", type=int, default=2200, help="both players at least (2200)")
+    default = GameFilter()
+    parser.add_argument(
+        "--min-rating",
+        type=int,
+        default=default.min_rating,
+        help=f"both players at least ({default.min_rating})",
+    )
     parser.add_argument(
         "--speeds",
-        default="blitz,rapid,classical,correspondence",
-        help=f"comma-separated speeds to keep, of {','.join(SPEEDS)}",
+        default=",".join(speed for speed in Speed if speed in default.speeds),
+        help=f"comma-separated speeds to keep, of {','.join(Speed)}",
     )
     parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
-    parser.add_argument("--variant", choices=("standard", "chess960"), default="standard")
+    parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
     parser.add_argument(
         "--progress", action="store_true", help="show progress even when not a terminal"
     )
@@ -31,7 +45,10 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
 def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     """Add the filter and counting options shared by ingest and build-month."""
     add_filter_options(parser)
-    parser.add_argument("--plies", type=int, default=20, help="plies counted per game (20)")
+    plies = IngestSettings().plies
+    parser.add_argument(
+        "--plies", type=int, default=plies, help=f"plies counted per game ({plies})"
+    )
     parser.add_argument(
         "--keep-partial",
         action="store_true",
@@ -45,16 +62,31 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def filter_from_args(args: argparse.Namespace) -> Any:
+def filter_from_args(args: argparse.Namespace) -> GameFilter:
     """Return the GameFilter the options describe."""
-    from pipelines.errors import ChesspipeError
-    from pipelines.ingest.game_filter import GameFilter
-
     speeds = frozenset(s.strip() for s in args.speeds.split(",") if s.strip())
+    with _as_option_error():
+        return GameFilter(args.min_rating, Speed.parse_many(speeds), args.allow_bots, args.variant)
+
+
+def settings_from_args(args: argparse.Namespace) -> IngestSettings:
+    """Return the IngestSettings the options describe."""
+    rules = filter_from_args(args)
+    with _as_option_error():
+        return IngestSettings(rules, args.plies)
+
+
+@contextmanager
+def _as_option_error() -> Iterator[None]:
+    """Turn a setting's ValueError into a ChesspipeError that names its option."""
     try:
-        return GameFilter(args.min_rating, speeds, args.allow_bots, args.variant)
+        yield
     except ValueError as exc:
-        raise ChesspipeError(str(exc)) from None
+        message = str(exc)
+        setting, _, rest = message.partition(" ")
+        if setting in _OPTIONS:
+            message = f"{_OPTIONS[setting]} {rest}"
+        raise ChesspipeError(message) from None
 
 
 def progress_from_args(args: argparse.Namespace) -> Any:
@@ -84,6 +116,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.ingest.counting_process import CountingProcess
 
+    settings = settings_from_args(args)
     # Started first, so that its imports overlap with this process's; ingest closes it if the
     # source is read by several workers instead.
     counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
@@ -95,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
             args.source,
             args.month,
             args.warehouse,
-            filter_from_args(args),
-            plies=args.plies,
+            settings,
             keep_partial=args.keep_partial,
             progress=bar,
             workers=args.workers,
@@ -106,10 +138,10 @@ def run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     summary = {
-        k: manifest[k]
+        k: getattr(manifest, k)
         for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
     }
     print(json.dumps(summary, indent=2))
-    if manifest["partial"]:
-        print(f"chesspipe: warning: partial month published: {manifest['error']}", file=sys.stderr)
+    if manifest.partial:
+        print(f"chesspipe: warning: partial month published: {manifest.error}", file=sys.stderr)
     return 0

@@ -10,6 +10,7 @@ from pipelines.books.build import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.monthly.build import DownloadOptions, MonthSettings
+from schemas.speed import Speed
 
 DEFAULT_SPEEDS = ["blitz", "rapid", "classical", "correspondence"]
 
@@ -39,7 +40,7 @@ class BuildOptions(BaseModel):
         """Return the settings a month's build depends on."""
         try:
             rules = GameFilter(
-                self.min_rating, frozenset(self.speeds), self.allow_bots, self.variant
+                self.min_rating, Speed.parse_many(self.speeds), self.allow_bots, self.variant
             )
         except ValueError as exc:
             raise ChesspipeError(str(exc)) from None

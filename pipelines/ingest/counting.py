@@ -13,7 +13,6 @@ import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.movetext import san_tokens
-from schemas.dimensions import SPEEDS
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 
@@ -119,9 +118,6 @@ class MoveRows:
         return len(self.keys)
 
 
-_SPEED_INDEX = {speed: index for index, speed in enumerate(SPEEDS)}
-
-
 def count_game(
     game: KeptGame,
     plies: int,
@@ -139,7 +135,7 @@ def count_game(
     white_to_move = True
     if game.fen is not None:
         white_to_move = game.fen.split()[1:2] != ["b"]
-    speed = _SPEED_INDEX[game.speed]
+    speed = game.speed.ordinal
     band = game.rating_band
     white_points = game.result
     for key, raw in walked:
@@ -150,14 +146,6 @@ def count_game(
         rows.points.append(white_points if white_to_move else 2 - white_points)
         white_to_move = not white_to_move
     return len(walked)
-
-
-def _batch_replay_available() -> bool:
-    try:
-        import rust_pgn_reader_python_binding  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 class MoveCounter:
@@ -178,7 +166,7 @@ class MoveCounter:
         self.chess960 = chess960
         self.rows = MoveRows()
         self.batch_size = batch_size
-        self.batched = (not chess960 and _batch_replay_available()) if batched is None else batched
+        self.batched = not chess960 if batched is None else batched
         self._pending: list[tuple[KeptGame, list[bytes]]] = []
 
     def add(self, game: KeptGame) -> None:
@@ -233,7 +221,7 @@ class MoveCounter:
             starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
             first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
             white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-            speed = np.array([_SPEED_INDEX[g.speed] for g, _ in pending], dtype=np.uint8)[games]
+            speed = np.array([g.speed.ordinal for g, _ in pending], dtype=np.uint8)[games]
             band = np.array([g.rating_band for g, _ in pending], dtype=np.uint16)[games]
             white_points = np.array([g.result for g, _ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)

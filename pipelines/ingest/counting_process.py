@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter, ScanStats
-from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.processes import (
+    StartMethod,
+    die_with_parent,
+    forking_parent,
+    process_context,
+)
 from pipelines.ingest.scan import kept_games_in_blocks
 
 if TYPE_CHECKING:
@@ -24,10 +29,14 @@ if TYPE_CHECKING:
 
     from pipelines.ingest.counting import MoveCounter, OpeningTree
     from pipelines.ingest.game_filter import KeptGame
+    from pipelines.ingest.settings import IngestSettings
 
 
 #: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
 FLUSH_ROWS = 2_000_000
+
+#: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
+IN_MEMORY_ROWS = 4_000_000
 
 #: Kept games sent to the counting process in one message.
 BATCH_GAMES = 256
@@ -35,14 +44,13 @@ BATCH_GAMES = 256
 
 def count_kept(
     games: Iterable[KeptGame],
-    plies: int,
-    chess960: bool,
+    settings: IngestSettings,
     stats: ScanStats,
     staging: Path,
-    prefix: str,
+    *,
+    prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-    batched: bool | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of games that passed the filter into run files under staging.
 
@@ -54,7 +62,8 @@ def count_kept(
         if counter is None:  # python-chess and NumPy are imported once a game is kept
             from pipelines.ingest.counting import MoveCounter
 
-            counter = MoveCounter(plies, stats, tree, chess960, batched=batched)
+            chess960 = settings.rules.variant == "chess960"
+            counter = MoveCounter(settings.plies, stats, tree, chess960)
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
             runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
@@ -64,6 +73,10 @@ def count_kept(
             runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
         tree = counter.tree
     return runs, tree
+
+
+#: What counts kept games into run files: count_kept, or a stand-in with its signature.
+CountKept = Callable[..., tuple[list[Path], "OpeningTree | None"]]
 
 
 def _write_counted(counter: MoveCounter, path: Path) -> Path:
@@ -82,15 +95,21 @@ class CountingProcess:
     the child reports what it counted (a game can still be dropped there, for an illegal move).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, *, start_method: StartMethod | None = None, count: CountKept = count_kept
+    ) -> None:
+        """Start the child, forked or from a fork server (see process_context).
+
+        The child counts with `count` (count_kept's signature): a stand-in in tests.
+        """
         self.stats: ScanStats | None = None
         self.sent = 0
         self._batch: list[KeptGame] = []
-        context = process_context()
+        context = process_context(start_method)
         self._conn, child = context.Pipe()
         self._process = context.Process(
             target=_serve,
-            args=(child, self._conn, forking_parent(context)),
+            args=(child, self._conn, forking_parent(context), count),
             name="chesspipe-counting",
             daemon=True,
         )
@@ -98,11 +117,20 @@ class CountingProcess:
         child.close()
 
     def begin(
-        self, stats: ScanStats, plies: int, chess960: bool, staging: Path, flush_rows: int
+        self,
+        stats: ScanStats,
+        settings: IngestSettings,
+        staging: Path,
+        *,
+        flush_rows: int = FLUSH_ROWS,
+        in_memory_rows: int = IN_MEMORY_ROWS,
     ) -> None:
-        """Say how to count and where to write run files; kept games then count in `stats`."""
+        """Say how to count and where to write run files; kept games then count in `stats`.
+
+        `flush_rows` and `in_memory_rows` are as for count_kept and runs.merge_runs.
+        """
         self.stats = stats
-        self._send((plies, chess960, staging, flush_rows))
+        self._send((settings, staging, flush_rows, in_memory_rows))
 
     def add(self, game: KeptGame) -> None:
         """Send a kept game to be counted (in a batch)."""
@@ -197,7 +225,7 @@ class CountingProcess:
         )
 
 
-def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> None:
+def _serve(conn: Connection, parents_end: Connection, parent: int | None, count: CountKept) -> None:
     """Count the games received, then merge the runs into the target received; reply to each.
 
     `parents_end` is the other end of the pipe, closed here so that the parent's going away
@@ -213,12 +241,13 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> Non
         from pipelines.ingest.game_filter import ScanStats
         from pipelines.ingest.runs import merge_runs
 
-        plies, chess960, staging, flush_rows = conn.recv()
+        settings, staging, flush_rows, in_memory_rows = conn.recv()
         stats = ScanStats()
-        runs, tree = count_kept(_received(conn), plies, chess960, stats, staging, "run", flush_rows)
+        runs, tree = count(_received(conn), settings, stats, staging, flush_rows=flush_rows)
         hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         conn.send(("counted", stats, hits, misses))
-        conn.send(("written", merge_runs(runs, conn.recv(), staging)))
+        target = conn.recv()
+        conn.send(("written", merge_runs(runs, target, staging, in_memory_rows=in_memory_rows)))
     except (EOFError, BrokenPipeError):
         return  # the parent went away
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent
@@ -247,19 +276,19 @@ def _portable(exc: BaseException) -> BaseException:
 
 def count_games(
     blocks: Iterable[bytes],
-    rules: GameFilter,
-    plies: int,
+    settings: IngestSettings,
     stats: ScanStats,
     staging: Path,
-    prefix: str,
+    *,
+    prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-    batched: bool | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of the kept games into aggregated run files under staging.
 
     Return the run files and the opening tree used (None if no game was kept and none given).
     """
-    kept = kept_games_in_blocks(blocks, rules, stats)
-    chess960 = rules.variant == "chess960"
-    return count_kept(kept, plies, chess960, stats, staging, prefix, flush_rows, tree, batched)
+    kept = kept_games_in_blocks(blocks, settings.rules, stats)
+    return count_kept(
+        kept, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=tree
+    )

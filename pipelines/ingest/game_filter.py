@@ -5,43 +5,34 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from schemas.dimensions import RATING_BAND_WIDTH, SPEEDS
-
-DEFAULT_SPEEDS = frozenset({"blitz", "rapid", "classical", "correspondence"})
-
-#: Drop reasons, in the order the filter checks them.
-REASONS = (
-    "malformed",  # no tag section
-    "oversized",  # a game longer than MAX_GAME_BYTES
-    "rating_missing",  # a rating absent or not a number ("?")
-    "rating_low",
-    "speed",  # a speed not asked for
-    "time_control",  # TimeControl absent or unreadable
-    "bot",
-    "variant",
-    "result",  # Result not 1-0, 0-1 or 1/2-1/2
-    "no_moves",
-    "illegal_move",  # SAN that is illegal, ambiguous or unparsable in its position
-    "bad_fen",
-)
+from schemas.dimensions import RATING_BAND_WIDTH
+from schemas.speed import Speed
 
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
 
 
+#: The variants ingest reads: Standard, or Chess960 games only.
+VARIANTS = ("standard", "chess960")
+
+
 @dataclass(frozen=True)
 class GameFilter:
-    """Which games to keep: both ratings, speeds, bots and variant."""
+    """Which games to keep: both ratings, speeds, bots and variant.
+
+    `speeds` may be given as names; they are kept as Speed members (unknown names raise
+    ValueError, as does an unknown variant).
+    """
 
     min_rating: int = 2200
-    speeds: frozenset[str] = DEFAULT_SPEEDS
+    speeds: frozenset[Speed] = frozenset(
+        {Speed.BLITZ, Speed.RAPID, Speed.CLASSICAL, Speed.CORRESPONDENCE}
+    )
     allow_bots: bool = False
     variant: str = "standard"
 
     def __post_init__(self) -> None:
-        unknown = set(self.speeds) - set(SPEEDS)
-        if unknown:
-            raise ValueError(f"unknown speed(s) {sorted(unknown)}; choose from {', '.join(SPEEDS)}")
-        if self.variant not in ("standard", "chess960"):
+        object.__setattr__(self, "speeds", Speed.parse_many(self.speeds))
+        if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; choose standard or chess960")
 
 
@@ -51,7 +42,7 @@ class KeptGame:
 
     white_elo: int
     black_elo: int
-    speed: str
+    speed: Speed
     result: int  # White's points: 2 win, 1 draw, 0 loss
     fen: str | None
     movetext: bytes
@@ -64,7 +55,13 @@ class KeptGame:
 
 @dataclass
 class ScanStats:
-    """What the scanner saw: games read and kept, and dropped games by reason."""
+    """What the scanner saw: games read and kept, and dropped games by reason.
+
+    The reasons: malformed (no tag section), oversized (longer than scan.MAX_GAME_BYTES),
+    rating_missing (absent or not a number), rating_low, time_control (absent or unreadable),
+    speed (not asked for), bot, variant, result (not 1-0, 0-1 or 1/2-1/2), and, found while
+    counting, no_moves, illegal_move (illegal, ambiguous or unparsable SAN) and bad_fen.
+    """
 
     games_read: int = 0
     games_kept: int = 0
@@ -81,27 +78,6 @@ class ScanStats:
         self.games_kept += other.games_kept
         self.dropped.update(other.dropped)
         self.pgn_bytes += other.pgn_bytes
-
-
-def speed_of(time_control: bytes) -> str | None:
-    """Return Lichess's speed category for a TimeControl value, or None if unreadable."""
-    if time_control == b"-":
-        return "correspondence"
-    base, plus, increment = time_control.partition(b"+")
-    if not plus or not base.isdigit() or not increment.isdigit():
-        return None
-    seconds = int(base) + 40 * int(increment)
-    if seconds < 30:
-        return "ultrabullet"
-    if seconds < 180:
-        return "bullet"
-    if seconds < 480:
-        return "blitz"
-    if seconds < 1500:
-        return "rapid"
-    if seconds < 21600:
-        return "classical"
-    return "correspondence"
 
 
 def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
@@ -145,7 +121,7 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
         stats.drop("rating_low")
         return None
     time_control = _tag(game, b"TimeControl", header_end)
-    speed = speed_of(time_control) if time_control is not None else None
+    speed = Speed.from_time_control(time_control) if time_control is not None else None
     if speed is None:
         stats.drop("time_control")
         return None

@@ -6,16 +6,24 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.counting_process import count_games
 from pipelines.ingest.frames import Frame, unit_pieces
-from pipelines.ingest.game_filter import GameFilter, ScanStats
-from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.plan import Counted, Job, ReadPlan
+from pipelines.ingest.processes import (
+    StartMethod,
+    die_with_parent,
+    forking_parent,
+    process_context,
+)
 from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks
-from pipelines.progress import Progress, ProgressCallback
+from pipelines.ingest.settings import IngestSettings
+from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
@@ -26,8 +34,7 @@ def scan_unit(
     location: str,
     frames: list[Frame],
     unit: range,
-    rules: GameFilter,
-    plies: int,
+    settings: IngestSettings,
     staging: Path,
     flush_rows: int,
 ) -> tuple[ScanStats, list[Path], int, int]:
@@ -42,7 +49,9 @@ def scan_unit(
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     prefix = f"unit-{unit.start:07d}"
-    runs, _TREE = count_games(blocks, rules, plies, stats, staging, prefix, flush_rows, _TREE)
+    runs, _TREE = count_games(
+        blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE
+    )
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     stats.pgn_bytes = own_length
     return stats, runs, after[0] - before[0], after[1] - before[1]
@@ -63,32 +72,28 @@ def open_location(location: str, size: int) -> Iterator[BinaryIO]:
         yield handle
 
 
-def ingest_units(
+def count_units(
     opened: OpenSource,
-    location: str,
-    frames: list[Frame],
-    units: list[range],
-    rules: GameFilter,
-    plies: int,
+    plan: ReadPlan,
+    job: Job,
     stats: ScanStats,
-    staging: Path,
-    flush_rows: int,
+    *,
     workers: int,
-    progress: ProgressCallback | None,
-    started: float,
     executor: Executor | None = None,
-) -> tuple[list[Path], int, int]:
-    """Scan units in worker processes (or on an executor such as Dask's); return runs, tree counts.
+    start_method: StartMethod | None = None,
+) -> Counted:
+    """Scan the plan's units in worker processes (or on an executor such as Dask's).
 
     For a local file this process hashes it meanwhile; a URL is read only by the workers.
     """
     hash_source = opened.kind == "file"
+    frames = plan.frames
     runs: list[Path] = []
     hits = misses = 0
     done_bytes = 0
     own_pool = None
     if executor is None:
-        context = process_context()
+        context = process_context(start_method)
         executor = own_pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=context,
@@ -97,13 +102,15 @@ def ingest_units(
         )
     try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
-        for unit in units:
+        for unit in plan.units:
             future = executor.submit(
-                scan_unit, location, frames, unit, rules, plies, staging, flush_rows
+                scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows
             )
             pending[future] = sum(frames[i].size for i in unit)
         # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
         import pyarrow.parquet  # noqa: F401
+
+        from pipelines.ingest.runs import merge_runs
 
         hashed_everything = not hash_source
         try:
@@ -121,14 +128,14 @@ def ingest_units(
                     runs.extend(unit_runs)
                     hits += unit_hits
                     misses += unit_misses
-                    if progress is not None:
-                        progress(
+                    if job.progress is not None:
+                        job.progress(
                             Progress(
                                 done_bytes,
                                 opened.size,
                                 stats.games_read,
                                 stats.games_kept,
-                                time.monotonic() - started,
+                                time.monotonic() - job.started,
                             )
                         )
         except BaseException:
@@ -140,4 +147,7 @@ def ingest_units(
             own_pool.shutdown(cancel_futures=True)
     while hash_source and opened.reader.read(4 << 20):
         pass
-    return sorted(runs), hits, misses
+    write = partial(
+        merge_runs, sorted(runs), staging=job.staging, in_memory_rows=job.in_memory_rows
+    )
+    return Counted(hits, misses, write)

@@ -14,7 +14,11 @@ from typing import Literal
 _PR_SET_PDEATHSIG = 1
 
 
-def start_method() -> Literal["fork", "forkserver"]:
+#: How helper processes start: forked from this process, or from a fork server.
+StartMethod = Literal["fork", "forkserver"]
+
+
+def start_method() -> StartMethod:
     """Return how to start helper processes: "fork" when this process has a single thread.
 
     Forked helpers start at once with everything imported; forking a process with other
@@ -27,9 +31,12 @@ def start_method() -> Literal["fork", "forkserver"]:
     return "fork" if threads == 1 else "forkserver"
 
 
-def process_context() -> ForkContext | ForkServerContext:
-    """Return the multiprocessing context to start helper processes with (see start_method)."""
-    if start_method() == "fork":
+def process_context(method: StartMethod | None = None) -> ForkContext | ForkServerContext:
+    """Return the multiprocessing context to start helper processes with.
+
+    `method` None: the one start_method() judges safe for this process.
+    """
+    if (method or start_method()) == "fork":
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("forkserver")
 

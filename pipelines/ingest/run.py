@@ -5,108 +5,218 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.files import file_sha256, write_json_atomic
+from pipelines.files import file_sha256
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.counting_process import FLUSH_ROWS, CountingProcess
-from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
-from pipelines.ingest.frames import Frame
-from pipelines.ingest.game_filter import GameFilter, ScanStats
-from pipelines.ingest.processes import may_start_processes
-from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
-from pipelines.sources.open import OpenSource, is_url, open_source, resolve
-from pipelines.warehouse.layout import (
-    check_month,
-    manifest_path,
-    partition_file,
-    publish_file,
-    staging_dir,
+from pipelines.ingest.counting_process import (
+    FLUSH_ROWS,
+    IN_MEMORY_ROWS,
+    CountingProcess,
+    count_games,
 )
+from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
+from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts
+from pipelines.ingest.plan import PARALLEL_MIN_BYTES, Counted, Job, ReadPlan, Strategy, plan_read
+from pipelines.ingest.processes import StartMethod, may_start_processes
+from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
+from pipelines.ingest.settings import IngestSettings
+from pipelines.progress import Progress
+from pipelines.sources.open import OpenSource, is_url, open_source, resolve
+from pipelines.warehouse.layout import check_month, partition_file, publish_file, staging_dir
 from pipelines.warehouse.locks import month_lock
-from schemas.dimensions import SPEEDS
 from schemas.version import __version__
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-from pipelines.ingest.counting_process import count_games
-from pipelines.progress import Progress, ProgressCallback
-
-#: Smallest compressed file read by several processes; below it, starting them costs more.
-PARALLEL_MIN_BYTES = 16 << 20
+    from pipelines.progress import ProgressCallback
 
 
 def ingest(
     source: str,
     month: str,
     warehouse: Path,
-    rules: GameFilter | None = None,
-    plies: int = 20,
+    settings: IngestSettings | None = None,
+    *,
     keep_partial: bool = False,
     progress: ProgressCallback | None = None,
-    flush_rows: int = FLUSH_ROWS,
     workers: int | None = None,
     expected_sha256: str | None = None,
-    http_options: dict[str, Any] | None = None,
+    http_options: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
     counting: CountingProcess | None = None,
-) -> dict[str, Any]:
+    flush_rows: int = FLUSH_ROWS,
+    in_memory_rows: int = IN_MEMORY_ROWS,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    start_method: StartMethod | None = None,
+) -> IngestManifest:
     """Stream a month's games into its move statistics partition; return the run manifest.
+
+    The source is read by one of three strategies (pipelines.ingest.plan): units of pzstd
+    frames scanned by `workers` processes (default: all cores), in order with a second process
+    counting the kept games, or in order here. With `keep_partial`, a truncated or corrupt
+    stream publishes what was read, marked partial.
 
     With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
     `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
     (for example `distributed.Client(...).get_executor()`), a pzstd-style file or URL is split
     into units of frames scanned there; a URL is then read by byte ranges and not hashed, so
-    `expected_sha256` cannot be checked and is refused. A source read in order is counted by a
-    CountingProcess when there are several workers: `counting` hands over one started
-    beforehand (it is closed here in any case).
+    `expected_sha256` cannot be checked and is refused. `counting` hands over a CountingProcess
+    started beforehand (it is closed here in any case).
+
+    Tuning: `flush_rows`, rows counted in memory before a run file is written;
+    `in_memory_rows`, the most rows of run files merged in memory (more are merged by DuckDB);
+    `parallel_min_bytes`, the smallest file split among worker processes; `start_method`, how
+    helper processes start (default: forked when this process has a single thread).
     """
     try:
         if executor is not None and expected_sha256 is not None and is_url(resolve(source)):
             raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
-        rules = rules or GameFilter()
+        settings = settings or IngestSettings()
         check_month(month)
-        if plies < 1:
-            raise ChesspipeError("--plies must be at least 1")
         warehouse = Path(warehouse)
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         if not may_start_processes():
             workers = 1  # in a daemonic process, such as a Dask worker's
+        http = dict(http_options or {})
+        if expected_sha256 is not None:
+            http["expected_sha256"] = expected_sha256
         reuse_large_buffers()
         started = time.monotonic()
         with month_lock(warehouse, month):
             remove_stale_files(warehouse, month)
             staging = staging_dir(warehouse, month)
+            job = Job(
+                source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
+                progress, started, keep_partial,
+            )  # fmt: skip
             try:
-                return _ingest_locked(
-                    source,
-                    month,
-                    warehouse,
-                    rules,
-                    plies,
-                    keep_partial,
-                    progress,
-                    flush_rows,
-                    staging,
-                    started,
-                    workers,
-                    expected_sha256,
-                    http_options or {},
-                    executor,
-                    counting,
-                )
+                with (
+                    open_source(source, settings.rules.variant, **http) as opened,
+                    ExitStack() as stack,
+                ):
+                    plan = plan_read(
+                        opened,
+                        workers=workers,
+                        executor=executor,
+                        keep_partial=keep_partial,
+                        parallel_min_bytes=parallel_min_bytes,
+                    )
+                    counting = _counting_for(plan, counting, stack, start_method)
+                    stats = ScanStats()
+                    counted = _count(
+                        opened, plan, job, stats, counting,
+                        workers=workers, executor=executor, start_method=start_method,
+                    )  # fmt: skip
+                    if progress is not None:
+                        progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+                    used = workers if executor is None else "executor"
+                    return _publish(
+                        job,
+                        opened,
+                        stats,
+                        counted,
+                        expected_sha256=expected_sha256,
+                        # A URL read by byte ranges is never read whole.
+                        hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
+                        workers=used if plan.strategy is Strategy.UNITS else 1,
+                    )
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     finally:
         if counting is not None:
             counting.close()
+
+
+def _counting_for(
+    plan: ReadPlan,
+    counting: CountingProcess | None,
+    stack: ExitStack,
+    start_method: StartMethod | None,
+) -> CountingProcess | None:
+    """Return the counting process the plan needs (the one handed over, or a new one), or None.
+
+    The one returned is closed when `stack` closes; one handed over and not needed is closed
+    at once.
+    """
+    if plan.strategy is Strategy.COUNTING_PROCESS:
+        # Started before the read-ahead thread: a process with a single thread forks safely.
+        return stack.enter_context(counting or CountingProcess(start_method=start_method))
+    if counting is not None:
+        counting.close()  # the workers count what they scan, or this process counts
+    return None
+
+
+def _count(
+    opened: OpenSource,
+    plan: ReadPlan,
+    job: Job,
+    stats: ScanStats,
+    counting: CountingProcess | None,
+    *,
+    workers: int,
+    executor: Executor | None,
+    start_method: StartMethod | None,
+) -> Counted:
+    """Scan the source and count its kept games by the plan's strategy."""
+    if plan.strategy is Strategy.UNITS:
+        from pipelines.ingest.parallel import count_units
+
+        return count_units(
+            opened, plan, job, stats, workers=workers, executor=executor, start_method=start_method
+        )
+    return _count_in_order(opened, plan.inline, job, stats, counting)
+
+
+def _count_in_order(
+    opened: OpenSource,
+    inline: bool,
+    job: Job,
+    stats: ScanStats,
+    counting: CountingProcess | None,
+) -> Counted:
+    """Read and scan a source in order; count its kept games in `counting`, or here.
+
+    With `inline`, the text is decompressed in this thread, not read ahead in another.
+    """
+    if counting is not None:
+        counting.begin(
+            stats,
+            job.settings,
+            job.staging,
+            flush_rows=job.flush_rows,
+            in_memory_rows=job.in_memory_rows,
+        )
+    reader = opened.reader
+    ahead = ReadAhead(
+        decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
+    )
+    blocks = game_blocks(iter(ahead), stats)
+    # Progress counts the bytes read for the text scanned, not how far the thread read.
+    blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
+    errors: list[str] = []
+    blocks = _until_corrupt(blocks, job.keep_partial, errors)
+    if counting is not None:
+        for kept in kept_games_in_blocks(blocks, job.settings.rules, stats):
+            counting.add(kept)
+        hits, misses = counting.finish()
+        return Counted(hits, misses, counting.write, errors[0] if errors else None)
+    runs, tree = count_games(blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows)
+    hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
+
+    def write(target: Path) -> int:
+        from pipelines.ingest.runs import merge_runs
+
+        return merge_runs(runs, target, job.staging, in_memory_rows=job.in_memory_rows)
+
+    return Counted(hits, misses, write, errors[0] if errors else None)
 
 
 def _until_corrupt(
@@ -121,178 +231,77 @@ def _until_corrupt(
         errors.append(str(exc))
 
 
-def _ingest_locked(
-    source: str,
-    month: str,
-    warehouse: Path,
-    rules: GameFilter,
-    plies: int,
-    keep_partial: bool,
-    progress: ProgressCallback | None,
-    flush_rows: int,
-    staging: Path,
-    started: float,
-    workers: int,
+def _publish(
+    job: Job,
+    opened: OpenSource,
+    stats: ScanStats,
+    counted: Counted,
+    *,
     expected_sha256: str | None,
-    http_options: dict[str, Any],
-    executor: Executor | None,
-    counting: CountingProcess | None,
-) -> dict[str, Any]:
-    stats = ScanStats()
-    errors: list[str] = []
-    if expected_sha256 is not None:
-        http_options = {**http_options, "expected_sha256": expected_sha256}
-    runs: list[Path] = []
-    hits = misses = 0
-    with open_source(source, rules.variant, **http_options) as opened, ExitStack() as stack:
-        # Keeping what was read of a damaged stream needs it read in order.
-        plan = None if keep_partial else _parallel_plan(opened, workers, executor)
-        # Read in order with cores to spare: kept games are counted by a second process.
-        counts_apart = not plan and workers > 1 and executor is None
-        if counting is not None and not counts_apart:
-            counting.close()  # the workers count what they scan, or this process counts
-            counting = None
-        if plan:
-            from pipelines.ingest.parallel import ingest_units
+    hashed: bool,
+    workers: int | str,
+) -> IngestManifest:
+    """Write the month's partition file and its manifest into place; return the manifest.
 
-            frames, units = plan
-            runs, hits, misses = ingest_units(
-                opened,
-                opened.name,
-                frames,
-                units,
-                rules,
-                plies,
-                stats,
-                staging,
-                flush_rows,
-                workers,
-                progress,
-                started,
-                executor,
-            )
-        else:
-            if counts_apart:
-                # Started before the read-ahead thread: a process with a single thread forks
-                # safely. Closed on leaving, before the caller removes the staging folder.
-                counting = stack.enter_context(counting or CountingProcess())
-                counting.begin(stats, plies, rules.variant == "chess960", staging, flush_rows)
-            reader = opened.reader
-            # A small source is decompressed inline, not in a thread: that leaves the other core
-            # to the counting process's start-up.
-            inline = counting is not None and 0 < (opened.size or 0) < PARALLEL_MIN_BYTES
-            ahead = ReadAhead(
-                decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
-            )
-            blocks = game_blocks(iter(ahead), stats)
-            # Progress counts the bytes read for the text scanned, not how far the thread read.
-            reported = _reporting(blocks, progress, lambda: ahead.mark, opened.size, stats, started)
-            blocks = _until_corrupt(reported, keep_partial, errors)
-            if counting is not None:
-                for kept in kept_games_in_blocks(blocks, rules, stats):
-                    counting.add(kept)
-                hits, misses = counting.finish()
-            else:
-                runs, tree = count_games(blocks, rules, plies, stats, staging, "run", flush_rows)
-                hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
-        error = errors[0] if errors else None
-        if progress is not None:
-            progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
-        source_sha256 = opened.reader.sha256.hexdigest()
-        hashed = opened.kind != "url" or not plan  # a URL read by ranges is never read whole
-        if expected_sha256 is not None and source_sha256 != expected_sha256.lower():
-            raise ChesspipeError(
-                f"{opened.name}: sha256 mismatch (got {source_sha256}, "
-                f"expected {expected_sha256}); "
-                "nothing published"
-            )
-        scanned = time.monotonic()
-        target = partition_file(warehouse, month)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{staging.name}.tmp")
-        try:
-            if counting is not None:
-                row_count = counting.write(tmp)
-            else:
-                from pipelines.ingest.runs import merge_runs
-
-                row_count = merge_runs(runs, tmp, staging)
-            manifest = {
-                "chesspipe_version": __version__,
-                "month": month,
-                "source": source,
-                "source_resolved": opened.name,
-                "source_kind": opened.kind,
-                "source_size": opened.size,
-                "source_bytes_read": opened.reader.bytes_read,
-                "source_sha256": source_sha256 if hashed else None,
-                "source_sha256_verified": expected_sha256 is not None,
-                "settings": settings_dict(rules, plies),
-                "games_read": stats.games_read,
-                "games_kept": stats.games_kept,
-                "games_dropped": dict(sorted(stats.dropped.items())),
-                "pgn_bytes": stats.pgn_bytes,
-                "rows": row_count,
-                "partial": error is not None,
-                "error": error,
-                "output": str(target.relative_to(warehouse)),
-                "output_sha256": file_sha256(tmp),
-                "opening_tree": {"hits": hits, "misses": misses},
-                "workers": (workers if executor is None else "executor") if plan else 1,
-                "timings": {
-                    "scan_seconds": round(scanned - started, 3),
-                    "total_seconds": round(time.monotonic() - started, 3),
-                },
-                "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-            publish_file(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        write_json_atomic(manifest_path(warehouse, month), manifest)
-        return manifest
-
-
-def _parallel_plan(
-    opened: OpenSource, workers: int, executor: Executor | None
-) -> tuple[list[Frame], list[range]] | None:
-    """Return the frames and units of parallel work for a pzstd-style source, or None.
-
-    A local file is split for the worker processes when it is large enough; with an executor
-    (such as a Dask client's) a file or an http(s) URL is split whatever its size.
+    The source must hash to `expected_sha256` if given. Unless `hashed`, the source was not
+    read whole and its sha256 is not recorded.
     """
-    from pipelines.ingest.frames import frame_index, frame_pieces, plan_units
-
-    if not opened.size or (executor is None and (workers < 2 or opened.size < PARALLEL_MIN_BYTES)):
-        return None
-    if opened.kind == "file":
-        handle: Any = opened.reader.stream
-    elif opened.kind == "url" and executor is not None:
-        from pipelines.sources.http import RangeFile
-
-        handle = RangeFile(opened.name, opened.size)
-    else:
-        return None
-    frames = frame_index(handle, opened.size)
-    # CRLF text moves the blank lines between games: such files are read in order.
-    crlf = frames is not None and b"\r\n" in next(frame_pieces(handle, frames[0]), b"")[:65536]
-    if opened.kind == "file":
-        handle.seek(0)
-    if frames is None or len(frames) < 2 or crlf:
-        return None
-    units = plan_units(frames, workers if executor is None else max(workers, 8))
-    return (frames, units) if len(units) > 1 or executor is not None else None
+    sha256 = opened.reader.sha256.hexdigest() if hashed else None
+    if expected_sha256 is not None and sha256 != expected_sha256.lower():
+        raise ChesspipeError(
+            f"{opened.name}: sha256 mismatch (got {sha256}, expected {expected_sha256}); "
+            "nothing published"
+        )
+    scanned = time.monotonic()
+    target = partition_file(job.warehouse, job.month)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{job.staging.name}.tmp")
+    try:
+        rows = counted.write(tmp)
+        manifest = IngestManifest(
+            chesspipe_version=__version__,
+            month=job.month,
+            source=job.source,
+            source_resolved=opened.name,
+            source_kind=opened.kind,
+            source_size=opened.size,
+            source_bytes_read=opened.reader.bytes_read,
+            source_sha256=sha256,
+            source_sha256_verified=expected_sha256 is not None,
+            settings=job.settings,
+            games_read=stats.games_read,
+            games_kept=stats.games_kept,
+            games_dropped=dict(sorted(stats.dropped.items())),
+            pgn_bytes=stats.pgn_bytes,
+            rows=rows,
+            partial=counted.error is not None,
+            error=counted.error,
+            output=str(target.relative_to(job.warehouse)),
+            output_sha256=file_sha256(tmp),
+            opening_tree=TreeCounts(counted.hits, counted.misses),
+            workers=workers,
+            timings=Timings(
+                scan_seconds=round(scanned - job.started, 3),
+                total_seconds=round(time.monotonic() - job.started, 3),
+            ),
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        publish_file(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    manifest.write(job.warehouse)
+    return manifest
 
 
 def _reporting(
     blocks: Iterator[bytes],
-    progress: ProgressCallback | None,
+    job: Job,
     bytes_read: Callable[[], int],
     total: int | None,
     stats: ScanStats,
-    started: float,
 ) -> Iterator[bytes]:
     """Pass blocks of games through, calling progress with the bytes read twice a second."""
-    if progress is None:
+    if job.progress is None:
         yield from blocks
         return
     last = 0.0
@@ -301,7 +310,7 @@ def _reporting(
         now = time.monotonic()
         if now - last >= 0.5:
             last = now
-            progress(_progress(bytes_read(), total, stats, started))
+            job.progress(_progress(bytes_read(), total, stats, job.started))
 
 
 def remove_stale_files(warehouse: Path, month: str) -> None:
@@ -316,11 +325,3 @@ def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: flo
     return Progress(
         bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started
     )
-
-
-def settings_dict(rules: GameFilter, plies: int) -> dict[str, Any]:
-    """Return the settings of an ingest as plain JSON values."""
-    data = asdict(rules)
-    data["speeds"] = sorted(rules.speeds, key=SPEEDS.index)
-    data["plies"] = plies
-    return data

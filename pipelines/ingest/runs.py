@@ -13,26 +13,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from schemas.dimensions import SPEEDS
+from schemas.speed import Speed
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from pipelines.ingest.counting import MoveRows
 
-#: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
-IN_MEMORY_ROWS = 4_000_000
-
 #: The summed columns.
 _COUNT_COLUMNS = ("wins", "draws", "losses")
 
 #: Sort rank of each speed index, so that runs sort by speed name as the month's file does.
-_SPEED_RANK = np.argsort(np.argsort(np.array(SPEEDS))).astype(np.uint8)
+_SPEED_RANK = np.argsort(np.argsort(np.array([speed.value for speed in Speed]))).astype(np.uint8)
 
 
 @dataclass
 class StatsColumns:
-    """Move statistics as NumPy columns; speed is an index into SPEEDS."""
+    """Move statistics as NumPy columns; speed is a Speed's index."""
 
     key: np.ndarray
     move: np.ndarray
@@ -106,7 +103,7 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
     """Return speed indexes as an Arrow string array of their names."""
     import pyarrow as pa
 
-    names = [name.encode() for name in SPEEDS]
+    names = [speed.value.encode() for speed in Speed]
     width = max(map(len, names))
     table = np.zeros((len(names), width), dtype=np.uint8)
     for index, name in enumerate(names):
@@ -173,9 +170,12 @@ def write_month(columns: StatsColumns, path: Path) -> None:
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
 
 
-def merge_runs(runs: list[Path], target: Path, staging: Path) -> int:
-    """Sum run files into one sorted month file at target; return its row count."""
-    if run_rows(runs) <= IN_MEMORY_ROWS:
+def merge_runs(runs: list[Path], target: Path, staging: Path, *, in_memory_rows: int) -> int:
+    """Sum run files into one sorted month file at target; return its row count.
+
+    Runs of at most `in_memory_rows` rows in all are merged in memory, larger ones by DuckDB.
+    """
+    if run_rows(runs) <= in_memory_rows:
         parts = [read_run(path) for path in runs]
         merged = StatsColumns(
             *(
@@ -198,7 +198,7 @@ def _merge_runs_duckdb(runs: list[Path], target: Path, staging: Path) -> int:
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
-    speeds = "[" + ", ".join(f"'{s}'" for s in SPEEDS) + "]"
+    speeds = "[" + ", ".join(f"'{speed.value}'" for speed in Speed) + "]"
     files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in runs) + "]"
     source = (
         f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, "

@@ -19,10 +19,12 @@ from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json_atomic
 from pipelines.ingest.game_filter import GameFilter
-from pipelines.ingest.run import ingest, settings_dict
+from pipelines.ingest.manifest import IngestManifest, read_manifest
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import is_url, resolve
-from pipelines.warehouse.layout import check_month, manifest_path, partition_file, read_manifest
+from pipelines.warehouse.layout import check_month, manifest_path, partition_file
 from pipelines.warehouse.locks import month_lock
 from schemas.version import __version__
 
@@ -54,7 +56,7 @@ class MonthSettings:
         if book["speeds"] is not None:
             book["speeds"] = list(book["speeds"])
         return {
-            "ingest": settings_dict(self.rules, self.plies),
+            "ingest": IngestSettings(self.rules, self.plies).to_json(),
             "book": book,
             "keep_partial": self.keep_partial,
         }
@@ -152,7 +154,7 @@ def up_to_date_book(
 
 def up_to_date_partition(
     warehouse: Path, month: str, identity: dict[str, Any] | None, settings: MonthSettings
-) -> dict[str, Any] | None:
+) -> IngestManifest | None:
     """Return the month's ingest manifest if its partition came from this content and filter."""
     if identity is None or "sha256" not in identity:
         return None
@@ -160,11 +162,11 @@ def up_to_date_partition(
     target = partition_file(warehouse, month)
     if manifest is None or not target.exists():
         return None
-    if manifest.get("partial") or manifest.get("source_sha256") != identity["sha256"]:
+    if manifest.partial or manifest.source_sha256 != identity["sha256"]:
         return None
-    if manifest.get("settings") != settings_dict(settings.rules, settings.plies):
+    if manifest.settings != IngestSettings(settings.rules, settings.plies):
         return None
-    if manifest.get("output_sha256") != file_sha256(target):
+    if manifest.output_sha256 != file_sha256(target):
         return None
     return manifest
 
@@ -216,20 +218,19 @@ def ingest_step(
     if not force:
         existing = up_to_date_partition(warehouse, month, resolved.identity, settings)
         if existing is not None:
-            return {**existing, "reused": True}
+            return {**existing.to_json(), "reused": True}
     manifest = ingest(
         resolved.source,
         month,
         warehouse,
-        settings.rules,
-        plies=settings.plies,
+        IngestSettings(settings.rules, settings.plies),
         keep_partial=settings.keep_partial,
         progress=progress,
         workers=settings.workers,
         expected_sha256=resolved.expected_sha256,
         http_options=download.http_options(),
     )
-    return {**manifest, "reused": False}
+    return {**manifest.to_json(), "reused": False}
 
 
 def book_step(
@@ -397,8 +398,8 @@ def _build_month_remote(
         if remote_wh and not force:
             store.download_if_exists(url(warehouse, stats_manifest, local_wh), stats_manifest)
             previous = read_manifest(local_wh, month)
-            wanted = settings_dict(settings.rules, settings.plies)
-            if previous is not None and previous.get("settings") == wanted:
+            wanted = IngestSettings(settings.rules, settings.plies)
+            if previous is not None and previous.settings == wanted:
                 store.download_if_exists(url(warehouse, stats_file, local_wh), stats_file)
         manifest = build_month(
             source, month, local_wh, local_books, settings, download, force, progress, run_step

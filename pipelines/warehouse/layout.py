@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipelines.errors import ChesspipeError
 
@@ -73,15 +72,6 @@ def publish_file(tmp: Path, target: Path) -> None:
     """Move a finished file into place atomically (same filesystem)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, target)
-
-
-def read_manifest(warehouse: Path, month: str) -> dict[str, Any] | None:
-    """Return a month's ingest manifest, or None if the month was never ingested."""
-    path = manifest_path(warehouse, month)
-    if not path.exists():
-        return None
-    result: dict[str, Any] = json.loads(path.read_text())
-    return result
 
 
 def available_months(warehouse: Path) -> list[str]:

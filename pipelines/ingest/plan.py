@@ -1,0 +1,130 @@
+"""How an open source is read: one of three strategies, decided once, and their shared terms.
+
+- UNITS: a pzstd-style file (or URL, on an executor) is split into units of zstd frames that
+  worker processes (or the executor) scan and count at once.
+- COUNTING_PROCESS: the source is read and scanned in order here, and a second process counts
+  the kept games, when there are cores to spare.
+- IN_PROCESS: read, scanned and counted here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipelines.ingest.frames import Frame
+from pipelines.ingest.settings import IngestSettings
+from pipelines.progress import ProgressCallback
+from pipelines.sources.open import OpenSource
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+#: Smallest compressed file read by several processes; below it, starting them costs more.
+PARALLEL_MIN_BYTES = 16 << 20
+
+
+class Strategy(enum.Enum):
+    """How a source is read and its kept games counted."""
+
+    UNITS = "units"
+    COUNTING_PROCESS = "counting process"
+    IN_PROCESS = "in process"
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """The strategy chosen for a source, with the frames and units it is split into (UNITS)."""
+
+    strategy: Strategy
+    frames: list[Frame] = field(default_factory=list)
+    units: list[range] = field(default_factory=list)
+    #: COUNTING_PROCESS on a small source: decompress inline, not in a thread, which leaves
+    #: the other core to the counting process's start-up.
+    inline: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One ingest run as its strategies see it: what it reads, its settings, where it writes."""
+
+    source: str
+    month: str
+    warehouse: Path
+    settings: IngestSettings
+    #: The run's private folder for run files.
+    staging: Path
+    #: Rows counted in memory before a run file is written.
+    flush_rows: int
+    #: Most rows of runs merged in memory; more are merged by DuckDB.
+    in_memory_rows: int
+    progress: ProgressCallback | None
+    #: time.monotonic() when the run started, for progress reports and timings.
+    started: float
+    keep_partial: bool
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What a strategy counted: opening tree hits and misses, and how to write the partition."""
+
+    hits: int
+    misses: int
+    #: Writes the month's partition file at a path; returns its row count.
+    write: Callable[[Path], int]
+    #: Why reading stopped early, when a partial month is kept (keep_partial).
+    error: str | None = None
+
+
+def plan_read(
+    opened: OpenSource,
+    *,
+    workers: int,
+    executor: Executor | None,
+    keep_partial: bool,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+) -> ReadPlan:
+    """Return how to read an open source with `workers` processes (or on an executor).
+
+    A local file is split for worker processes when it is at least `parallel_min_bytes`; with
+    an executor (such as a Dask client's) a file or an http(s) URL is split whatever its size.
+    Keeping what was read of a damaged stream (`keep_partial`) needs it read in order.
+    """
+    if not keep_partial:
+        split = _units(opened, workers, executor, parallel_min_bytes)
+        if split is not None:
+            return ReadPlan(Strategy.UNITS, *split)
+    if workers > 1 and executor is None:
+        inline = 0 < (opened.size or 0) < parallel_min_bytes
+        return ReadPlan(Strategy.COUNTING_PROCESS, inline=inline)
+    return ReadPlan(Strategy.IN_PROCESS)
+
+
+def _units(
+    opened: OpenSource, workers: int, executor: Executor | None, parallel_min_bytes: int
+) -> tuple[list[Frame], list[range]] | None:
+    """Return the frames and units of parallel work for a pzstd-style source, or None."""
+    from pipelines.ingest.frames import frame_index, frame_pieces, plan_units
+
+    if not opened.size or (executor is None and (workers < 2 or opened.size < parallel_min_bytes)):
+        return None
+    if opened.kind == "file":
+        handle: Any = opened.reader.stream
+    elif opened.kind == "url" and executor is not None:
+        from pipelines.sources.http import RangeFile
+
+        handle = RangeFile(opened.name, opened.size)
+    else:
+        return None
+    frames = frame_index(handle, opened.size)
+    # CRLF text moves the blank lines between games: such files are read in order.
+    crlf = frames is not None and b"\r\n" in next(frame_pieces(handle, frames[0]), b"")[:65536]
+    if opened.kind == "file":
+        handle.seek(0)
+    if frames is None or len(frames) < 2 or crlf:
+        return None
+    units = plan_units(frames, workers if executor is None else max(workers, 8))
+    return (frames, units) if len(units) > 1 or executor is not None else None

@@ -1,0 +1,44 @@
+"""What an ingest counts: the games it keeps and the plies of each; the defaults live here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipelines.ingest.game_filter import GameFilter
+from schemas.speed import Speed
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    """The settings a month's move statistics depend on: the game filter and plies counted."""
+
+    rules: GameFilter = field(default_factory=GameFilter)
+    #: Plies counted from the start of each kept game.
+    plies: int = 20
+
+    def __post_init__(self) -> None:
+        if self.plies < 1:
+            raise ValueError("plies must be at least 1")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the settings as plain JSON values, as the run manifest records them."""
+        rules = self.rules
+        return {
+            "min_rating": rules.min_rating,
+            "speeds": [speed.value for speed in Speed if speed in rules.speeds],
+            "allow_bots": rules.allow_bots,
+            "variant": rules.variant,
+            "plies": self.plies,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IngestSettings:
+        """Return the settings a run manifest records (to_json's output)."""
+        rules = GameFilter(
+            data["min_rating"],
+            frozenset(data["speeds"]),
+            data["allow_bots"],
+            data["variant"],
+        )
+        return cls(rules, data["plies"])
