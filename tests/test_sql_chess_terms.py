@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import random
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +31,6 @@ from schemas.polyglot import START_KEY, encode_move
 from tests.conftest import ROOT, run_cli
 from tests.random_moves import random_move
 from tests.recount import keeps, read_text, speed
-from tests.test_start_up import imported
 
 START_FEN = chess.STARTING_FEN
 #: The games whose first plies are checked: what `ingest --min-rating 1800` keeps.
@@ -109,6 +111,21 @@ def con(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     connection = connect(tmp_path / "empty-warehouse", chess_terms=True)
     yield connection
     connection.close()
+
+
+def imported(*argv: str) -> set[str]:
+    """Run the command line in a fresh interpreter; return the heavy libraries it imported."""
+    code = (
+        "import json, sys\n"
+        "from pipelines.cli import main\n"
+        "main(sys.argv[1:])\n"
+        "heavy = {'duckdb', 'numpy', 'chess', 'pyarrow', 'pandas', 'prefect'}\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 # --- the functions --------------------------------------------------------------------------
@@ -305,13 +322,23 @@ def test_every_opening_key_is_python_chess_key_of_its_line(con: duckdb.DuckDBPyC
     assert najdorf == [("Sicilian Defense: Najdorf Variation",)]
 
 
-def test_opening_keys_are_cached(own_cache: Path, tmp_path: Path) -> None:
+def test_opening_keys_are_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = tmp_path / "fresh-cache"
+    monkeypatch.setenv("CHESSPIPE_CACHE", str(fresh))
+    monkeypatch.setattr(openings_module, "_loaded", {})
     cache = openings_module.cache_path(openings_module.openings_dir())
-    assert cache.parent == own_cache
+    assert cache.parent == fresh and not cache.exists()
+    every = "SELECT eco, name, pgn, key, plies, fen FROM openings ORDER BY pgn"
     con = connect(tmp_path, chess_terms=True)
-    assert query(con, "SELECT count(*) FROM openings") == [(3807,)]
+    computed = query(con, every)
     con.close()
+    assert len(computed) == 3807
     assert cache.is_file() and len(cache.read_text().splitlines()) == 3807
+    # read back from the cache: the same rows
+    monkeypatch.setattr(openings_module, "_loaded", {})
+    con = connect(tmp_path, chess_terms=True)
+    assert query(con, every) == computed
+    con.close()
     # a fresh process reads the keys from the cache: no python-chess
     got = imported("sql", "--warehouse", str(tmp_path), "SELECT sum(plies) FROM openings")
     assert got == {"duckdb", "numpy"}
