@@ -79,7 +79,12 @@ def last_json(cells: list[dict]) -> dict:
 
 
 def test_every_notebook_is_tested() -> None:
-    tested = {"01-move-statistics.ipynb", "02-book-settings.ipynb", "03-endgame-labels.ipynb"}
+    tested = {
+        "01-move-statistics.ipynb",
+        "02-book-settings.ipynb",
+        "03-endgame-labels.ipynb",
+        "04-chess-terms.ipynb",
+    }
     assert {path.name for path in NOTEBOOKS.glob("*.ipynb")} == tested
     for path in NOTEBOOKS.glob("*.ipynb"):
         notebook = nbformat.read(path, as_version=4)
@@ -223,3 +228,124 @@ def test_endgame_labels(syzygy_dir: Path, tmp_path: Path, monkeypatch: pytest.Mo
 def _order(piece: chess.Piece) -> int:
     """K first, then Q R B N P, as Syzygy names materials."""
     return "KQRBNP".index(piece.symbol().upper())
+
+
+# --- 4: questions in chess terms ----------------------------------------------------------------
+
+
+class FirstPlies(chess.pgn.BaseVisitor[tuple[dict[str, str], list[chess.Move]]]):
+    """Reads a game's headers and its first 20 moves (ingest's default plies)."""
+
+    def begin_game(self) -> None:
+        self.headers: dict[str, str] = {}
+        self.moves: list[chess.Move] = []
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        self.headers[tagname] = tagvalue
+
+    def begin_parse_san(self, board: chess.Board, san: str) -> chess.pgn.SkipType | None:
+        return chess.pgn.SKIP if len(self.moves) >= 20 else None
+
+    def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+        self.moves.append(move)
+
+    def result(self) -> tuple[dict[str, str], list[chess.Move]]:
+        return self.headers, self.moves
+
+
+def opening_lines() -> dict[int, list[tuple[str, str]]]:
+    """{key: [(name, pgn)]} of the bundled opening names, replayed with python-chess."""
+    lines: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for path in sorted((ROOT / "data" / "openings").glob("*.tsv")):
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                game = chess.pgn.read_game(io.StringIO(row["pgn"]))
+                assert game is not None
+                key = chess.polyglot.zobrist_hash(game.end().board())
+                lines[key].append((row["name"], row["pgn"]))
+    return lines
+
+
+def test_chess_terms(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {
+        "CHESSPIPE_SAMPLE": str(sample),
+        "CHESSPIPE_NOTEBOOK_OUT": str(tmp_path),
+        "CHESSPIPE_CACHE": str(tmp_path / "cache"),
+    }
+    cells = execute("04-chess-terms.ipynb", env, monkeypatch)
+    shown = last_json(cells)
+
+    # python-chess recount of the same games: every position of their first 20 plies
+    lines = opening_lines()
+    (ruy,) = [k for k, named in lines.items() if shown["opening"] in {n for n, _ in named}]
+    sicilian_board = chess.Board()
+    for san in ("e4", "c5"):
+        sicilian_board.push_san(san)
+    sicilian = chess.polyglot.zobrist_hash(sicilian_board)
+    start = chess.polyglot.zobrist_hash(chess.Board())
+    replies: defaultdict[tuple[int, str, str], float] = defaultdict(float)
+    share: Counter[tuple[str, str]] = Counter()
+    moves_from: defaultdict[tuple[str, str, str, str], float] = defaultdict(float)
+    for month, path in monthly_files(sample).items():
+        with open(path, "rb") as raw:
+            binary = (
+                zstandard.ZstdDecompressor().stream_reader(raw) if path.suffix == ".zst" else raw
+            )
+            text = io.TextIOWrapper(binary, encoding="utf-8", errors="replace")
+            while (game := chess.pgn.read_game(text, Visitor=FirstPlies)) is not None:
+                headers, moves = game
+                if not moves or not kept_by_rules(headers):
+                    continue
+                band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 400 * 400
+                white = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[headers["Result"]]
+                board = chess.Board()
+                for move in moves:
+                    key = chess.polyglot.zobrist_hash(board)
+                    points = white if board.turn == chess.WHITE else 1 - white
+                    san = board.san(move)
+                    if key == ruy:
+                        replies[(band, san, "games")] += 1
+                        replies[(band, san, "points")] += points
+                    share[(month, "sicilian")] += key == sicilian
+                    share[(month, "all_games")] += key == start
+                    for name, pgn in lines.get(key, ()):
+                        moves_from[(name, pgn, san, "games")] += 1
+                        moves_from[(name, pgn, san, "points")] += points
+                    board.push(move)
+
+    def close(score: float, games: int, points: float) -> bool:
+        return abs(score - points / games) <= 0.0005 + 1e-9
+
+    # 1: the three most played replies per band
+    bands = sorted({band for band, _, _ in replies})
+    assert len(bands) > 2
+    assert sorted({row["band"] for row in shown["replies"]}) == bands
+    for band in bands:
+        played = sorted(
+            ((-n, san) for (b, san, what), n in replies.items() if b == band and what == "games")
+        )[:3]
+        rows = [r for r in shown["replies"] if r["band"] == band]
+        assert [(r["reply"], r["games"]) for r in rows] == [(san, -n) for n, san in played]
+        for r in rows:
+            assert close(r["score"], r["games"], replies[(band, r["reply"], "points")])
+
+    # 2: the Sicilian's share by month
+    months = sorted(monthly_files(sample))
+    assert [(r["month"], r["sicilian"], r["all_games"]) for r in shown["share"]] == [
+        (month, share[(month, "sicilian")], share[(month, "all_games")]) for month in months
+    ]
+    for r in shown["share"]:
+        assert abs(r["percent"] - 100 * r["sicilian"] / r["all_games"]) <= 0.05 + 1e-9
+
+    # 3: every move from a named position with at least MIN_GAMES games, best score first
+    expected = {
+        (name, pgn, san): int(n)
+        for (name, pgn, san, what), n in moves_from.items()
+        if what == "games" and n >= shown["min_games"]
+    }
+    best = shown["best"]
+    assert {(r["name"], r["pgn"], r["move"]): r["games"] for r in best} == expected
+    assert len(best) == len(expected) > 10
+    for r in best:
+        assert close(r["score"], r["games"], moves_from[(r["name"], r["pgn"], r["move"], "points")])
+    assert [r["score"] for r in best] == sorted((r["score"] for r in best), reverse=True)

@@ -15,7 +15,9 @@ def register(subparsers: Any) -> None:
         "sql",
         help="run SQL over the move statistics (DuckDB)",
         description="Run a query with DuckDB. The view move_stats holds every month (with a "
-        "month column); uci(move) shows a Polyglot move as UCI, hexkey(key) a key as hex.",
+        "month column); uci(move) shows a Polyglot move as UCI, hexkey(key) a key as hex. "
+        "In chess terms: key_of_fen(fen), key_after(moves), fen_after(moves), san(move, fen) "
+        "and the view openings (eco, name, pgn, key, plies, fen); see docs/sql.md.",
     )
     parser.add_argument("query")
     parser.add_argument("--warehouse", required=True, type=Path)

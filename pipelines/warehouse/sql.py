@@ -1,11 +1,14 @@
-"""Ad hoc SQL over the move statistics."""
+"""Ad hoc SQL over the move statistics, in chess terms."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.warehouse.layout import available_months, stats_dir
+from pipelines.warehouse.openings import facts, opening_files, openings_dir
 
 if TYPE_CHECKING:
     import duckdb
@@ -15,14 +18,15 @@ def run_query(warehouse: Path, query: str) -> tuple[list[str], list[tuple[Any, .
     """Run a query over the warehouse; return column names and rows."""
     import duckdb
 
-    con = connect(Path(warehouse))
+    con = connect(Path(warehouse), chess_terms=uses_chess_terms(query))
     try:
         result = con.execute(query)
+        columns = [d[0] for d in result.description] if result.description else []
+        rows = result.fetchall() if result.description else []
     except duckdb.Error as exc:
-        raise ValueError(f"SQL error: {exc}") from None
-    columns = [d[0] for d in result.description] if result.description else []
-    rows = result.fetchall() if result.description else []
-    con.close()
+        raise ValueError(f"SQL error: {_udf_message(str(exc))}") from None
+    finally:
+        con.close()
     return columns, rows
 
 
@@ -30,14 +34,44 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def connect(warehouse: Path, memory_limit: str = "2GB") -> duckdb.DuckDBPyConnection:
-    """Open DuckDB with a view `move_stats` over every month and the `uci(move)` macro."""
+#: What DuckDB puts before the message of an exception raised in a Python function.
+_UDF_PREFIX = re.compile(
+    r"Invalid Input Error: Python exception occurred while executing the UDF: (\w+Error: )?"
+)
+
+
+def _udf_message(message: str) -> str:
+    """A chess function's error as its own message, without DuckDB's wrapping."""
+    return _UDF_PREFIX.sub("", message)
+
+
+#: Words of a query that need the chess functions or the openings view.
+_CHESS_TERMS = re.compile(r"\b(key_of_fen|key_after|fen_after|san|openings)\b", re.IGNORECASE)
+
+
+def uses_chess_terms(query: str) -> bool:
+    """Whether a query may call a chess function or read the openings view."""
+    return _CHESS_TERMS.search(query) is not None
+
+
+def connect(
+    warehouse: Path, memory_limit: str = "2GB", chess_terms: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open DuckDB with a view `move_stats` over every month and the `uci(move)` and
+    `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
+    (`register_chess_terms`).
+
+    `chess_terms` is off by default because DuckDB imports NumPy to register a Python function
+    (about 0.1 s), which a book build does not need.
+    """
     import duckdb
 
     con = duckdb.connect()
     con.execute(f"SET memory_limit = '{memory_limit}'")
     con.execute("SET preserve_insertion_order = false")
     con.execute(UCI_MACRO)
+    if chess_terms:
+        register_chess_terms(con)
     files = stats_dir(Path(warehouse)) / "month=*" / "*.parquet"
     if available_months(Path(warehouse)):
         con.execute(
@@ -64,3 +98,78 @@ CREATE MACRO uci(m) AS
         WHEN 1 THEN 'n' WHEN 2 THEN 'b' WHEN 3 THEN 'r' WHEN 4 THEN 'q' ELSE '' END;
 CREATE MACRO hexkey(k) AS lpad(lower(printf('%x', k)), 16, '0');
 """
+
+
+# The chess functions import python-chess on their first call, not before (`chesspipe sql`
+# starts light). DuckDB reads their parameters from their signatures.
+
+
+def _key_of_fen(fen: str) -> int:
+    from pipelines.warehouse.chess_functions import key_of_fen
+
+    return key_of_fen(fen)
+
+
+def _key_after(moves: str) -> int:
+    from pipelines.warehouse.chess_functions import key_after
+
+    return key_after(moves)
+
+
+def _fen_after(moves: str) -> str:
+    from pipelines.warehouse.chess_functions import fen_after
+
+    return fen_after(moves)
+
+
+def _san(move: int, fen: str) -> str:
+    from pipelines.warehouse.chess_functions import san
+
+    return san(move, fen)
+
+
+#: The chess functions: name, Python function, parameter types, return type (DuckDB types).
+CHESS_FUNCTIONS: tuple[tuple[str, Callable[..., Any], tuple[str, ...], str], ...] = (
+    ("key_of_fen", _key_of_fen, ("VARCHAR",), "UBIGINT"),
+    ("key_after", _key_after, ("VARCHAR",), "UBIGINT"),
+    ("fen_after", _fen_after, ("VARCHAR",), "VARCHAR"),
+    ("san", _san, ("INTEGER", "VARCHAR"), "VARCHAR"),
+)
+
+
+def register_chess_terms(con: duckdb.DuckDBPyConnection, openings: Path | None = None) -> None:
+    """Add the chess functions and the `openings` view to a DuckDB connection.
+
+    `key_of_fen(fen)`, `key_after(moves)`, `fen_after(moves)` and `san(move, fen)` run
+    python-chess, imported on their first call; `openings` (eco, name, pgn, key, plies, fen)
+    reads the named openings of `openings_dir()` (skipped when its files are absent).
+    """
+    for name, function, parameters, result in CHESS_FUNCTIONS:
+        con.create_function(name, function, list(parameters), result)
+    folder = openings_dir() if openings is None else Path(openings)
+    files = opening_files(folder)
+    if not files:
+        return
+
+    def fact(index: int) -> Callable[[str], Any]:
+        def call(pgn: str) -> Any:
+            found = facts(folder).get(pgn)
+            if found is None:  # not a line of the files: replay it
+                from pipelines.warehouse.chess_functions import opening_facts
+
+                found = opening_facts(pgn)
+            return found[index]
+
+        return call
+
+    for index, (name, result) in enumerate(
+        (("_opening_key", "UBIGINT"), ("_opening_plies", "INTEGER"), ("_opening_fen", "VARCHAR"))
+    ):
+        con.create_function(name, fact(index), ["VARCHAR"], result)
+    listed = ", ".join(f"'{_sql_path(path)}'" for path in files)
+    con.execute(
+        "CREATE VIEW openings AS SELECT eco, name, pgn, _opening_key(pgn) AS key, "
+        "_opening_plies(pgn) AS plies, _opening_fen(pgn) AS fen "
+        f"FROM read_csv([{listed}], delim = '\t', header = true, quote = '', escape = '', "
+        "auto_detect = false, columns = {'eco': 'VARCHAR', 'name': 'VARCHAR', 'pgn': 'VARCHAR'})"
+    )
