@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import subprocess
 from collections import Counter
 from fractions import Fraction
@@ -26,6 +25,7 @@ from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.polyglot import read_entries
 from schemas.speed import Speed
 from tests.conftest import need_program, run_cli
+from tests.random_moves import chess960_games
 from tests.recount import pgn_extract_elo, read_text
 
 ALL = frozenset(Speed)
@@ -244,38 +244,6 @@ def book_entries(warehouse: Path, settings: BookSettings) -> set[tuple[int, int,
     out = warehouse / "tmp.bin"
     build_book(warehouse, "2021-10", out, settings)
     return entry_set(out)
-
-
-def chess960_games(count: int, seed: int) -> str:
-    rng = random.Random(seed)
-    out = []
-    for number in range(count):
-        board = chess.Board.from_chess960_pos(rng.choice([0, 518, 959, 123]))
-        game = chess.pgn.Game()
-        game.headers.update(
-            {
-                "Variant": "Chess960",
-                "FEN": board.fen(),
-                "SetUp": "1",
-                "WhiteElo": "2300",
-                "BlackElo": "2300",
-                "TimeControl": "300+0",
-                "Site": f"https://lichess.org/{number}",
-            }
-        )
-        game.setup(board)
-        node = game
-        for _ in range(rng.randrange(4, 30)):
-            moves = list(node.board().legal_moves)
-            if not moves:
-                break
-            castles = [m for m in moves if node.board().is_castling(m)]
-            node = node.add_variation(
-                rng.choice(castles) if castles and rng.random() < 0.5 else rng.choice(moves)
-            )
-        game.headers["Result"] = rng.choice(["1-0", "0-1", "1/2-1/2"])
-        out.append(str(game))
-    return "\n\n".join(out) + "\n"
 
 
 def test_chess960_book(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_counting_process_equals_counting_here(
 
 
 def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
-    from tests.test_book import chess960_games
+    from tests.random_moves import chess960_games
 
     bad = game("1. e4", '[Variant "Chess960"]', '[SetUp "1"]', '[FEN "not a position"]')
     source = tmp_path / "c960.pgn"
