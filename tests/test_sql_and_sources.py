@@ -6,12 +6,8 @@ import csv
 import importlib.util
 import io
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
 import zstandard
 
 from pipelines.ingest.game_filter import GameFilter
@@ -21,6 +17,7 @@ from pipelines.sources.open import lichess_url, resolve
 from schemas.polyglot import move_to_uci
 from schemas.speed import Speed
 from tests.conftest import run_cli
+from tests.loopback_http import LoopbackServer
 
 ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
@@ -38,54 +35,23 @@ def _load_sample_tool():  # type: ignore[no-untyped-def]
 make_sample = _load_sample_tool()
 
 
-@pytest.fixture
-def http_files(tmp_path: Path) -> Iterator[tuple[str, dict[str, bytes]]]:
-    """A real HTTP server on 127.0.0.1 serving an in-memory folder."""
-    files: dict[str, bytes] = {}
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = files.get(self.path)
-            if body is None:
-                self.send_error(404, "Not Found")
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", files
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_url_source_streams_like_a_file(
-    tmp_path: Path, games_2021: Path, http_files: tuple[str, dict[str, bytes]]
-) -> None:
-    base, files = http_files
-    files["/month.pgn.zst"] = games_2021.read_bytes()
-    from_url = ingest(f"{base}/month.pgn.zst", "2021-10", tmp_path / "a", IngestSettings(ANY))
-    from_file = ingest(str(games_2021), "2021-10", tmp_path / "b", IngestSettings(ANY))
-    assert from_url.output_sha256 == from_file.output_sha256
-    assert from_url.source_sha256 == from_file.source_sha256
-    assert from_url.source_kind == "url"
-    missing = run_cli(
-        "ingest",
-        f"{base}/nope.pgn.zst",
-        "--month",
-        "2021-10",
-        "--warehouse",
-        str(tmp_path / "c"),
-        check=False,
-    )
+def test_url_source_streams_like_a_file(tmp_path: Path, games_2021: Path) -> None:
+    with LoopbackServer() as server:
+        url = server.add("/month.pgn.zst", games_2021.read_bytes())
+        from_url = ingest(url, "2021-10", tmp_path / "a", IngestSettings(ANY))
+        from_file = ingest(str(games_2021), "2021-10", tmp_path / "b", IngestSettings(ANY))
+        assert from_url.output_sha256 == from_file.output_sha256
+        assert from_url.source_sha256 == from_file.source_sha256
+        assert from_url.source_kind == "url"
+        missing = run_cli(
+            "ingest",
+            f"{server.base}/nope.pgn.zst",
+            "--month",
+            "2021-10",
+            "--warehouse",
+            str(tmp_path / "c"),
+            check=False,
+        )
     assert missing.returncode == 1 and "404" in missing.stderr
     assert not (tmp_path / "c" / "move_stats").exists()
 
