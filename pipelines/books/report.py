@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -490,48 +489,3 @@ def write_report(book_path: Path, out: Path, **options: Any) -> Path:
         raise ChesspipeError(f"{out.parent}: no such directory")
     write_bytes_atomic(out, page.encode("utf-8"))
     return out
-
-
-def book_summary_markdown(book_path: Path, manifest: Mapping[str, Any] | None = None) -> str:
-    """Return a compact Markdown summary: book size, games kept, top moves from the start."""
-    book_path = Path(book_path)
-    book = open_book(book_path)
-    facts = book_facts(book, book_path)
-    manifest = manifest or {}
-    board = chess.Board()
-    moves = book.moves(board)
-    total = sum(m.weight for m in moves)
-    lines = [f"### Book `{book_path.name}`", ""]
-    if manifest.get("months"):
-        lines.append(f"- months: {', '.join(map(str, manifest['months']))}")
-    kept = _games_kept(manifest)
-    if kept is not None:
-        lines.append(f"- games kept: {kept:,}")
-    lines += [
-        f"- entries: {facts.entries:,}",
-        f"- positions: {facts.positions:,}",
-        f"- size: {facts.size:,} bytes",
-        "",
-        "| move | weight | share |",
-        "|---|---:|---:|",
-    ]
-    for m in moves[:8]:
-        lines.append(f"| {board.san(m.move)} | {m.weight:,} | {m.weight / total:.1%} |")
-    if not moves:
-        lines.append("| (no book moves at the start position) | | |")
-    return "\n".join(lines) + "\n"
-
-
-def _games_kept(manifest: Mapping[str, Any]) -> int | None:
-    """Return games kept from an ingest manifest, or the sum over a run's ingest manifests."""
-    if isinstance(manifest.get("games_kept"), int):
-        return int(manifest["games_kept"])
-    ingests = manifest.get("ingest")
-    if isinstance(ingests, Mapping):
-        ingests = [ingests]
-    if isinstance(ingests, list):
-        kept = [i.get("games_kept") for i in ingests if isinstance(i, Mapping)]
-        counts = [k for k in kept if isinstance(k, int)]
-        if counts and len(counts) == len(kept):
-            return sum(counts)
-    return None

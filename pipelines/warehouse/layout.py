@@ -7,13 +7,9 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipelines.errors import ChesspipeError
-
-if TYPE_CHECKING:
-    pass
-
 
 MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 
