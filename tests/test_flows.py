@@ -15,7 +15,9 @@ import zstandard
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import MonthSettings, build_month, published_paths
+from pipelines.monthly.build import build_month
+from pipelines.monthly.publish import published_paths
+from pipelines.monthly.settings import MonthSettings
 from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT, run_cli
 

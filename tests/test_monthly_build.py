@@ -23,15 +23,9 @@ from pipelines.books.build import BookSettings, build_book
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
-from pipelines.monthly.build import (
-    DownloadOptions,
-    MonthSettings,
-    build_lock,
-    build_month,
-    month_to_build,
-    published_paths,
-    summary_markdown,
-)
+from pipelines.monthly.build import build_lock, build_month, month_to_build
+from pipelines.monthly.publish import published_paths, summary_markdown
+from pipelines.monthly.settings import DownloadOptions, MonthSettings
 from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT
 from tests.loopback_http import LoopbackServer
@@ -298,7 +292,8 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
 KILLABLE = (
     "import sys\n"
     "from pipelines.books.build import BookSettings\n"
-    "from pipelines.monthly.build import MonthSettings, build_month\n"
+    "from pipelines.monthly.build import build_month\n"
+    "from pipelines.monthly.settings import MonthSettings\n"
     "from pipelines.ingest.scan import GameFilter\n"
     "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
     "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"

@@ -78,7 +78,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
-    from pipelines.monthly.build import print_status
+    from pipelines.monthly.publish import print_status
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)

@@ -12,7 +12,8 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import build_month, month_to_build, summary_markdown
+from pipelines.monthly.build import build_month, month_to_build
+from pipelines.monthly.publish import summary_markdown
 from pipelines.progress import Progress, ProgressCallback, format_progress
 
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from pipelines.books.build import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
-from pipelines.monthly.build import DownloadOptions, MonthSettings
+from pipelines.monthly.settings import DownloadOptions, MonthSettings
 
 DEFAULT_SPEEDS = ["blitz", "rapid", "classical", "correspondence"]
 
