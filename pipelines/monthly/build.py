@@ -129,8 +129,6 @@ def build_month(
     settings = settings or MonthSettings()
     download = download or DownloadOptions()
     check_month(month)
-    if settings.plies < 1:
-        raise ChesspipeError("--plies must be at least 1")
     from pipelines.sources.object_store import is_remote
 
     if is_remote(warehouse) or is_remote(books):

@@ -1,14 +1,23 @@
-"""What a month's build depends on (filter, plies, book options) and how it downloads."""
+"""What a month's build depends on (filter, plies, book options) and how it downloads.
+
+These dataclasses own the defaults and their checks; the command line and the Prefect
+parameters (`pipelines.flows.options.BuildOptions`) read them from here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import inspect
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipelines.books.build import BookSettings
+from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
-from pipelines.ingest.run import settings_dict
+from pipelines.ingest.run import ingest, settings_dict
+
+#: Plies counted per game: ingest's own default, so that it is written in one place.
+DEFAULT_PLIES: int = inspect.signature(ingest).parameters["plies"].default
 
 
 @dataclass(frozen=True)
@@ -16,20 +25,21 @@ class MonthSettings:
     """What a month's build depends on besides its source: filter, plies and book options."""
 
     rules: GameFilter = field(default_factory=GameFilter)
-    plies: int = 20
+    plies: int = DEFAULT_PLIES
     book: BookSettings = field(default_factory=BookSettings)
     keep_partial: bool = False
     #: Processes for the scan; results do not depend on it, so it is not recorded.
     workers: int | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:
+        if self.plies < 1:
+            raise ChesspipeError("plies must be at least 1")
+
     def record(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as stored in the run manifest."""
-        book = asdict(self.book)
-        if book["speeds"] is not None:
-            book["speeds"] = list(book["speeds"])
         return {
             "ingest": settings_dict(self.rules, self.plies),
-            "book": book,
+            "book": self.book.record(),
             "keep_partial": self.keep_partial,
         }
 
