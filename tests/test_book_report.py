@@ -17,8 +17,9 @@ import chess.polyglot
 import numpy as np
 import pytest
 
-from pipelines.books.build import BookSettings, build_book
+from pipelines.books.build import build_book
 from pipelines.books.report import column_chart_svg, coverage, render_report
+from pipelines.books.settings import BookSettings
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from schemas.move_stats import SPEEDS
@@ -427,9 +428,9 @@ def test_manifest_shown_only_for_its_own_book(own_book: tuple[Path, dict, dict],
     path, _, built = own_book
     page = read_page(render_report(path))
     assert page.facts["manifest-months"] == "2021-10"
-    assert page.facts["manifest-games"] == f"{built['games']:,}"
+    assert page.facts["manifest-games"] == f"{built.entry_games:,}"
     assert "min_games 3" in page.facts["manifest-settings"]
     other = tmp_path / "other.bin"
     other.write_bytes(path.read_bytes()[:-16])
-    (tmp_path / "other.json").write_text(json.dumps(built))
+    (tmp_path / "other.json").write_text(json.dumps(built.to_json()))
     assert not any(k.startswith("manifest-") for k in read_page(render_report(other)).facts)

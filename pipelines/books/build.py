@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines.books.manifest import BookManifest, book_manifest_path
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic, write_json_atomic
+from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.version import __version__
 from pipelines.warehouse.layout import available_months, month_range
 from pipelines.warehouse.sql import connect
-from schemas.dimensions import SPEEDS
 
 MAX_WEIGHT = 65535
 
@@ -24,36 +24,6 @@ ENTRIES_HEX = (
     "string_agg(printf('%016x%04x%04x00000000', key, move, weight), '' "
     "ORDER BY key, weight DESC, move)"
 )
-
-
-@dataclass(frozen=True)
-class BookSettings:
-    """Which moves enter a book: games, score, and optional filters on the stored dimensions.
-
-    The one home of these defaults: the command line and the flows' parameters read them here.
-    """
-
-    min_games: int = 20
-    min_score: float = 0.35
-    speeds: tuple[str, ...] | None = None
-    min_band: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.min_games < 1:
-            raise ChesspipeError("min_games must be at least 1")
-        if not 0.0 <= self.min_score <= 1.0:
-            raise ChesspipeError("min_score must be between 0 and 1")
-        if self.speeds is not None:
-            unknown = set(self.speeds) - set(SPEEDS)
-            if unknown:
-                raise ChesspipeError(f"unknown speed(s) {sorted(unknown)}")
-
-    def record(self) -> dict[str, Any]:
-        """Return the settings as plain JSON values, as manifests store them."""
-        data = asdict(self)
-        if self.speeds is not None:
-            data["speeds"] = list(self.speeds)
-        return data
 
 
 def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
@@ -90,7 +60,7 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
 
 def build_book(
     warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
-) -> dict[str, Any]:
+) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest."""
     settings = settings or BookSettings()
     started = time.monotonic()
@@ -104,7 +74,7 @@ def build_book(
     sql, params = book_query(wanted, settings)
     con = connect(Path(warehouse))
     try:
-        hex_entries, entries, positions, games = con.execute(
+        hex_entries, entries, positions, entry_games = con.execute(
             f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
             f"FROM ({sql})",
             params,
@@ -113,23 +83,18 @@ def build_book(
         con.close()
     out = Path(out)
     write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
-    manifest = {
-        "chesspipe_version": __version__,
-        "out": str(out),
-        "months": wanted,
-        "settings": settings.record(),
-        "entries": int(entries),
-        "positions": int(positions),
-        "games": int(games),
-        "size": out.stat().st_size,
-        "sha256": file_sha256(out),
-        "seconds": round(time.monotonic() - started, 3),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    write_json_atomic(book_manifest_path(out), manifest)
+    manifest = BookManifest(
+        chesspipe_version=__version__,
+        out=str(out),
+        months=tuple(wanted),
+        settings=settings,
+        entries=int(entries),
+        positions=int(positions),
+        entry_games=int(entry_games),
+        size=out.stat().st_size,
+        sha256=file_sha256(out),
+        seconds=round(time.monotonic() - started, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    manifest.write(book_manifest_path(out))
     return manifest
-
-
-def book_manifest_path(book: Path) -> Path:
-    """Return the manifest path beside a book: BOOK.json for BOOK.bin."""
-    return Path(book).with_suffix(".json")

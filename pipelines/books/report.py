@@ -11,9 +11,10 @@ from typing import Any
 import chess
 import numpy as np
 
+from pipelines.books.manifest import read_manifest_beside
 from pipelines.books.show import open_book
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic
+from pipelines.files import write_bytes_atomic
 from pipelines.version import __version__
 from schemas.polyglot import Book, polyglot_key
 
@@ -325,21 +326,6 @@ def _facts_rows(rows: list[tuple[str, str, str]]) -> str:
     )
 
 
-def read_manifest_beside(book_path: Path) -> dict[str, Any] | None:
-    """Return the manifest `book build` wrote beside this very book (BOOK.json), if any."""
-    import json
-
-    path = Path(book_path).with_suffix(".json")
-    try:
-        data = json.loads(path.read_text())
-        digest = file_sha256(Path(book_path))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("sha256") != digest:
-        return None
-    return data
-
-
 def render_report(
     book_path: Path,
     plies: int = 4,
@@ -385,17 +371,14 @@ def render_report(
         ),
     ]
     if manifest:
-        if "months" in manifest:
-            rows.append(("months", "manifest-months", ", ".join(map(str, manifest["months"]))))
-        if isinstance(manifest.get("settings"), dict):
-            settings = ", ".join(
-                f"{k} {v}" for k, v in manifest["settings"].items() if v is not None
-            )
-            rows.append(("build settings", "manifest-settings", settings))
-        if "games" in manifest:
-            rows.append(
-                ("game moves behind the entries", "manifest-games", f"{manifest['games']:,}")
-            )
+        rows.append(("months", "manifest-months", ", ".join(manifest.months)))
+        settings = ", ".join(
+            f"{k} {v}" for k, v in manifest.settings.record().items() if v is not None
+        )
+        rows.append(("build settings", "manifest-settings", settings))
+        rows.append(
+            ("game moves behind the entries", "manifest-games", f"{manifest.entry_games:,}")
+        )
 
     if start_moves:
         labels = [board.san(m.move) for m in start_moves[:12]]

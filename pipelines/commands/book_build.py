@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.books.build import BookSettings
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 
 #: The option of each book setting, for error messages.
@@ -72,9 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.books.build import build_book
 
     manifest = build_book(args.warehouse, args.months, args.out, book_settings_from_args(args))
-    print(
-        json.dumps(
-            {k: manifest[k] for k in ("out", "months", "entries", "positions", "games")}, indent=2
-        )
-    )
+    record = manifest.to_json()
+    summary = {k: record[k] for k in ("out", "months", "entries", "positions")}
+    summary["games"] = manifest.entry_games  # this summary's key, which scripts read, stays
+    print(json.dumps(summary, indent=2))
     return 0

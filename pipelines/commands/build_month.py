@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
-    from pipelines.monthly.publish import print_status
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
@@ -110,7 +110,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print_status(manifest)
+    if manifest["status"] == "up-to-date":
+        print(
+            f"chesspipe: {manifest['book_file']} is up to date (same source and settings); "
+            "nothing changed (use --force to rebuild)",
+            file=sys.stderr,
+        )
     summary = {
         "month": manifest["month"],
         "status": manifest["status"],

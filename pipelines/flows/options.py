@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from pipelines.books.build import BookSettings
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import settings_dict

@@ -9,14 +9,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pipelines.books.build import build_book
+from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
 from pipelines.ingest.run import ingest, settings_dict
+from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import (
     book_name,
     publish_step,
@@ -103,9 +106,7 @@ def ingest_step(
     return {**manifest, "reused": False}
 
 
-def book_step(
-    warehouse: Path, month: str, settings: MonthSettings, staging: Path
-) -> dict[str, Any]:
+def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
     """Build the month's book into a hidden staging folder; return its manifest."""
     staged = staging / book_name(month, settings.rules.variant)
     return build_book(warehouse, [month], staged, settings.book)
@@ -121,7 +122,7 @@ def build_month(
     force: bool = False,
     progress: ProgressCallback | None = None,
     run_step: StepRunner = run_directly,
-) -> dict[str, Any]:
+) -> MonthManifest:
     """Build and publish a month's book; return the run manifest (status built or up-to-date).
 
     `warehouse` and `books` are folders, or URLs of object storage (s3://...) handled by fsspec.
@@ -156,17 +157,17 @@ def build_month(
                 books, month, settings.rules.variant, resolved.identity, settings.record()
             )
             if current is not None:
-                return {**current, "status": "up-to-date"}
+                return replace(current, status="up-to-date")
         ingest_manifest: dict[str, Any] = run_step(
             "ingest", ingest_step, resolved, month, warehouse, settings, download, force, progress
         )
         staging = books / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
         try:
-            book_manifest: dict[str, Any] = run_step(
+            book_manifest: BookManifest = run_step(
                 "build-book", book_step, warehouse, month, settings, staging
             )
-            manifest: dict[str, Any] = run_step(
+            manifest: MonthManifest = run_step(
                 "publish",
                 publish_step,
                 books,
@@ -193,7 +194,7 @@ def _build_month_remote(
     force: bool,
     progress: ProgressCallback | None,
     run_step: StepRunner,
-) -> dict[str, Any]:
+) -> MonthManifest:
     """Build in a local scratch folder seeded from object storage, then upload what changed."""
     import tempfile
 
@@ -225,9 +226,9 @@ def _build_month_remote(
         manifest = build_month(
             source, month, local_wh, local_books, settings, download, force, progress, run_step
         )
-        if manifest["status"] != "built":
+        if manifest.status != "built":
             return manifest
-        if remote_wh and not manifest["ingest_reused"]:
+        if remote_wh and not manifest.ingest_reused:
             store.upload(stats_file, url(warehouse, stats_file, local_wh))
             store.upload(stats_manifest, url(warehouse, stats_manifest, local_wh))
         if remote_books:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.books.build import BookSettings
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest, settings_dict
