@@ -17,8 +17,10 @@ import chess.polyglot
 import numpy as np
 import pytest
 
+from pipelines.books.analysis import coverage
 from pipelines.books.build import build_book
-from pipelines.books.report import column_chart_svg, coverage, render_report
+from pipelines.books.charts import column_chart_svg
+from pipelines.books.report import render_report
 from pipelines.books.settings import BookSettings
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest

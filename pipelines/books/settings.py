@@ -1,4 +1,4 @@
-"""Which moves enter a book: the book settings, their defaults and their checks."""
+"""Book settings, their defaults and their checks: which moves enter a book, what a report shows."""
 
 from __future__ import annotations
 
@@ -37,3 +37,27 @@ class BookSettings:
         if self.speeds is not None:
             data["speeds"] = list(self.speeds)
         return data
+
+
+#: The opening tree's default depth, and moves shown per position by ply (the last repeating).
+TREE_PLIES = 4
+TREE_WIDTH = (5, 3)
+#: How far the coverage walk goes by default: plies, and positions in all.
+COVERAGE_PLIES = 60
+COVERAGE_POSITIONS = 200_000
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What a report shows: the opening tree's depth and width, the coverage walk's limits."""
+
+    plies: int = TREE_PLIES
+    width: tuple[int, ...] = TREE_WIDTH
+    max_plies: int = COVERAGE_PLIES
+    max_positions: int = COVERAGE_POSITIONS
+
+    def __post_init__(self) -> None:
+        if self.plies < 1 or self.max_plies < 0 or self.max_positions < 1:
+            raise ChesspipeError("plies and max_positions must be at least 1, max_plies at least 0")
+        if not self.width or min(self.width) < 1:
+            raise ChesspipeError("every width must be at least 1")
