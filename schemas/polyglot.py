@@ -12,9 +12,11 @@ import chess.polyglot
 import numpy as np
 
 from schemas.atomic_files import atomic_path
+from schemas.polyglot_entry import ENTRY_FIELDS
 
-#: One book entry: key u64, move u16, weight u16, learn u32, all big-endian.
-ENTRY_DTYPE = np.dtype([("key", ">u8"), ("move", ">u2"), ("weight", ">u2"), ("learn", ">u4")])
+#: One book entry, as schemas.polyglot_entry lays it out: key u64, move u16, weight u16,
+#: learn u32, all big-endian.
+ENTRY_DTYPE = np.dtype([(name, f">u{size}") for name, size in ENTRY_FIELDS])
 ENTRY_SIZE = ENTRY_DTYPE.itemsize
 
 #: Polyglot key of the standard starting position.

@@ -14,14 +14,14 @@ from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.version import __version__
 from pipelines.warehouse.layout import available_months, month_range
 from pipelines.warehouse.sql import connect
+from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 
 MAX_WEIGHT = 65535
 
-#: A book file's bytes as hex: in book order (key, then weight descending, then move), each
-#: entry's 16 bytes, big-endian: key u64, move u16, weight u16, learn u32 (0), as
-#: schemas.polyglot.ENTRY_DTYPE lays them out.
+#: A book file's bytes as hex: each entry's fields as schemas.polyglot_entry lays them out
+#: (learn 0), in book order: key, then weight descending, then move.
 ENTRIES_HEX = (
-    "string_agg(printf('%016x%04x%04x00000000', key, move, weight), '' "
+    f"string_agg(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0), '' "
     "ORDER BY key, weight DESC, move)"
 )
 
