@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections import Counter
 from fractions import Fraction
@@ -15,7 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.books.build import BookSettings, build_book
+from pipelines.books.build import build_book
+from pipelines.books.manifest import BookManifest, book_manifest_path, read_manifest_beside
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
@@ -100,7 +103,7 @@ def test_book_equals_polyglot_make_book(
         manifest = build_book(tmp_path, "2020-01", ours, BookSettings(games, score))
         reference = make_book_reference(tmp_path, source, rating, games, score)
         assert entry_set(ours) == entry_set(reference)
-        assert manifest["entries"] == len(entry_set(reference)) > 0
+        assert manifest.entries == len(entry_set(reference)) > 0
 
 
 def test_python_chess_reads_every_entry(tmp_path: Path, games_2021: Path) -> None:
@@ -195,7 +198,7 @@ def test_empty_book_and_missing_months(tmp_path: Path) -> None:
     synthetic_month(tmp_path, "2024-01", [(1, 1, 1, 0, 0)])
     out = tmp_path / "empty.bin"
     manifest = build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
-    assert manifest["entries"] == 0 and out.stat().st_size == 0
+    assert manifest.entries == 0 and out.stat().st_size == 0
     with pytest.raises(ChesspipeError, match="no move statistics for 2024-02"):
         build_book(tmp_path, "2024-01..2024-03", tmp_path / "x.bin")
     assert not (tmp_path / "x.bin").exists()
@@ -211,6 +214,23 @@ def test_empty_book_and_missing_months(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 1 and "ends before it starts" in proc.stderr
+
+
+def test_manifest_counts_entry_games_and_reads_the_older_games_key(tmp_path: Path) -> None:
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 15, 5, 5), (1, 2, 20, 0, 0), (2, 3, 30, 0, 0)])
+    out = tmp_path / "b.bin"
+    manifest = build_book(tmp_path, "2024-01", out, BookSettings(20, 0.0, speeds=("blitz",)))
+    stored = json.loads(book_manifest_path(out).read_text())
+    # A game counts once for each book move it played: the sum of n over the entries.
+    assert stored["entry_games"] == manifest.entry_games == 25 + 20 + 30
+    assert "games" not in stored
+    assert BookManifest.from_json(stored) == manifest
+    assert stored["settings"]["speeds"] == ["blitz"]
+    # A manifest written before the field had its name still reads, with the same value.
+    older = {k: v for k, v in stored.items() if k != "entry_games"} | {"games": 75}
+    assert BookManifest.from_json(older) == manifest
+    book_manifest_path(out).write_text(json.dumps(older))
+    assert read_manifest_beside(out) == manifest
 
 
 def test_month_range_sums_months(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ and rendered by headless Chromium."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
 import subprocess
@@ -18,8 +17,11 @@ import chess.polyglot
 import numpy as np
 import pytest
 
-from pipelines.books.build import BookSettings, build_book
-from pipelines.books.report import book_summary_markdown, column_chart_svg, coverage, render_report
+from pipelines.books.analysis import coverage
+from pipelines.books.build import build_book
+from pipelines.books.charts import column_chart_svg
+from pipelines.books.report import render_report
+from pipelines.books.settings import BookSettings
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -381,40 +383,6 @@ def test_chromium_renders_the_report(any_book: Path, tmp_path: Path) -> None:
     assert np.all(rgb == np.array(ACCENT_RGB, dtype=np.uint8), axis=1).sum() > 2000
 
 
-# --- the Markdown summary for the monthly run's artifact ----------------------------------------
-
-
-def test_summary_markdown(own_book: tuple[Path, dict, dict]) -> None:
-    path, ingested, built = own_book
-    text = book_summary_markdown(path, {**built, "ingest": [ingested.to_json()]})
-    assert f"- games kept: {ingested.games_kept:,}" in text
-    assert f"- entries: {built['entries']:,}" in text
-    assert f"- positions: {built['positions']:,}" in text
-    assert f"- size: {path.stat().st_size:,} bytes" in text
-    assert "- months: 2021-10" in text
-    rows = [line for line in text.splitlines() if line.startswith("| ") and "move" not in line]
-    with chess.polyglot.open_reader(path) as reader:
-        start = sorted(reader_moves(reader, chess.Board()), key=lambda m: -m[1])
-    total = sum(w for _, w in start)
-    assert len(rows) == min(8, len(start))
-    board = chess.Board()
-    for row, (_, weight) in zip(rows, start, strict=False):
-        san, shown_weight, share = (cell.strip() for cell in row.strip("|").split("|"))
-        assert (
-            int(shown_weight.replace(",", "")) == weight == dict(start)[board.parse_san(san).uci()]
-        )
-        assert share == f"{weight / total:.1%}"
-    assert book_summary_markdown(path, {"games_kept": 7}).count("- games kept: 7") == 1
-    assert "games kept" not in book_summary_markdown(path, None)
-
-
-def test_summary_of_any_book(polyglot_book: Path) -> None:
-    text = book_summary_markdown(polyglot_book)
-    with chess.polyglot.open_reader(polyglot_book) as reader:
-        assert f"- entries: {len(reader):,}" in text
-    assert "| e4 | 1 | 33.3% |" in text.replace(os.linesep, "\n")
-
-
 def test_report_skips_illegal_and_zero_weight_entries(tmp_path: Path) -> None:
     board = chess.Board()
     raw = [
@@ -443,8 +411,6 @@ def test_report_of_an_empty_book(tmp_path: Path) -> None:
     page = read_page(render_report(tmp_path / "empty.bin"))
     assert page.items == [] and page.facts["book-entries"] == "0"
     assert page.facts["book-positions"] == "0" and page.coverage_rows == []
-    summary = book_summary_markdown(tmp_path / "empty.bin")
-    assert "- entries: 0" in summary and "(no book moves at the start position)" in summary
 
 
 def test_main_line_follows_the_heaviest_moves(any_book: Path) -> None:
@@ -465,9 +431,9 @@ def test_manifest_shown_only_for_its_own_book(own_book: tuple[Path, dict, dict],
     path, _, built = own_book
     page = read_page(render_report(path))
     assert page.facts["manifest-months"] == "2021-10"
-    assert page.facts["manifest-games"] == f"{built['games']:,}"
+    assert page.facts["manifest-games"] == f"{built.entry_games:,}"
     assert "min_games 3" in page.facts["manifest-settings"]
     other = tmp_path / "other.bin"
     other.write_bytes(path.read_bytes()[:-16])
-    (tmp_path / "other.json").write_text(json.dumps(built))
+    (tmp_path / "other.json").write_text(json.dumps(built.to_json()))
     assert not any(k.startswith("manifest-") for k in read_page(render_report(other)).facts)

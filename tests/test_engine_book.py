@@ -11,7 +11,8 @@ import chess.engine
 import chess.polyglot
 import pytest
 
-from pipelines.books.build import BookSettings, build_book
+from pipelines.books.build import build_book
+from pipelines.books.settings import BookSettings
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings

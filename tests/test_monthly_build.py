@@ -19,20 +19,16 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from pipelines.books.build import BookSettings, build_book
+from pipelines.books.build import build_book
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
-from pipelines.monthly.build import (
-    DownloadOptions,
-    MonthSettings,
-    build_lock,
-    build_month,
-    month_to_build,
-    published_paths,
-    summary_markdown,
-)
+from pipelines.monthly.build import build_lock, build_month, month_to_build
+from pipelines.monthly.manifest import MonthManifest, summary_markdown
+from pipelines.monthly.publish import published_paths
+from pipelines.monthly.settings import DownloadOptions, MonthSettings
 from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT
 from tests.loopback_http import LoopbackServer
@@ -70,50 +66,58 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
     warehouse, books = tmp_path / "wh", tmp_path / "books"
     manifest = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
     book, manifest_file = published_paths(books, "2021-10")
-    assert manifest["status"] == "built" and not manifest["ingest_reused"]
+    assert manifest.status == "built" and not manifest.ingest_reused
     assert visible_files(books) == {book.name, manifest_file.name}
-    assert json.loads(manifest_file.read_text()) == manifest
+    assert json.loads(manifest_file.read_text()) == manifest.to_json()
 
     # The same as running ingest and book build by hand.
     ingest(str(games_2021), "2021-10", tmp_path / "ref", IngestSettings(SETTINGS.rules))
     reference = build_book(tmp_path / "ref", ["2021-10"], tmp_path / "ref.bin", SETTINGS.book)
     assert book.read_bytes() == (tmp_path / "ref.bin").read_bytes()
-    assert manifest["book_sha256"] == reference["sha256"]
-    assert (
-        manifest["source_identity"]["sha256"] == hashlib.sha256(games_2021.read_bytes()).hexdigest()
-    )
+    assert manifest.book_sha256 == reference.sha256
+    assert manifest.source_identity["sha256"] == hashlib.sha256(games_2021.read_bytes()).hexdigest()
 
     # The manifest's top moves are python-chess's reading of the published book.
     with chess.polyglot.open_reader(book) as reader:
         entries = sorted(reader.find_all(chess.Board()), key=lambda e: -e.weight)
     total = sum(e.weight for e in entries)
-    assert [(m["move"], m["weight"]) for m in manifest["top_moves"]] == [
+    assert [(m.move, m.weight) for m in manifest.top_moves] == [
         (e.move.uci(), e.weight) for e in entries[:5]
     ]
-    assert manifest["top_moves"][0]["share"] == round(entries[0].weight / total, 4)
+    assert manifest.top_moves[0].share == round(entries[0].weight / total, 4)
     text = summary_markdown(manifest)
-    assert f"games read: {manifest['ingest']['games_read']:,}" in text
-    assert f"| {manifest['top_moves'][0]['san']} (" in text
+    assert f"games read: {manifest.ingest['games_read']:,}" in text
+    assert f"| {manifest.top_moves[0].san} (" in text
 
     # Again with the same source and settings: nothing is rewritten.
     before = {p: stamp(p) for p in (book, manifest_file, partition_file(warehouse, "2021-10"))}
     again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
-    assert again["status"] == "up-to-date"
+    assert again.status == "up-to-date"
     assert {p: stamp(p) for p in before} == before
+
+    # A manifest written before the book's `games` was named `entry_games` still reads.
+    older = json.loads(manifest_file.read_text())
+    older["book"]["games"] = older["book"].pop("entry_games")
+    manifest_file.write_text(json.dumps(older))
+    assert MonthManifest.read(manifest_file) == manifest
+    assert (
+        build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS).status == "up-to-date"
+    )
+    manifest.write(manifest_file)
 
     # New book settings: the book is rebuilt from the partition already there.
     stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
     rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
-    assert rebuilt["status"] == "built" and rebuilt["ingest_reused"]
+    assert rebuilt.status == "built" and rebuilt.ingest_reused
     assert (
         stamp(partition_file(warehouse, "2021-10")) == before[partition_file(warehouse, "2021-10")]
     )
-    assert rebuilt["book"]["entries"] < manifest["book"]["entries"]
+    assert rebuilt.book.entries < manifest.book.entries
 
     # --force redoes everything.
     forced = build_month(str(games_2021), "2021-10", warehouse, books, stricter, force=True)
-    assert forced["status"] == "built" and not forced["ingest_reused"]
-    assert forced["book_sha256"] == rebuilt["book_sha256"]
+    assert forced.status == "built" and not forced.ingest_reused
+    assert forced.book_sha256 == rebuilt.book_sha256
 
     # A run already holding the month makes another fail at once, with a clear message.
     with build_lock(books, "2021-10"), pytest.raises(ChesspipeError, match="already running"):
@@ -130,17 +134,17 @@ def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> N
         manifest = build_month(
             good, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, options
         )
-        assert manifest["source_identity"] == {"sha256": hashlib.sha256(data).hexdigest()}
-        assert manifest["ingest"]["source_sha256_verified"] is True
+        assert manifest.source_identity == {"sha256": hashlib.sha256(data).hexdigest()}
+        assert manifest.ingest["source_sha256_verified"] is True
         assert (cache / NAME).read_bytes() == data
         local = build_month(
             str(games_2021), "2021-10", tmp_path / "wh2", tmp_path / "books2", SETTINGS
         )
-        assert manifest["book_sha256"] == local["book_sha256"]
+        assert manifest.book_sha256 == local.book_sha256
         # The second run sees the same published checksum: up to date without downloading.
         gets = sum(1 for m, p, _ in server.requests if m == "GET" and p.endswith(NAME))
         again = build_month(good, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, options)
-        assert again["status"] == "up-to-date"
+        assert again.status == "up-to-date"
         assert sum(1 for m, p, _ in server.requests if m == "GET" and p.endswith(NAME)) == gets
 
         with pytest.raises(ChesspipeError, match="sha256 mismatch"):
@@ -235,8 +239,8 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
         # The rerun (same code path, no Prefect) publishes what an uninterrupted run does.
         server.files["/standard/lichess_db_standard_rated_2013-01.pgn.zst"].delay = 0.0
         rerun = build_month(url, "2013-01", warehouse, books, settings, FAST)
-    assert rerun["status"] == "built"
-    assert rerun["book_sha256"] == reference["book_sha256"]
+    assert rerun.status == "built"
+    assert rerun.book_sha256 == reference.book_sha256
     assert pq.read_table(partition_file(warehouse, "2013-01")).equals(
         pq.read_table(partition_file(tmp_path / "ref-wh", "2013-01"))
     )
@@ -257,7 +261,7 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
         local = build_month(
             str(games_2021), "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS
         )
-        assert manifest["status"] == "built"
+        assert manifest.status == "built"
         assert sorted(fs.find("/chesspipe-test")) == [
             "/chesspipe-test/books/lichess-2021-10.bin",
             "/chesspipe-test/books/lichess-2021-10.json",
@@ -266,7 +270,7 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
         ]
         book = "/chesspipe-test/books/lichess-2021-10.bin"
         assert fs.cat(book) == published_paths(tmp_path / "books", "2021-10")[0].read_bytes()
-        assert local["book_sha256"] == manifest["book_sha256"]
+        assert local.book_sha256 == manifest.book_sha256
         # DuckDB reads the Parquet statistics where they are stored.
         con = duckdb.connect()
         con.register_filesystem(fs)
@@ -278,16 +282,16 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
             f"SELECT * FROM read_parquet('{tmp_path}/wh/move_stats/month=*/*.parquet',"
             " hive_partitioning = true) ORDER BY ALL"
         ).fetchall()
-        assert remote == here and len(remote) == local["ingest"]["rows"]
+        assert remote == here and len(remote) == local.ingest["rows"]
         # Up to date: no object is rewritten.
         created = {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")}
         again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
-        assert again["status"] == "up-to-date"
+        assert again.status == "up-to-date"
         assert {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")} == created
         # New book settings reuse the stored partition and replace only the book and manifest.
         stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
         rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
-        assert rebuilt["status"] == "built" and rebuilt["ingest_reused"]
+        assert rebuilt.status == "built" and rebuilt.ingest_reused
         partition = "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet"
         assert fs.info(partition)["created"] == created[partition]
         assert fs.info(book)["created"] != created[book]
@@ -298,8 +302,9 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
 
 KILLABLE = (
     "import sys\n"
-    "from pipelines.books.build import BookSettings\n"
-    "from pipelines.monthly.build import MonthSettings, build_month\n"
+    "from pipelines.books.settings import BookSettings\n"
+    "from pipelines.monthly.build import build_month\n"
+    "from pipelines.monthly.settings import MonthSettings\n"
     "from pipelines.ingest.scan import GameFilter\n"
     "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
     "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"
@@ -371,7 +376,7 @@ def test_kill_9_at_any_moment(tmp_path: Path, games_2013: Path) -> None:
             proc.wait()
         assert_consistent(warehouse, books)
         rerun = build_month(str(dump), "2013-01", warehouse, books, settings)
-        assert rerun["book_sha256"] == reference["book_sha256"]
+        assert rerun.book_sha256 == reference.book_sha256
         assert pq.read_table(partition_file(warehouse, "2013-01")).equals(
             pq.read_table(partition_file(tmp_path / "ref-wh", "2013-01"))
         )

@@ -3,47 +3,27 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines.books.manifest import BookManifest, book_manifest_path
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic, write_json_atomic
+from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.warehouse.layout import available_months, month_range
 from pipelines.warehouse.sql import connect
-from schemas.speed import Speed
+from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
 
 MAX_WEIGHT = 65535
 
-#: A book file's bytes as hex: in book order (key, then weight descending, then move), each
-#: entry's 16 bytes, big-endian: key u64, move u16, weight u16, learn u32 (0), as
-#: schemas.polyglot.ENTRY_DTYPE lays them out.
+#: A book file's bytes as hex: each entry's fields as schemas.polyglot_entry lays them out
+#: (learn 0), in book order: key, then weight descending, then move.
 ENTRIES_HEX = (
-    "string_agg(printf('%016x%04x%04x00000000', key, move, weight), '' "
+    f"string_agg(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0), '' "
     "ORDER BY key, weight DESC, move)"
 )
-
-
-@dataclass(frozen=True)
-class BookSettings:
-    """Which moves enter a book: games, score, and optional filters on the stored dimensions."""
-
-    min_games: int = 20
-    min_score: float = 0.35
-    speeds: tuple[str, ...] | None = None
-    min_band: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.min_games < 1:
-            raise ChesspipeError("--min-games must be at least 1")
-        if not 0.0 <= self.min_score <= 1.0:
-            raise ChesspipeError("--min-score must be between 0 and 1")
-        if self.speeds is not None:
-            unknown = set(self.speeds) - set(Speed)
-            if unknown:
-                raise ChesspipeError(f"unknown speed(s) {sorted(unknown)}")
 
 
 def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
@@ -80,7 +60,7 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
 
 def build_book(
     warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
-) -> dict[str, Any]:
+) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest."""
     settings = settings or BookSettings()
     started = time.monotonic()
@@ -94,7 +74,7 @@ def build_book(
     sql, params = book_query(wanted, settings)
     con = connect(Path(warehouse))
     try:
-        hex_entries, entries, positions, games = con.execute(
+        hex_entries, entries, positions, entry_games = con.execute(
             f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
             f"FROM ({sql})",
             params,
@@ -103,23 +83,18 @@ def build_book(
         con.close()
     out = Path(out)
     write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
-    manifest = {
-        "chesspipe_version": __version__,
-        "out": str(out),
-        "months": wanted,
-        "settings": asdict(settings),
-        "entries": int(entries),
-        "positions": int(positions),
-        "games": int(games),
-        "size": out.stat().st_size,
-        "sha256": file_sha256(out),
-        "seconds": round(time.monotonic() - started, 3),
-        "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    write_json_atomic(book_manifest_path(out), manifest)
+    manifest = BookManifest(
+        chesspipe_version=__version__,
+        out=str(out),
+        months=tuple(wanted),
+        settings=settings,
+        entries=int(entries),
+        positions=int(positions),
+        entry_games=int(entry_games),
+        size=out.stat().st_size,
+        sha256=file_sha256(out),
+        seconds=round(time.monotonic() - started, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    manifest.write(book_manifest_path(out))
     return manifest
-
-
-def book_manifest_path(book: Path) -> Path:
-    """Return the manifest path beside a book: BOOK.json for BOOK.bin."""
-    return Path(book).with_suffix(".json")

@@ -2,280 +2,28 @@
 
 from __future__ import annotations
 
-import html
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import chess
-import numpy as np
 
+from pipelines.books.analysis import (
+    BookFacts,
+    Coverage,
+    TreeNode,
+    book_facts,
+    coverage,
+    opening_tree,
+)
+from pipelines.books.charts import bar_chart_svg, column_chart_svg, esc
+from pipelines.books.manifest import BookManifest, read_manifest_beside
+from pipelines.books.settings import ReportSettings
 from pipelines.books.show import open_book
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic
-from schemas.polyglot import Book, polyglot_key
+from pipelines.files import write_bytes_atomic
+from schemas.polyglot import BookMove
 from schemas.version import __version__
-
-#: How far the coverage walk goes by default: plies, and positions in all.
-COVERAGE_PLIES = 60
-COVERAGE_POSITIONS = 200_000
-
-
-@dataclass(frozen=True)
-class TreeNode:
-    """A book move in the opening tree: SAN, weight, share of its position, and replies."""
-
-    san: str
-    uci: str
-    weight: int
-    share: float
-    line: tuple[str, ...]
-    children: tuple[TreeNode, ...] = ()
-
-
-@dataclass
-class Coverage:
-    """What a walk over book moves from the start position reaches, ply by ply.
-
-    Positions count once, at the first ply they are reached, and only when they have a legal
-    book move; entries are those stored under the counted positions' keys. Leaves are positions
-    a book move leads to that have no book move.
-    """
-
-    positions_by_ply: list[int] = field(default_factory=list)
-    entries_by_ply: list[int] = field(default_factory=list)
-    positions_reached: int = 0
-    entries_reached: int = 0
-    leaves: int = 0
-    truncated: bool = False
-
-
-@dataclass
-class BookFacts:
-    """Whole-book numbers: entries, positions, weights, and their distributions."""
-
-    path: str
-    size: int
-    entries: int
-    positions: int
-    weight_total: int
-    weight_max: int
-    zero_weight: int
-    moves_per_position: dict[int, int]
-
-
-def opening_tree(
-    book: Book, board: chess.Board | None = None, plies: int = 4, width: tuple[int, ...] = (5, 3)
-) -> tuple[TreeNode, ...]:
-    """Return the heaviest book lines from a position: width[i] moves at ply i (last repeats)."""
-    board = board.copy() if board is not None else chess.Board()
-    return _tree(book, board, plies, width, 0, ())
-
-
-def _tree(
-    book: Book,
-    board: chess.Board,
-    plies: int,
-    width: tuple[int, ...],
-    ply: int,
-    line: tuple[str, ...],
-) -> tuple[TreeNode, ...]:
-    if ply >= plies:
-        return ()
-    moves = book.moves(board)
-    total = sum(m.weight for m in moves)
-    nodes = []
-    for book_move in moves[: width[min(ply, len(width) - 1)]]:
-        san = board.san(book_move.move)
-        board.push(book_move.move)
-        children = _tree(book, board, plies, width, ply + 1, (*line, san))
-        board.pop()
-        nodes.append(
-            TreeNode(
-                san,
-                book_move.move.uci(),
-                book_move.weight,
-                book_move.weight / total,
-                (*line, san),
-                children,
-            )
-        )
-    return tuple(nodes)
-
-
-def coverage(
-    book: Book, max_plies: int = COVERAGE_PLIES, max_positions: int = COVERAGE_POSITIONS
-) -> Coverage:
-    """Walk book moves breadth-first from the start position; count what each ply reaches."""
-    result = Coverage()
-    start = chess.Board()
-    seen: set[int] = {polyglot_key(start)}
-    frontier = [(start, polyglot_key(start))]
-    for ply in range(max_plies + 1):
-        positions = entries = 0
-        following: list[tuple[chess.Board, int]] = []
-        for board, board_key in frontier:
-            moves = book.moves(board, board_key)
-            if not moves:
-                result.leaves += 1
-                continue
-            positions += 1
-            entries += len(book.raw_entries(board_key))
-            if ply == max_plies:
-                result.truncated = True
-                continue
-            for book_move in moves:
-                child = board.copy(stack=False)
-                child.push(book_move.move)
-                key = polyglot_key(child)
-                if key in seen:
-                    continue
-                if len(seen) >= max_positions:
-                    result.truncated = True
-                    continue
-                seen.add(key)
-                following.append((child, key))
-        if not positions:
-            break
-        result.positions_by_ply.append(positions)
-        result.entries_by_ply.append(entries)
-        frontier = following
-    result.positions_reached = sum(result.positions_by_ply)
-    result.entries_reached = sum(result.entries_by_ply)
-    return result
-
-
-def book_facts(book: Book, path: Path) -> BookFacts:
-    """Return whole-book numbers that need no board: sizes, weights, moves per position."""
-    weights = book.entries["weight"].astype(np.int64)
-    _, per_key = np.unique(book.keys, return_counts=True)
-    counts, how_often = np.unique(per_key, return_counts=True)
-    return BookFacts(
-        path=str(path),
-        size=Path(path).stat().st_size,
-        entries=len(book),
-        positions=len(per_key),
-        weight_total=int(weights.sum()),
-        weight_max=int(weights.max()) if len(weights) else 0,
-        zero_weight=int((weights == 0).sum()),
-        moves_per_position={int(c): int(n) for c, n in zip(counts, how_often, strict=True)},
-    )
-
-
-# --- SVG charts -------------------------------------------------------------------------------
-
-_BAR = "#3b6ea8"
-_ACCENT = "#d08c2c"
-_INK = "#222222"
-_GRID = "#d9d9d9"
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def bar_chart_svg(
-    labels: list[str],
-    values: list[float],
-    title: str,
-    value_text: list[str] | None = None,
-    width: int = 560,
-    bar_height: int = 22,
-    color: str = _BAR,
-) -> str:
-    """Return a horizontal bar chart as inline SVG, one labelled bar per value."""
-    value_text = value_text or [f"{v:g}" for v in values]
-    label_w, pad, top = 90, 8, 30
-    plot_w = width - label_w - 110
-    height = top + len(values) * (bar_height + pad) + pad
-    peak = max(values) if values and max(values) > 0 else 1.0
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" aria-label="{_esc(title)}">',
-        f"<title>{_esc(title)}</title>",
-        f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{_INK}">{_esc(title)}</text>',
-    ]
-    for i, (label, value, text) in enumerate(zip(labels, values, value_text, strict=True)):
-        y = top + i * (bar_height + pad)
-        w = max(1.0, plot_w * value / peak) if value > 0 else 0.0
-        parts.append(
-            f'<text x="{label_w - 6}" y="{y + bar_height * 0.72:.1f}" font-size="13" '
-            f'text-anchor="end" fill="{_INK}">{_esc(label)}</text>'
-            f'<rect class="bar" x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_height}" '
-            f'fill="{color}" data-label="{_esc(label)}" data-value="{value:g}"/>'
-            f'<text x="{label_w + w + 6:.1f}" y="{y + bar_height * 0.72:.1f}" font-size="12" '
-            f'fill="{_INK}">{_esc(text)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def column_chart_svg(
-    values: list[int],
-    title: str,
-    x_label: str,
-    y_label: str,
-    log: bool = False,
-    width: int = 720,
-    height: int = 260,
-    color: str = _ACCENT,
-) -> str:
-    """Return a vertical column chart (x = index) as inline SVG, optionally on a log scale."""
-    left, right, top, bottom = 64, 12, 30, 40
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def scale(v: float) -> float:
-        return float(np.log10(v + 1)) if log else float(v)
-
-    peak = max((scale(v) for v in values), default=1.0) or 1.0
-    step = plot_w / max(1, len(values))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
-        f'height="{height}" viewBox="0 0 {width} {height}" aria-label="{_esc(title)}">',
-        f"<title>{_esc(title)}</title>",
-        f'<text x="0" y="18" font-size="15" font-weight="bold" fill="{_INK}">{_esc(title)}</text>',
-        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-        f'stroke="{_INK}"/>',
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="{_INK}"/>',
-    ]
-    if log:
-        ticks = [10**e for e in range(0, int(peak) + 1) if scale(10**e) <= peak]
-    else:
-        ticks = list(np.linspace(0, peak, 5)[1:])
-    for tick in ticks:
-        y = top + plot_h - plot_h * scale(tick) / peak
-        parts.append(
-            f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="{_GRID}"/>'
-            f'<text x="{left - 4}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
-            f'fill="{_INK}">{int(round(tick)):,}</text>'
-        )
-    label_every = max(1, len(values) // 20)
-    for i, value in enumerate(values):
-        h = plot_h * scale(value) / peak
-        x = left + i * step
-        parts.append(
-            f'<rect class="column" x="{x + step * 0.1:.1f}" y="{top + plot_h - h:.1f}" '
-            f'width="{step * 0.8:.1f}" height="{h:.1f}" fill="{color}" data-x="{i}" '
-            f'data-value="{value}"/>'
-        )
-        if i % label_every == 0:
-            parts.append(
-                f'<text x="{x + step / 2:.1f}" y="{top + plot_h + 14}" font-size="11" '
-                f'text-anchor="middle" fill="{_INK}">{i}</text>'
-            )
-    parts.append(
-        f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" font-size="12" text-anchor="middle" '
-        f'fill="{_INK}">{_esc(x_label)}</text>'
-        f'<text x="12" y="{top + plot_h / 2:.1f}" font-size="12" text-anchor="middle" '
-        f'fill="{_INK}" transform="rotate(-90 12 {top + plot_h / 2:.1f})">{_esc(y_label)}</text>'
-        "</svg>"
-    )
-    return "".join(parts)
-
-
-# --- the page ---------------------------------------------------------------------------------
 
 _STYLE = """
 body { font-family: sans-serif; color: #222; background: #fff; margin: 24px; max-width: 1100px; }
@@ -306,9 +54,9 @@ def _tree_html(nodes: tuple[TreeNode, ...], css_class: str = "tree") -> str:
     for node in nodes:
         number = f"{(len(node.line) + 1) // 2}." + ("" if len(node.line) % 2 else "..")
         items.append(
-            f'<li data-line="{_esc(" ".join(node.line))}" data-uci="{node.uci}" '
+            f'<li data-line="{esc(" ".join(node.line))}" data-uci="{node.uci}" '
             f'data-weight="{node.weight}" data-share="{node.share:.6f}">'
-            f'<span class="num">{number}</span> <span class="san">{_esc(node.san)}</span>'
+            f'<span class="num">{number}</span> <span class="san">{esc(node.san)}</span>'
             f'<span class="pct">{node.share:.1%}</span>'
             f'<span class="meter" style="width:{max(1, round(120 * node.share))}px"></span>'
             f'<span class="w">weight {node.weight:,}</span>'
@@ -321,44 +69,19 @@ def _tree_html(nodes: tuple[TreeNode, ...], css_class: str = "tree") -> str:
 
 def _facts_rows(rows: list[tuple[str, str, str]]) -> str:
     return "".join(
-        f'<tr><td>{_esc(name)}</td><td class="n" id="{ident}">{_esc(value)}</td></tr>'
+        f'<tr><td>{esc(name)}</td><td class="n" id="{ident}">{esc(value)}</td></tr>'
         for name, ident, value in rows
     )
 
 
-def read_manifest_beside(book_path: Path) -> dict[str, Any] | None:
-    """Return the manifest `book build` wrote beside this very book (BOOK.json), if any."""
-    import json
-
-    path = Path(book_path).with_suffix(".json")
-    try:
-        data = json.loads(path.read_text())
-        digest = file_sha256(Path(book_path))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("sha256") != digest:
-        return None
-    return data
-
-
-def render_report(
+def _facts(
     book_path: Path,
-    plies: int = 4,
-    width: tuple[int, ...] = (5, 3),
-    max_plies: int = COVERAGE_PLIES,
-    max_positions: int = COVERAGE_POSITIONS,
-) -> str:
-    """Return the HTML report of a Polyglot book."""
-    book_path = Path(book_path)
-    book = open_book(book_path)
-    facts = book_facts(book, book_path)
-    tree = opening_tree(book, plies=plies, width=width)
-    cover = coverage(book, max_plies, max_positions)
-    manifest = read_manifest_beside(book_path)
-    start_moves = book.moves(chess.Board())
-    start_total = sum(m.weight for m in start_moves)
-    board = chess.Board()
-
+    facts: BookFacts,
+    cover: Coverage,
+    start_moves: list[BookMove],
+    manifest: BookManifest | None,
+) -> list[tuple[str, str, str]]:
+    """Return the rows of the facts table: (name, element id, value)."""
     rows = [
         ("file", "book-file", book_path.name),
         ("size", "book-size", f"{facts.size:,} bytes"),
@@ -386,18 +109,23 @@ def render_report(
         ),
     ]
     if manifest:
-        if "months" in manifest:
-            rows.append(("months", "manifest-months", ", ".join(map(str, manifest["months"]))))
-        if isinstance(manifest.get("settings"), dict):
-            settings = ", ".join(
-                f"{k} {v}" for k, v in manifest["settings"].items() if v is not None
-            )
-            rows.append(("build settings", "manifest-settings", settings))
-        if "games" in manifest:
-            rows.append(
-                ("game moves behind the entries", "manifest-games", f"{manifest['games']:,}")
-            )
+        settings = manifest.settings.record().items()
+        rows += [
+            ("months", "manifest-months", ", ".join(manifest.months)),
+            (
+                "build settings",
+                "manifest-settings",
+                ", ".join(f"{k} {v}" for k, v in settings if v is not None),
+            ),
+            ("game moves behind the entries", "manifest-games", f"{manifest.entry_games:,}"),
+        ]
+    return rows
 
+
+def _charts(facts: BookFacts, cover: Coverage, start_moves: list[BookMove]) -> str:
+    """Return the three charts (or a sentence where one has nothing to show)."""
+    board = chess.Board()
+    start_total = sum(m.weight for m in start_moves)
     if start_moves:
         labels = [board.san(m.move) for m in start_moves[:12]]
         values = [m.weight / start_total for m in start_moves[:12]]
@@ -436,6 +164,20 @@ def render_report(
         if shown
         else "<p>The book has no entries.</p>"
     )
+    return first_chart + depth_chart + spread_chart
+
+
+def render_report(book_path: Path, settings: ReportSettings | None = None, **options: Any) -> str:
+    """Return the HTML report of a Polyglot book (`options`: ReportSettings fields instead)."""
+    settings = settings or ReportSettings(**options)
+    plies, max_plies, max_positions = settings.plies, settings.max_plies, settings.max_positions
+    book_path = Path(book_path)
+    book = open_book(book_path)
+    facts = book_facts(book, book_path)
+    tree = opening_tree(book, plies=plies, width=settings.width)
+    cover = coverage(book, max_plies, max_positions)
+    start_moves = book.moves(chess.Board())
+    rows = _facts(book_path, facts, cover, start_moves, read_manifest_beside(book_path))
     coverage_rows = "".join(
         f"<tr><td>{ply}</td><td>{n:,}</td><td>{e:,}</td></tr>"
         for ply, (n, e) in enumerate(zip(cover.positions_by_ply, cover.entries_by_ply, strict=True))
@@ -448,18 +190,18 @@ def render_report(
     title = f"Polyglot book report: {book_path.name}"
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_STYLE}</style></head>
 <body>
-<h1>{_esc(title)}</h1>
+<h1>{esc(title)}</h1>
 <h2>The book</h2>
 <table class="facts" id="facts">{_facts_rows(rows)}</table>
 <h2>Charts</h2>
-<div class="charts" id="charts">{first_chart}{depth_chart}{spread_chart}</div>
+<div class="charts" id="charts">{_charts(facts, cover, start_moves)}</div>
 <h2>Opening tree from the start position</h2>
 <p>Heaviest lines, {plies} plies deep; each percentage is the move's share of the weights of
 its position (legal moves with weight above 0, as engines read the book).
-Main line (the heaviest move at each ply): <b id="main-line">{_esc(_main_line(tree))}</b>.</p>
+Main line (the heaviest move at each ply): <b id="main-line">{esc(_main_line(tree))}</b>.</p>
 <div id="tree">{_tree_html(tree) if tree else "<p>No book moves at the start position.</p>"}</div>
 <h2>Coverage by ply</h2>
 <p>Book positions reached by following book moves from the start position (each counted once,
@@ -482,56 +224,13 @@ def _main_line(tree: tuple[TreeNode, ...]) -> str:
     return _moves_text(line) or "(none)"
 
 
-def write_report(book_path: Path, out: Path, **options: Any) -> Path:
+def write_report(
+    book_path: Path, out: Path, settings: ReportSettings | None = None, **options: Any
+) -> Path:
     """Write the HTML report of a book atomically; return its path."""
-    page = render_report(book_path, **options)
+    page = render_report(book_path, settings, **options)
     out = Path(out)
     if out.parent and not out.parent.exists():
         raise ChesspipeError(f"{out.parent}: no such directory")
     write_bytes_atomic(out, page.encode("utf-8"))
     return out
-
-
-def book_summary_markdown(book_path: Path, manifest: Mapping[str, Any] | None = None) -> str:
-    """Return a compact Markdown summary: book size, games kept, top moves from the start."""
-    book_path = Path(book_path)
-    book = open_book(book_path)
-    facts = book_facts(book, book_path)
-    manifest = manifest or {}
-    board = chess.Board()
-    moves = book.moves(board)
-    total = sum(m.weight for m in moves)
-    lines = [f"### Book `{book_path.name}`", ""]
-    if manifest.get("months"):
-        lines.append(f"- months: {', '.join(map(str, manifest['months']))}")
-    kept = _games_kept(manifest)
-    if kept is not None:
-        lines.append(f"- games kept: {kept:,}")
-    lines += [
-        f"- entries: {facts.entries:,}",
-        f"- positions: {facts.positions:,}",
-        f"- size: {facts.size:,} bytes",
-        "",
-        "| move | weight | share |",
-        "|---|---:|---:|",
-    ]
-    for m in moves[:8]:
-        lines.append(f"| {board.san(m.move)} | {m.weight:,} | {m.weight / total:.1%} |")
-    if not moves:
-        lines.append("| (no book moves at the start position) | | |")
-    return "\n".join(lines) + "\n"
-
-
-def _games_kept(manifest: Mapping[str, Any]) -> int | None:
-    """Return games kept from an ingest manifest, or the sum over a run's ingest manifests."""
-    if isinstance(manifest.get("games_kept"), int):
-        return int(manifest["games_kept"])
-    ingests = manifest.get("ingest")
-    if isinstance(ingests, Mapping):
-        ingests = [ingests]
-    if isinstance(ingests, list):
-        kept = [i.get("games_kept") for i in ingests if isinstance(i, Mapping)]
-        counts = [k for k in kept if isinstance(k, int)]
-        if counts and len(counts) == len(kept):
-            return sum(counts)
-    return None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import chess
-import numpy as np
 
+from pipelines.books.analysis import book_facts
 from pipelines.errors import ChesspipeError
 from schemas.polyglot import Book, BookFormatError, polyglot_key
 
@@ -56,14 +56,13 @@ def describe_position(path: Path, board: chess.Board) -> str:
 
 def describe_book(path: Path) -> str:
     """Return a summary: entries, positions, weight totals, and the start position's moves."""
-    book = open_book(path)
-    weights = book.entries["weight"].astype(np.int64)
+    facts = book_facts(open_book(path), path)
     lines = [
         f"book       {path}",
-        f"entries    {len(book):,}",
-        f"positions  {book.positions():,}",
-        f"weight     total {int(weights.sum()):,}, max {int(weights.max(initial=0)):,}",
-        f"zero-weight entries {int((weights == 0).sum()):,}",
+        f"entries    {facts.entries:,}",
+        f"positions  {facts.positions:,}",
+        f"weight     total {facts.weight_total:,}, max {facts.weight_max:,}",
+        f"zero-weight entries {facts.zero_weight:,}",
         "",
         describe_position(path, chess.Board()),
     ]

@@ -4,16 +4,54 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pipelines.books.settings import BookSettings
+from pipelines.errors import ChesspipeError
+
+#: The option of each book setting, for error messages.
+BOOK_FLAGS = {"min_games": "--min-games", "min_score": "--min-score", "min_band": "--min-band"}
+
+
+@contextmanager
+def named_as_options(flags: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a settings error that names a setting with the option's name instead."""
+    try:
+        yield
+    except ChesspipeError as exc:
+        name, _, rest = str(exc).partition(" ")
+        if name not in flags:
+            raise
+        raise ChesspipeError(f"{flags[name]} {rest}") from None
+
 
 def add_book_options(parser: argparse.ArgumentParser) -> None:
-    """Add the book options shared by book build and build-month."""
-    parser.add_argument("--min-games", type=int, default=20, help="games a move needs (20)")
-    parser.add_argument("--min-score", type=float, default=0.35, help="score a move needs (0.35)")
+    """Add the book options shared by book build and build-month (defaults: BookSettings)."""
+    default = BookSettings()
+    parser.add_argument(
+        "--min-games",
+        type=int,
+        default=default.min_games,
+        help=f"games a move needs ({default.min_games})",
+    )
+    parser.add_argument(
+        "--min-score",
+        type=float,
+        default=default.min_score,
+        help=f"score a move needs ({default.min_score})",
+    )
     parser.add_argument("--book-speeds", default=None, help="only these speeds (comma-separated)")
     parser.add_argument("--min-band", type=int, default=None, help="only rating bands >= this")
+
+
+def book_settings_from_args(args: argparse.Namespace) -> BookSettings:
+    """Return the BookSettings the options describe; errors name the options."""
+    speeds = tuple(s for s in args.book_speeds.split(",") if s) if args.book_speeds else None
+    with named_as_options(BOOK_FLAGS):
+        return BookSettings(args.min_games, args.min_score, speeds, args.min_band)
 
 
 def register(subparsers: Any) -> None:
@@ -31,18 +69,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.books.build import BookSettings, build_book
+    from pipelines.books.build import build_book
 
-    settings = BookSettings(
-        min_games=args.min_games,
-        min_score=args.min_score,
-        speeds=tuple(s for s in args.book_speeds.split(",") if s) if args.book_speeds else None,
-        min_band=args.min_band,
-    )
-    manifest = build_book(args.warehouse, args.months, args.out, settings)
-    print(
-        json.dumps(
-            {k: manifest[k] for k in ("out", "months", "entries", "positions", "games")}, indent=2
-        )
-    )
+    manifest = build_book(args.warehouse, args.months, args.out, book_settings_from_args(args))
+    record = manifest.to_json()
+    summary = {k: record[k] for k in ("out", "months", "entries", "positions")}
+    summary["games"] = manifest.entry_games  # this summary's key, which scripts read, stays
+    print(json.dumps(summary, indent=2))
     return 0

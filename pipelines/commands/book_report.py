@@ -6,6 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pipelines.books.settings import ReportSettings
+from pipelines.errors import ChesspipeError
+
 
 def _widths(text: str) -> tuple[int, ...]:
     try:
@@ -28,40 +31,43 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("book", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="the HTML file to write")
-    parser.add_argument("--plies", type=int, default=4, help="depth of the opening tree (4)")
+    default = ReportSettings()
+    parser.add_argument(
+        "--plies",
+        type=int,
+        default=default.plies,
+        help=f"depth of the opening tree ({default.plies})",
+    )
     parser.add_argument(
         "--width",
         type=_widths,
-        default=(5, 3),
-        help="moves shown per position, by ply, the last repeating (5,3)",
+        default=default.width,
+        help="moves shown per position, by ply, the last repeating "
+        f"({','.join(map(str, default.width))})",
     )
     parser.add_argument(
-        "--max-plies", type=int, default=60, help="depth limit of the coverage walk (60)"
+        "--max-plies",
+        type=int,
+        default=default.max_plies,
+        help=f"depth limit of the coverage walk ({default.max_plies})",
     )
     parser.add_argument(
         "--max-positions",
         type=int,
-        default=200_000,
-        help="position limit of the coverage walk (200000)",
+        default=default.max_positions,
+        help=f"position limit of the coverage walk ({default.max_positions})",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.books.report import write_report
-    from pipelines.errors import ChesspipeError
 
-    if args.plies < 1 or args.max_plies < 0 or args.max_positions < 1:
+    try:
+        settings = ReportSettings(args.plies, args.width, args.max_plies, args.max_positions)
+    except ChesspipeError:
         raise ChesspipeError(
             "--plies and --max-positions must be at least 1, --max-plies at least 0"
-        )
-    out = write_report(
-        args.book,
-        args.out,
-        plies=args.plies,
-        width=args.width,
-        max_plies=args.max_plies,
-        max_positions=args.max_positions,
-    )
-    print(out)
+        ) from None
+    print(write_report(args.book, args.out, settings))
     return 0

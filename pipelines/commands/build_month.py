@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.book_build import add_book_options
+from pipelines.commands.book_build import (
+    add_book_options,
+    book_settings_from_args,
+    named_as_options,
+)
 from pipelines.commands.ingest import add_ingest_options
+from pipelines.monthly.settings import DownloadOptions, MonthSettings
 
 
 def add_build_options(parser: argparse.ArgumentParser) -> None:
     """Add the ingest, book and download options shared by build-month, backfill and serve."""
     add_ingest_options(parser)
     add_book_options(parser)
+    default = DownloadOptions()
     parser.add_argument(
         "--cache", type=Path, default=None, help="keep the compressed download in this folder"
     )
     parser.add_argument(
         "--no-verify", action="store_true", help="do not check URLs against sha256sums.txt"
     )
-    parser.add_argument("--retries", type=int, default=5, help="retries after a failure (5)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="network timeout (60 s)")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=default.retries,
+        help=f"retries after a failure ({default.retries})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=default.timeout,
+        help=f"network timeout ({default.timeout:g} s)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
@@ -34,28 +51,24 @@ def location(value: str) -> str:
 
 
 def options_from_args(args: argparse.Namespace) -> Any:
-    """Return the flows' BuildOptions the command-line options describe."""
+    """Return the flows' BuildOptions the command-line options describe, checked here."""
     from pipelines.commands.ingest import filter_from_args
     from pipelines.flows.options import BuildOptions
 
     rules = filter_from_args(args)  # validates speeds and variant with a clear error
-    return BuildOptions(
-        min_rating=rules.min_rating,
-        speeds=sorted(rules.speeds),
-        allow_bots=rules.allow_bots,
-        plies=args.plies,
-        variant=rules.variant,
-        keep_partial=args.keep_partial,
-        workers=args.workers,
-        min_games=args.min_games,
-        min_score=args.min_score,
-        book_speeds=[s for s in args.book_speeds.split(",") if s] if args.book_speeds else None,
-        min_band=args.min_band,
-        verify=not args.no_verify,
-        cache=str(args.cache) if args.cache else None,
-        timeout=args.timeout,
-        retries=args.retries,
+    book = book_settings_from_args(args)
+    with named_as_options({"plies": "--plies"}):
+        settings = MonthSettings(
+            rules=rules,
+            plies=args.plies,
+            book=book,
+            keep_partial=args.keep_partial,
+            workers=args.workers,
+        )
+    download = DownloadOptions(
+        verify=not args.no_verify, cache=args.cache, timeout=args.timeout, retries=args.retries
     )
+    return BuildOptions.from_settings(settings, download)
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +91,6 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
-    from pipelines.monthly.build import print_status
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
@@ -98,7 +110,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-    print_status(manifest)
+    if manifest["status"] == "up-to-date":
+        print(
+            f"chesspipe: {manifest['book_file']} is up to date (same source and settings); "
+            "nothing changed (use --force to rebuild)",
+            file=sys.stderr,
+        )
     summary = {
         "month": manifest["month"],
         "status": manifest["status"],

@@ -13,6 +13,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import LoggedProgress, publish_artifact
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month
+from pipelines.monthly.manifest import MonthManifest
 from pipelines.warehouse.layout import month_range
 
 
@@ -49,7 +50,7 @@ def shared_api_server() -> Iterator[str | None]:
 @task(name="build-month", cache_policy=NO_CACHE)
 def build_month_task(
     source: str, month: str, warehouse: str, books: str, options: BuildOptions, force: bool
-) -> dict[str, Any]:
+) -> MonthManifest:
     """Build one month's book wherever the task runner puts this task."""
     logger = get_run_logger()
     manifest = build_month(
@@ -62,7 +63,7 @@ def build_month_task(
         force=force,
         progress=LoggedProgress(logger, options.log_every, label=f"{month}: "),
     )
-    logger.info("%s: %s", month, manifest["status"])
+    logger.info("%s: %s", month, manifest.status)
     return manifest
 
 
@@ -75,7 +76,10 @@ def backfill_flow(
     options: BuildOptions | None = None,
     force: bool = False,
 ) -> list[dict[str, Any]]:
-    """Build the book of every month of `months` (YYYY-MM..YYYY-MM); `source` holds `{month}`."""
+    """Build the book of every month of `months` (YYYY-MM..YYYY-MM); `source` holds `{month}`.
+
+    Returns the run manifests of the months built, as their JSON objects.
+    """
     options = options or BuildOptions()
     logger = get_run_logger()
     wanted = month_range(months)
@@ -96,7 +100,7 @@ def backfill_flow(
             logger.error("%s failed: %s", month, exc)
             failed.append(f"{month} ({exc})")
             continue
-        manifests.append(manifest)
+        manifests.append(manifest.to_json())
         publish_artifact(manifest)
     if failed:
         raise ChesspipeError(

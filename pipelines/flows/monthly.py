@@ -12,7 +12,8 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import build_month, month_to_build, summary_markdown
+from pipelines.monthly.build import build_month, month_to_build
+from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.progress import Progress, ProgressCallback, format_progress
 
 
@@ -71,12 +72,12 @@ def scheduled_month() -> str:
     return month_to_build(flow_run.scheduled_start_time)
 
 
-def publish_artifact(manifest: dict[str, Any]) -> None:
+def publish_artifact(manifest: MonthManifest) -> None:
     """Leave a Markdown summary of the build on the flow run."""
     create_markdown_artifact(
         markdown=summary_markdown(manifest),
-        key=f"book-{manifest['month']}",
-        description=f"lichess {manifest['month']} book ({manifest['status']})",
+        key=f"book-{manifest.month}",
+        description=f"lichess {manifest.month} book ({manifest.status})",
     )
 
 
@@ -94,6 +95,7 @@ def build_month_flow(
 
     `source` may hold `{month}` (e.g. `lichess:{month}`); without `month`, the month is the one
     before the run's scheduled time. `progress` is an extra in-process callback (the CLI's bar).
+    Returns the run manifest as its JSON object, as Prefect stores flow results.
     """
     options = options or BuildOptions()
     logger = get_run_logger()
@@ -111,16 +113,15 @@ def build_month_flow(
         progress=LoggedProgress(logger, options.log_every, progress),
         run_step=run_as_task,
     )
-    if manifest["status"] == "up-to-date":
-        logger.info("%s is up to date: nothing changed", manifest["book_file"])
+    if manifest.status == "up-to-date":
+        logger.info("%s is up to date: nothing changed", manifest.book_file)
     else:
-        ingest = manifest["ingest"]
         logger.info(
             "published %s: %s games read, %s kept, %s entries",
-            manifest["book_file"],
-            ingest["games_read"],
-            ingest["games_kept"],
-            manifest["book"]["entries"],
+            manifest.book_file,
+            manifest.ingest["games_read"],
+            manifest.ingest["games_kept"],
+            manifest.book.entries,
         )
     publish_artifact(manifest)
-    return manifest
+    return manifest.to_json()

@@ -1,40 +1,71 @@
-"""Flow parameters: the ingest, book and download options as one JSON-friendly model."""
+"""Flow parameters: the ingest, book and download options as one JSON-friendly model.
+
+Its defaults are read from the settings dataclasses that own them (`GameFilter`,
+`MonthSettings`, `BookSettings`, `DownloadOptions`), and so are its checks (`month_settings`).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from pipelines.books.build import BookSettings
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
-from pipelines.monthly.build import DownloadOptions, MonthSettings
+from pipelines.monthly.settings import DownloadOptions, MonthSettings
 from schemas.speed import Speed
 
-DEFAULT_SPEEDS = ["blitz", "rapid", "classical", "correspondence"]
+_MONTH = MonthSettings()
+_DOWNLOAD = DownloadOptions()
+
+
+def _default_speeds() -> list[str]:
+    speeds: list[str] = _MONTH.ingest.to_json()["speeds"]
+    return speeds
 
 
 class BuildOptions(BaseModel):
     """How a month is built: game filter, plies, book thresholds, download behaviour."""
 
-    min_rating: int = 2200
-    speeds: list[str] = DEFAULT_SPEEDS
-    allow_bots: bool = False
-    plies: int = 20
-    variant: str = "standard"
-    keep_partial: bool = False
-    workers: int | None = None
-    min_games: int = 20
-    min_score: float = 0.35
+    min_rating: int = _MONTH.rules.min_rating
+    speeds: list[str] = Field(default_factory=_default_speeds)
+    allow_bots: bool = _MONTH.rules.allow_bots
+    plies: int = _MONTH.plies
+    variant: str = _MONTH.rules.variant
+    keep_partial: bool = _MONTH.keep_partial
+    workers: int | None = _MONTH.workers
+    min_games: int = _MONTH.book.min_games
+    min_score: float = _MONTH.book.min_score
     book_speeds: list[str] | None = None
-    min_band: int | None = None
-    verify: bool = True
+    min_band: int | None = _MONTH.book.min_band
+    verify: bool = _DOWNLOAD.verify
     cache: str | None = None
-    timeout: float = 60.0
-    retries: int = 5
+    timeout: float = _DOWNLOAD.timeout
+    retries: int = _DOWNLOAD.retries
     #: Seconds between progress lines in the flow's log.
     log_every: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: MonthSettings, download: DownloadOptions) -> BuildOptions:
+        """Return the parameters that describe these settings and download options."""
+        return cls(
+            min_rating=settings.rules.min_rating,
+            speeds=[speed.value for speed in Speed if speed in settings.rules.speeds],
+            allow_bots=settings.rules.allow_bots,
+            plies=settings.plies,
+            variant=settings.rules.variant,
+            keep_partial=settings.keep_partial,
+            workers=settings.workers,
+            min_games=settings.book.min_games,
+            min_score=settings.book.min_score,
+            book_speeds=list(settings.book.speeds) if settings.book.speeds else None,
+            min_band=settings.book.min_band,
+            verify=download.verify,
+            cache=str(download.cache) if download.cache else None,
+            timeout=download.timeout,
+            retries=download.retries,
+        )
 
     def month_settings(self) -> MonthSettings:
         """Return the settings a month's build depends on."""

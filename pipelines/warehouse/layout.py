@@ -6,13 +6,8 @@ import os
 import re
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipelines.errors import ChesspipeError
-
-if TYPE_CHECKING:
-    pass
-
 
 MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 

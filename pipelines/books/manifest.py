@@ -1,0 +1,94 @@
+"""The manifest `book build` writes beside a book (BOOK.json for BOOK.bin), as a type."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.books.settings import BookSettings
+from pipelines.files import file_sha256, write_json_atomic
+
+
+@dataclass(frozen=True)
+class BookManifest:
+    """What a book was built from and what it holds.
+
+    `entry_games` is the sum of the games behind each entry (a game counts once for every
+    book move it played), not a number of games; files written before it had that name call
+    it `games`, and still read.
+    """
+
+    chesspipe_version: str
+    out: str
+    months: tuple[str, ...]
+    settings: BookSettings
+    entries: int
+    positions: int
+    entry_games: int
+    size: int
+    sha256: str
+    seconds: float
+    finished_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the manifest as the JSON object its file holds."""
+        return {
+            "chesspipe_version": self.chesspipe_version,
+            "out": self.out,
+            "months": list(self.months),
+            "settings": self.settings.record(),
+            "entries": self.entries,
+            "positions": self.positions,
+            "entry_games": self.entry_games,
+            "size": self.size,
+            "sha256": self.sha256,
+            "seconds": self.seconds,
+            "finished_at": self.finished_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BookManifest:
+        """Return the manifest a JSON object holds (the older `games` key included)."""
+        settings = dict(data["settings"])
+        if settings.get("speeds") is not None:
+            settings["speeds"] = tuple(settings["speeds"])
+        return cls(
+            chesspipe_version=str(data["chesspipe_version"]),
+            out=str(data["out"]),
+            months=tuple(data["months"]),
+            settings=BookSettings(**settings),
+            entries=int(data["entries"]),
+            positions=int(data["positions"]),
+            entry_games=int(data["entry_games"] if "entry_games" in data else data["games"]),
+            size=int(data["size"]),
+            sha256=str(data["sha256"]),
+            seconds=float(data["seconds"]),
+            finished_at=str(data["finished_at"]),
+        )
+
+    def write(self, path: Path) -> None:
+        """Write the manifest file atomically."""
+        write_json_atomic(path, self.to_json())
+
+
+def book_manifest_path(book: Path) -> Path:
+    """Return the manifest path beside a book: BOOK.json for BOOK.bin."""
+    return Path(book).with_suffix(".json")
+
+
+def read_manifest_beside(book: Path) -> BookManifest | None:
+    """Return the manifest `book build` wrote beside this very book (same sha256), if any."""
+    try:
+        data = json.loads(book_manifest_path(book).read_text())
+        digest = file_sha256(Path(book))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("sha256") != digest:
+        return None
+    try:
+        return BookManifest.from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None

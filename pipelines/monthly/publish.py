@@ -1,0 +1,109 @@
+"""Where a month's book is published, the publish step and its run manifest, stale staging."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.books.manifest import BookManifest
+from pipelines.files import file_sha256
+from pipelines.monthly.manifest import MonthManifest, TopMove
+from pipelines.monthly.settings import MonthSettings
+from pipelines.monthly.source import ResolvedSource
+from schemas.version import __version__
+
+
+def book_name(month: str, variant: str = "standard") -> str:
+    """Return the published book's file name of a month: lichess-YYYY-MM.bin."""
+    prefix = "lichess" if variant == "standard" else f"lichess-{variant}"
+    return f"{prefix}-{month}.bin"
+
+
+def published_paths(books: Path, month: str, variant: str = "standard") -> tuple[Path, Path]:
+    """Return (book, run manifest) paths of a month under the books folder."""
+    book = Path(books) / book_name(month, variant)
+    return book, book.with_suffix(".json")
+
+
+def up_to_date_book(
+    books: Path, month: str, variant: str, identity: dict[str, Any] | None, settings: dict[str, Any]
+) -> MonthManifest | None:
+    """Return the published run manifest if it was made from this content and these settings."""
+    book, manifest_file = published_paths(books, month, variant)
+    if identity is None or not manifest_file.exists() or not book.exists():
+        return None
+    manifest = MonthManifest.read(manifest_file)
+    if manifest is None:
+        return None
+    if manifest.source_identity != identity or manifest.settings != settings:
+        return None
+    if manifest.book_sha256 != file_sha256(book):
+        return None
+    return manifest
+
+
+def top_moves(book: Path, count: int = 5) -> tuple[TopMove, ...]:
+    """Return the heaviest book moves of the start position with their share of the weight."""
+    import chess
+
+    from schemas.polyglot import Book
+
+    board = chess.Board()
+    moves = Book.open(book).moves(board)
+    total = sum(m.weight for m in moves) or 1
+    return tuple(
+        TopMove(m.move.uci(), board.san(m.move), m.weight, round(m.weight / total, 4))
+        for m in moves[:count]
+    )
+
+
+def publish_step(
+    books: Path,
+    month: str,
+    resolved: ResolvedSource,
+    settings: MonthSettings,
+    ingest_manifest: dict[str, Any],
+    book_manifest: BookManifest,
+    staging: Path,
+    started: float,
+) -> MonthManifest:
+    """Move the staged book into place, then write the run manifest beside it; return it."""
+    variant = settings.rules.variant
+    book, manifest_file = published_paths(books, month, variant)
+    staged = staging / book.name
+    book_sha256 = file_sha256(staged)
+    moves = top_moves(staged)
+    os.replace(staged, book)
+    manifest = MonthManifest(
+        chesspipe_version=__version__,
+        month=month,
+        variant=variant,
+        status="built",
+        source=resolved.source,
+        source_resolved=resolved.resolved,
+        source_kind=resolved.kind,
+        source_identity=resolved.identity,
+        settings=settings.record(),
+        ingest={k: v for k, v in ingest_manifest.items() if k != "reused"},
+        ingest_reused=bool(ingest_manifest.get("reused")),
+        book=replace(book_manifest, out=book.name),
+        book_file=book.name,
+        book_sha256=book_sha256,
+        book_size=book.stat().st_size,
+        top_moves=moves,
+        seconds=round(time.monotonic() - started, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    manifest.write(manifest_file)
+    return manifest
+
+
+def remove_stale_staging(books: Path, month: str) -> None:
+    """Delete staging folders that killed builds of a month left (call holding its lock)."""
+    for leftover in (Path(books) / ".staging").glob(f"{month}-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
