@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import random
 
 import chess
 
-from schemas.polyglot import Book, BookFormatError
-
-
-def open_book(path: str | os.PathLike[str]) -> Book:
-    """Read a Polyglot book, raising ValueError with a one-line reason if it can't be used."""
-    if not os.path.isfile(path):
-        raise ValueError(f"book file not found: {path}")
-    try:
-        return Book.open(path)
-    except (BookFormatError, OSError) as exc:
-        raise ValueError(str(exc)) from exc
+from schemas.polyglot import Book
 
 
 def book_move(book: Book, board: chess.Board, rng: random.Random) -> chess.Move | None:

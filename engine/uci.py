@@ -14,11 +14,11 @@ from typing import IO
 
 import chess
 
-from engine.book import book_move, open_book
+from engine.book import book_move
 from engine.chess960 import start_fen
 from engine.search import MATE, MATE_BOUND, Info, Limits, Searcher, time_budget
 from engine.tablebase import Tablebases
-from schemas.polyglot import Book
+from schemas.polyglot import Book, open_book
 
 ENGINE_NAME = "chesspipe"
 ENGINE_AUTHOR = "the chesspipe authors"

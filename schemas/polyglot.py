@@ -213,3 +213,19 @@ class Book:
 
     def __iter__(self) -> Iterator[np.void]:
         return iter(self.entries)
+
+
+def open_book(path: str | os.PathLike[str]) -> Book:
+    """Read and validate a book file; a file that cannot be used raises BookFormatError.
+
+    The one way every reader of ours (the engine, `book show`, the report) opens a book: the
+    error is one line naming the file and what is wrong with it.
+    """
+    try:
+        return Book.open(path)
+    except FileNotFoundError:
+        raise BookFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BookFormatError(f"{path}: a folder, not a book file") from None
+    except OSError as exc:
+        raise BookFormatError(f"{path}: {exc.strerror or exc}") from None

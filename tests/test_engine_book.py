@@ -130,7 +130,7 @@ def test_book_off_by_default_and_bad_book_files_reported(own_book: Path, tmp_pat
 
         missing = tmp_path / "missing.bin"
         assert engine.ask(f"setoption name BookFile value {missing}") == [
-            f"info string no book loaded: book file not found: {missing}"
+            f"info string no book loaded: {missing}: no such file"
         ]
         broken = tmp_path / "broken.bin"
         broken.write_bytes(b"\x00" * 17)

@@ -19,10 +19,9 @@ from pipelines.books.analysis import (
 from pipelines.books.charts import bar_chart_svg, column_chart_svg, esc
 from pipelines.books.manifest import BookManifest, read_manifest_beside
 from pipelines.books.settings import ReportSettings
-from pipelines.books.show import open_book
 from pipelines.errors import ChesspipeError
 from pipelines.files import write_bytes_atomic
-from schemas.polyglot import BookMove
+from schemas.polyglot import BookMove, open_book
 from schemas.version import __version__
 
 _STYLE = """

@@ -8,7 +8,7 @@ import chess
 
 from pipelines.books.analysis import book_facts
 from pipelines.errors import ChesspipeError
-from schemas.polyglot import Book, BookFormatError, polyglot_key
+from schemas.polyglot import open_book, polyglot_key
 
 
 def position_from(fen: str | None, moves: str | None, chess960: bool = False) -> chess.Board | None:
@@ -25,16 +25,6 @@ def position_from(fen: str | None, moves: str | None, chess960: bool = False) ->
         except ValueError as exc:
             raise ChesspipeError(f"move {token!r}: {exc}") from None
     return board
-
-
-def open_book(path: Path) -> Book:
-    """Open a book for display, turning format problems into clear errors."""
-    try:
-        return Book.open(path)
-    except FileNotFoundError:
-        raise ChesspipeError(f"{path}: no such file") from None
-    except BookFormatError as exc:
-        raise ChesspipeError(str(exc)) from None
 
 
 def describe_position(path: Path, board: chess.Board) -> str:

@@ -62,6 +62,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.books.report import write_report
+    from schemas.polyglot import BookFormatError
 
     try:
         settings = ReportSettings(args.plies, args.width, args.max_plies, args.max_positions)
@@ -69,5 +70,8 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(
             "--plies and --max-positions must be at least 1, --max-plies at least 0"
         ) from None
-    print(write_report(args.book, args.out, settings))
+    try:
+        print(write_report(args.book, args.out, settings))
+    except BookFormatError as exc:
+        raise ChesspipeError(str(exc)) from None
     return 0

@@ -24,10 +24,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.books.show import describe_book, describe_position, position_from
+    from pipelines.errors import ChesspipeError
+    from schemas.polyglot import BookFormatError
 
     board = position_from(args.fen, args.moves, args.chess960)
-    if board is None:
-        print(describe_book(args.book))
-    else:
-        print(describe_position(args.book, board))
+    try:
+        text = describe_book(args.book) if board is None else describe_position(args.book, board)
+    except BookFormatError as exc:
+        raise ChesspipeError(str(exc)) from None
+    print(text)
     return 0
