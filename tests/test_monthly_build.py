@@ -29,8 +29,9 @@ from pipelines.monthly.build import build_lock, build_month, month_to_build
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
+from pipelines.sources.http import CannotVerify
 from pipelines.warehouse.layout import partition_file
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 from tests.loopback_http import LoopbackServer
 
 SETTINGS = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=2))
@@ -160,6 +161,24 @@ def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> N
                 SETTINGS,
                 DownloadOptions(verify=False, backoff=0.01),
             )
+
+
+def test_an_unverifiable_url_names_the_setting_and_the_command_names_its_option(
+    tmp_path: Path, games_2021: Path
+) -> None:
+    with LoopbackServer() as server:
+        url = server.add("/unlisted/" + NAME, games_2021.read_bytes())  # no sha256sums.txt
+        with pytest.raises(CannotVerify, match="sha256sums.txt answered HTTP 404") as raised:
+            build_month(url, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, FAST)
+        assert "--" not in str(raised.value)
+        proc = run_cli(
+            "build-month", url, "--month", "2021-10", "--warehouse", str(tmp_path / "wh"),
+            "--books", str(tmp_path / "books"), check=False,
+        )  # fmt: skip
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("chesspipe: error:")]
+    assert len(errors) == 1 and errors[0].endswith("(pass --no-verify to skip the check)")
+    assert visible_files(tmp_path / "books") == set()
 
 
 def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_2013: Path) -> None:

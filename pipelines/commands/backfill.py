@@ -34,7 +34,14 @@ def register(subparsers: Any) -> None:
 def task_runner(args: argparse.Namespace) -> Any:
     """Return the Prefect task runner the options ask for."""
     if args.dask_address or args.dask_workers:
-        from prefect_dask import DaskTaskRunner
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError:
+            from pipelines.errors import ChesspipeError
+
+            raise ChesspipeError(
+                "Dask backfills need the dask extra: pip install 'chesspipe[dask]'"
+            ) from None
 
         if args.dask_address:
             return DaskTaskRunner(address=args.dask_address)

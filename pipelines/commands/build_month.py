@@ -90,7 +90,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
+    from pipelines.errors import ChesspipeError
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
+    from pipelines.sources.http import CannotVerify
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
             force=args.force,
             progress=bar,
         )
+    except CannotVerify as exc:
+        raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
     finally:
         if bar is not None:
             bar.close()

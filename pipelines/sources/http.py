@@ -36,6 +36,10 @@ _TRANSIENT = (
 )
 
 
+class CannotVerify(ChesspipeError):
+    """A dump's published checksum could not be found; the caller may turn verification off."""
+
+
 class HttpStatusError(ChesspipeError):
     """The server answered with an HTTP error status."""
 
@@ -298,15 +302,12 @@ def published_sha256(
     try:
         text = fetch_text(list_url, timeout=timeout, retries=retries, backoff=backoff)
     except HttpStatusError as exc:
-        raise ChesspipeError(
-            f"cannot verify {url}: {list_url} answered HTTP {exc.status} "
-            "(turn checksum verification off to skip it)"
-        ) from None
+        raise CannotVerify(f"cannot verify {url}: {list_url} answered HTTP {exc.status}") from None
     name = url_file_name(url)
     # Only this dump's line matters: a stray line elsewhere in the list does not stop it.
     digest = parse_checksums(text, skip_bad_lines=True).get(name)
     if digest is None:
-        raise ChesspipeError(f"cannot verify {url}: {name} is not listed in {list_url}")
+        raise CannotVerify(f"cannot verify {url}: {name} is not listed in {list_url}")
     return digest
 
 
