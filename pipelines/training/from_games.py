@@ -11,13 +11,15 @@ Games are skipped and counted: by the ingest filter's reasons, `missing_eval` (w
 `require_eval`, a move without an eval; also a game with no moves at all), `no_eval` (without
 `require_eval`: no eval in the game, and too few captures (SAN `x`) to reach the tables, so no
 position could have a score; such games are not replayed), `bad_eval` (an eval comment that does
-not parse), `no_moves`, `illegal_move`. Positions of the games replayed are skipped and counted
-by the first filter that drops them, in the order `before_from_ply`, `pieces`, `in_check`,
-`capture_or_promotion`, `no_score`.
+not parse), `no_moves`, `too_long` (more than 16,383 plies), `illegal_move`. Positions of the
+games replayed are skipped and counted by the first filter that drops them, in the order
+`before_from_ply`, `pieces`, `in_check`, `capture_or_promotion`, `no_score`.
 """
 
 from __future__ import annotations
 
+import array
+import itertools
 import json
 import re
 import time
@@ -50,6 +52,8 @@ from schemas.version import __version__
 VALUE_MATE = 32000
 #: Centipawn evals from here up would read as mate or tablebase scores: refused as bad_eval.
 MAX_CP = 31506
+#: Most plies of a game exported (a .binpack stores a ply in 14 bits).
+MAX_PLIES = (1 << 14) - 1
 #: Lineage rows held before they are written as a Parquet row group.
 LINEAGE_BATCH = 1 << 16
 
@@ -292,6 +296,9 @@ def game_records(
     if not tokens:
         run.skipped["no_moves"] += 1
         return None
+    if len(tokens) > MAX_PLIES:
+        run.skipped["too_long"] += 1
+        return None
     if settings.require_eval and None in evals:
         run.skipped["missing_eval"] += 1
         return None
@@ -371,6 +378,45 @@ def game_records(
     return records
 
 
+def _bitmap(flags: list[bool]) -> bytes:
+    """Arrow's bit-packed booleans (least significant bit first)."""
+    value = 0
+    for index, flag in enumerate(flags):
+        if flag:
+            value |= 1 << index
+    return value.to_bytes((len(flags) + 7) // 8 or 1, "little")
+
+
+# Arrow arrays built from buffers: pa.array on Python lists would import pandas (0.25 s).
+
+
+def _uint16(values: list[int | None]) -> Any:
+    import pyarrow as pa
+
+    validity = None
+    if None in values:
+        validity = pa.py_buffer(_bitmap([v is not None for v in values]))
+    data = array.array("H", [v or 0 for v in values])
+    return pa.Array.from_buffers(pa.uint16(), len(values), [validity, pa.py_buffer(data)])
+
+
+def _bools(values: list[bool]) -> Any:
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(_bitmap(values))])
+
+
+def _strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    encoded = [value.encode() for value in values]
+    offsets = array.array("i", [0, *itertools.accumulate(map(len, encoded))])
+    data = b"".join(encoded)
+    return pa.Array.from_buffers(
+        pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
 class _LineageWriter:
     """Lineage rows written to Parquet a batch at a time."""
 
@@ -397,8 +443,18 @@ class _LineageWriter:
     def flush(self) -> None:
         import pyarrow as pa
 
-        if self._columns["ply"]:
-            table = pa.Table.from_pydict(self._columns, schema=TRAINING_LINEAGE_SCHEMA)
+        columns = self._columns
+        if columns["ply"]:
+            arrays = [
+                _strings(columns["month"]),
+                _strings(columns["speed"]),
+                _uint16(columns["rating_band"]),
+                _strings(columns["game_id"]),
+                _uint16(columns["ply"]),
+                _bools(columns["result_changed"]),
+                _uint16(columns["first_covered_ply"]),
+            ]
+            table = pa.Table.from_arrays(arrays, schema=TRAINING_LINEAGE_SCHEMA)
             self._writer.write_table(table)
             self._columns = {name: [] for name in TRAINING_LINEAGE_SCHEMA.names}
 
