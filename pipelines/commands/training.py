@@ -61,6 +61,125 @@ def register(subparsers: Any) -> None:
     interleave.add_argument("--seed", type=int, required=True)
     interleave.set_defaults(handler=run_interleave)
 
+    _add_from_games(actions)
+
+
+def _add_from_games(actions: Any) -> None:
+    from pipelines.commands.endgames import add_table_options
+    from pipelines.commands.ingest import add_filter_options
+
+    parser = actions.add_parser(
+        "from-games",
+        help="every position of a month's kept games, results rescored by the tablebases",
+        description="Write every position of SOURCE's kept games as training records (score: "
+        "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
+        "rescored from the first position the tables cover). Writes OUT, "
+        "OUT.lineage.parquet and the run manifest OUT.json, each whole or not at all.",
+    )
+    parser.add_argument("source", metavar="SOURCE")
+    parser.add_argument("--month", required=True, help="YYYY-MM of the games")
+    parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
+    add_table_options(parser)
+    parser.add_argument(
+        "--no-tables", action="store_true", help="no rescoring: keep every game's own result"
+    )
+    add_filter_options(parser)
+    parser.add_argument(
+        "--no-require-eval",
+        dest="require_eval",
+        action="store_false",
+        help="keep games with moves lacking an eval (positions without a score are dropped)",
+    )
+    parser.add_argument("--skip-in-check", action="store_true", help="drop positions in check")
+    parser.add_argument(
+        "--skip-captures",
+        action="store_true",
+        help="drop positions whose move captures or promotes",
+    )
+    parser.add_argument("--from-ply", type=int, default=0, help="drop the first N plies (0)")
+    parser.add_argument("--min-pieces", type=int, default=2, help="fewest pieces on the board (2)")
+    parser.add_argument("--max-pieces", type=int, default=32, help="most pieces on the board (32)")
+    parser.set_defaults(handler=run_from_games)
+
+
+class TableOutcomes:
+    """The tablebases for rescoring, as the endgame labels read them.
+
+    A position is covered when it has no castling rights, few enough pieces and every table
+    it needs; its result is the WDL under the 50-move rule from DTZ and the halfmove clock
+    (cursed wins and blessed losses are draws), its score the export's tablebase scheme.
+    Probed by Fathom when installed (`backend`), else python-chess; tests hold both to
+    python-chess's own prober.
+    """
+
+    def __init__(self, folders: list[Path], backend: str = "auto") -> None:
+        from pipelines.endgames.labeller import open_backend
+        from pipelines.endgames.tables import TableSet
+
+        self.tables = TableSet(folders)
+        self.largest = self.tables.largest
+        self.backend = open_backend(folders, backend)
+
+    def outcome(self, board: Any) -> tuple[int, int] | None:
+        from pipelines.endgames.export import result_of, score_of
+        from pipelines.endgames.probing import TablebaseError, dtz_to_wdl
+
+        try:
+            # replayed games' positions are legal: no validity test needed
+            self.tables.check(board, validated=True)
+        except TablebaseError:
+            return None
+        if board.is_checkmate():
+            return -1, -score_of(2, 1, "tb")
+        if abs(self.backend.probe_wdl(board)) < 2:
+            return 0, 0  # a draw, or a win or loss the 50-move rule draws at any clock
+        tablebase = getattr(self.backend, "tablebase", None)  # python-chess: DTZ alone
+        dtz = tablebase.probe_dtz(board) if tablebase is not None else self.backend.root(board).dtz
+        wdl50 = dtz_to_wdl(dtz, board.halfmove_clock)
+        return result_of(wdl50), score_of(wdl50, dtz, "tb")
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def run_from_games(args: argparse.Namespace) -> int:
+    from pipelines.commands.ingest import filter_from_args
+    from pipelines.errors import ChesspipeError
+    from pipelines.training.from_games import FromGamesSettings, export_games
+
+    rules = filter_from_args(args)
+    try:
+        settings = FromGamesSettings(
+            rules,
+            require_eval=args.require_eval,
+            skip_in_check=args.skip_in_check,
+            skip_captures=args.skip_captures,
+            from_ply=args.from_ply,
+            min_pieces=args.min_pieces,
+            max_pieces=args.max_pieces,
+        )
+    except ValueError as exc:
+        raise ChesspipeError(str(exc)) from None
+    outcomes = None
+    folders: list[Path] = []
+    if not args.no_tables:
+        from pipelines.commands.endgames import table_folders
+
+        folders = table_folders(args)
+        outcomes = TableOutcomes(folders, args.backend)
+    try:
+        manifest = export_games(
+            args.source, args.month, args.out, settings, outcomes, [str(f) for f in folders]
+        )
+    finally:
+        if outcomes is not None:
+            outcomes.close()
+    summary = manifest.to_json()
+    print(json.dumps({k: summary[k] for k in (
+        "month", "output", "lineage", "games_read", "games_kept", "games_exported",
+        "games_skipped", "results_changed", "records", "seconds")}, indent=2))  # fmt: skip
+    return 0
+
 
 def run_convert(args: argparse.Namespace) -> int:
     from pipelines.training.convert import convert

@@ -1,0 +1,92 @@
+"""Records per second of `chesspipe training from-games` beside a plain python-chess script.
+
+    python bench/training_from_games.py [--syzygy DIR] [--lichess DIR] [--rounds 1]
+
+Input: the real samples `standard-2021-10-sample.pgn.zst` (999 games) and
+`standard-2013-01-part1.pgn.zst` (25,611 games), every game kept (`--min-rating 0`, all speeds,
+bots), tablebase rescoring with the 3-4-piece tables. Two modes:
+
+- `--require-eval` (the default): the games with an eval after every move (9,958 records);
+- `--no-require-eval`: also the positions the tables cover in every other game.
+
+Each command runs as its own process under `bench/measure.py` (wall, CPU, peak memory); the
+python-chess script is `bench/naive_training_from_games.py`, whose `.plain` output must equal
+chesspipe's byte for byte. Memory is also measured on each sample alone (flat: it does not grow
+with the input).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+SAMPLES = (("2021-10", "standard-2021-10-sample.pgn.zst"),
+           ("2013-01", "standard-2013-01-part1.pgn.zst"))  # fmt: skip
+ALL = "--min-rating 0 --speeds ultrabullet,bullet,blitz,rapid,classical,correspondence --allow-bots"
+
+
+def measure(command: str) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "measure.py"), command],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    result = json.loads(done.stdout)
+    if result["returncode"] != 0:
+        raise SystemExit(f"{command} failed: {result['stderr']}")
+    return result
+
+
+def chesspipe(lichess: Path, syzygy: Path, out: Path, mode: str, months: tuple[str, ...]) -> str:
+    parts = [
+        f"{sys.executable} -m pipelines training from-games {lichess / name} --month {month} "
+        f"--out {out}.{month}.plain --syzygy {syzygy} {ALL} {mode} --quiet"
+        for month, name in SAMPLES
+        if month in months
+    ]
+    return " && ".join(parts) + " >/dev/null"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--syzygy", type=Path, default=SHARED / "syzygy" / "3-4")
+    parser.add_argument("--lichess", type=Path, default=SHARED / "lichess")
+    parser.add_argument("--rounds", type=int, default=1)
+    args = parser.parse_args()
+    months = tuple(month for month, _ in SAMPLES)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for mode in ("", "--no-require-eval"):
+            label = mode or "--require-eval"
+            for round_ in range(args.rounds):
+                ours = measure(chesspipe(args.lichess, args.syzygy, work / "ours", mode, months))
+                pgns = " ".join(str(args.lichess / name) for _, name in SAMPLES)
+                naive = measure(
+                    f"{sys.executable} bench/naive_training_from_games.py {work / 'naive.plain'} "
+                    f"--syzygy {args.syzygy} {mode} {pgns}"
+                )
+                ours_bytes = b"".join(
+                    (work / f"ours.{month}.plain").read_bytes() for month in months
+                )
+                naive_bytes = (work / "naive.plain").read_bytes()
+                assert ours_bytes == naive_bytes, "the outputs differ"
+                records = ours_bytes.count(b"\ne\n")
+                for name, run in (("chesspipe", ours), ("python-chess script", naive)):
+                    print(f"{label:<18} round {round_ + 1}  {name:<20} {records:>7,} records "
+                          f"{run['wall']:7.2f} s wall {records / run['wall']:>8,.0f}/s  "
+                          f"{run['cpu']:7.2f} s CPU {records / run['cpu']:>8,.0f}/s  "
+                          f"{run['peak_total_rss_mb']:6.0f} MB", flush=True)  # fmt: skip
+                print(f"{label:<18} round {round_ + 1}  ratio: {naive['wall'] / ours['wall']:.1f}x "
+                      f"wall, {naive['cpu'] / ours['cpu']:.1f}x CPU", flush=True)  # fmt: skip
+        for month in months:
+            run = measure(chesspipe(args.lichess, args.syzygy, work / "one", "", (month,)))
+            print(f"memory, {month} alone: {run['peak_total_rss_mb']:.0f} MB peak", flush=True)
+
+
+if __name__ == "__main__":
+    main()
