@@ -17,6 +17,7 @@ COMMANDS = {
     "ingest": "pipelines.commands.ingest",
     "book": "pipelines.commands.book",
     "sql": "pipelines.commands.sql",
+    "warehouse": "pipelines.commands.warehouse",
     "build-month": "pipelines.commands.build_month",
     "backfill": "pipelines.commands.backfill",
     "serve-monthly": "pipelines.commands.serve_monthly",

@@ -30,7 +30,7 @@ from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
 from pipelines.sources.http import CannotVerify
-from pipelines.warehouse.layout import partition_file
+from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.conftest import ROOT, run_cli
 from tests.loopback_http import LoopbackServer
 
@@ -403,3 +403,106 @@ def test_kill_9_at_any_moment(tmp_path: Path, games_2013: Path) -> None:
         assert visible_files(books) == visible_files(tmp_path / "ref-books")
     # Each moment lasts long enough to be caught in practice (all five here); demand three.
     assert "scanning" in killed and len(killed) >= 3
+
+
+#: Runs `chesspipe ARGS` and stops the process (SIGSTOP) right after it renames a file onto
+#: TARGET, so that the test kills it at exactly that publish step.
+STOP_AFTER_RENAME = (
+    "import os, signal, sys\n"
+    "target = os.path.abspath(sys.argv[1])\n"
+    "rename = os.replace\n"
+    "def replace(src, dst, *args, **kwargs):\n"
+    "    rename(src, dst, *args, **kwargs)\n"
+    "    if os.path.abspath(dst) == target:\n"
+    "        os.kill(os.getpid(), signal.SIGSTOP)\n"
+    "os.replace = replace\n"
+    "from pipelines.cli import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
+
+def stopped(pid: int) -> bool:
+    """Return whether a process is stopped (state T in /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
+
+
+def test_kill_9_at_each_publish_step_leaves_nothing_behind(
+    tmp_path: Path, games_2013: Path
+) -> None:
+    from pipelines.warehouse.check import check_warehouse
+
+    # A real month in several zstd frames, as pzstd writes them: ingest stages one file per unit.
+    text = zstandard.ZstdDecompressor().decompress(games_2013.read_bytes(), max_output_size=1 << 30)
+    games = text[: text.index(b"\n\n[Event ", 2_000_000) + 2]
+    compressor = zstandard.ZstdCompressor(level=3)
+    dump = tmp_path / "lichess_db_standard_rated_2013-01.pgn.zst"
+    dump.write_bytes(
+        b"".join(compressor.compress(games[i : i + 250_000]) for i in range(0, len(games), 250_000))
+    )
+    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    reference = build_month(
+        str(dump), "2013-01", tmp_path / "ref-wh", tmp_path / "ref-books", settings
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        PREFECT_HOME=str(tmp_path / "prefect"),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+    )
+    steps = {
+        "partition renamed": lambda wh, bk: partition_file(wh, "2013-01"),
+        "ingest manifest written": lambda wh, bk: manifest_path(wh, "2013-01"),
+        "book renamed": lambda wh, bk: published_paths(bk, "2013-01")[0],
+        "book manifest written": lambda wh, bk: published_paths(bk, "2013-01")[1],
+    }
+    for n, (step, file_of) in enumerate(steps.items()):
+        warehouse, books = tmp_path / f"wh-{n}", tmp_path / f"books-{n}"
+        target = file_of(warehouse, books)
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-c", STOP_AFTER_RENAME, str(target),
+                "build-month", str(dump), "--month", "2013-01",
+                "--warehouse", str(warehouse), "--books", str(books),
+                "--min-rating", "0", "--min-games", "3",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 240
+            while not (target.exists() and stopped(proc.pid)):
+                assert proc.poll() is None, f"the build ended before {step}"
+                assert time.monotonic() < deadline, f"the build never reached {step}"
+                time.sleep(0.01)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        assert proc.returncode == -signal.SIGKILL, step
+        assert_consistent(warehouse, books)
+        if step == "partition renamed":  # the units the killed run staged are still there
+            assert any(warehouse.glob(".staging/2013-01-*/*"))
+        rerun = build_month(str(dump), "2013-01", warehouse, books, settings)
+        assert rerun.book_sha256 == reference.book_sha256, step
+        assert published_paths(books, "2013-01")[0].read_bytes() == (
+            published_paths(tmp_path / "ref-books", "2013-01")[0].read_bytes()
+        )
+        assert pq.read_table(partition_file(warehouse, "2013-01")).equals(
+            pq.read_table(partition_file(tmp_path / "ref-wh", "2013-01"))
+        ), step
+        assert visible_files(warehouse) == visible_files(tmp_path / "ref-wh")
+        assert visible_files(books) == visible_files(tmp_path / "ref-books")
+        # Nothing left behind: no staging, no temporary file, and the warehouse checks clean.
+        for root in (warehouse, books):
+            assert list(root.glob(".staging/*")) == [], step
+            assert [p for p in root.rglob("*.tmp")] == [], step
+        assert check_warehouse(warehouse) == [], step
+        assert run_cli("warehouse", "check", str(warehouse)).returncode == 0

@@ -91,7 +91,6 @@ def ingest(
         reuse_large_buffers()
         started = time.monotonic()
         with month_lock(warehouse, month):
-            remove_stale_files(warehouse, month)
             staging = staging_dir(warehouse, month)
             job = Job(
                 source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
@@ -311,14 +310,6 @@ def _reporting(
         if now - last >= 0.5:
             last = now
             job.progress(_progress(bytes_read(), total, stats, job.started))
-
-
-def remove_stale_files(warehouse: Path, month: str) -> None:
-    """Delete what killed runs of a month left behind (call only while holding its lock)."""
-    for leftover in (Path(warehouse) / ".staging").glob(f"{month}-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    for leftover in partition_file(warehouse, month).parent.glob(".*.tmp"):
-        leftover.unlink(missing_ok=True)
 
 
 def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:

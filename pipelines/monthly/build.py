@@ -32,7 +32,7 @@ from pipelines.monthly.settings import DownloadOptions, MonthSettings
 from pipelines.monthly.source import ResolvedSource, resolve_source
 from pipelines.progress import ProgressCallback
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file
-from pipelines.warehouse.locks import month_lock
+from pipelines.warehouse.locks import clean_month_if_free, month_lock
 
 T = TypeVar("T")
 
@@ -66,15 +66,19 @@ def up_to_date_partition(
 
 @contextmanager
 def build_lock(books: Path, month: str) -> Iterator[None]:
-    """Hold the lock of a month's build, failing at once with a clear message if it is held."""
+    """Hold the lock of a month's build, failing at once with a clear message if it is held.
+
+    Once it is acquired, what dead builds of the month left in the books folder is removed.
+    """
     with ExitStack() as stack:
         try:
-            stack.enter_context(month_lock(Path(books), f"build-{month}"))
+            stack.enter_context(month_lock(Path(books), f"build-{month}", clean=False))
         except ChesspipeError:
             raise ChesspipeError(
                 f"build-month {month} is already running into {books} "
                 f"(lock {Path(books) / '.locks' / f'build-{month}.lock'}); wait for it or try later"
             ) from None
+        remove_stale_staging(Path(books), month)
         yield
 
 
@@ -148,7 +152,9 @@ def build_month(
     started = time.monotonic()
     books.mkdir(parents=True, exist_ok=True)
     with build_lock(books, month):
-        remove_stale_staging(books, month)
+        # Whatever path follows (up to date, reuse of the partition, rebuild), what killed runs
+        # of the month left in the warehouse goes; a month another run is ingesting is left alone.
+        clean_month_if_free(warehouse, month)
         resolved: ResolvedSource = run_step(
             "resolve-source", resolve_source, source, settings.rules.variant, download
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -15,6 +14,7 @@ from pipelines.files import file_sha256
 from pipelines.monthly.manifest import MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
 from pipelines.monthly.source import ResolvedSource
+from pipelines.warehouse.leftovers import month_staging, remove_leftovers
 from schemas.version import __version__
 
 
@@ -103,7 +103,14 @@ def publish_step(
     return manifest
 
 
-def remove_stale_staging(books: Path, month: str) -> None:
-    """Delete staging folders that killed builds of a month left (call holding its lock)."""
-    for leftover in (Path(books) / ".staging").glob(f"{month}-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
+def remove_stale_staging(books: Path, month: str) -> list[Path]:
+    """Delete what killed builds of a month left in the books folder (call holding its lock).
+
+    Their staging folders, and the temporary files of the book and run manifest.
+    """
+    temp_files = [
+        tmp
+        for tmp in Path(books).glob(f".lichess*-{month}.*.tmp")
+        if tmp.name.split(".")[2] in ("bin", "json")
+    ]
+    return remove_leftovers(month_staging(books, month), temp_files, month)

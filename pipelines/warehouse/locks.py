@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipelines.errors import ChesspipeError
+from pipelines.warehouse.leftovers import remove_month_leftovers
 
 #: File descriptors of the month locks this process holds.
 _HELD_LOCKS: set[int] = set()
@@ -31,9 +32,11 @@ os.register_at_fork(after_in_child=_drop_locks_after_fork)
 
 
 @contextmanager
-def month_lock(warehouse: Path, month: str) -> Iterator[None]:
+def month_lock(warehouse: Path, month: str, clean: bool = True) -> Iterator[None]:
     """Hold an exclusive lock on a month, failing at once if another run holds it.
 
+    Once it is acquired, what dead runs of the month left in the warehouse (staging folders,
+    temporary files) is removed, unless `clean` is false: no live run of the month exists then.
     Forked child processes do not hold it: the lock ends with this process.
     """
     import fcntl
@@ -49,7 +52,22 @@ def month_lock(warehouse: Path, month: str) -> Iterator[None]:
             ) from None
         _HELD_LOCKS.add(handle.fileno())
         try:
+            if clean:
+                remove_month_leftovers(warehouse, month)
             yield
         finally:
             _HELD_LOCKS.discard(handle.fileno())
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def clean_month_if_free(warehouse: Path, month: str) -> bool:
+    """Remove a month's dead leftovers if its lock is free; return whether it was free.
+
+    A run that may not need the month's lock (it reuses the partition, or finds its book up to
+    date) calls this so that what killed runs left does not stay for good.
+    """
+    try:
+        with month_lock(warehouse, month):
+            return True
+    except ChesspipeError:
+        return False

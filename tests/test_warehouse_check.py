@@ -1,0 +1,103 @@
+"""`warehouse check`: dead runs' leftovers found and removed under the month's lock, bad pairs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
+from pipelines.warehouse.check import check_warehouse
+from pipelines.warehouse.layout import manifest_path, partition_file
+from pipelines.warehouse.locks import month_lock
+from tests.conftest import run_cli
+
+SETTINGS = IngestSettings(rules=GameFilter(min_rating=0))
+
+
+def dead_pid() -> int:
+    """Return the id of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def leave_leftovers(warehouse: Path, month: str, pid: int) -> list[Path]:
+    """Make what a run of `month` killed as it publishes leaves: staging and temp files."""
+    staging = warehouse / ".staging" / f"{month}-{pid}-0123abcd"
+    staging.mkdir(parents=True)
+    (staging / "unit-0.parquet").write_bytes(b"x" * 100)
+    part_tmp = partition_file(warehouse, month).with_name(
+        f".part-0.parquet.{month}-{pid}-0123abcd.tmp"
+    )
+    part_tmp.parent.mkdir(parents=True, exist_ok=True)
+    part_tmp.write_bytes(b"x")
+    manifest_tmp = manifest_path(warehouse, month).with_name(f".month={month}.json.89abcdef.tmp")
+    manifest_tmp.write_text("{")
+    return [staging, part_tmp, manifest_tmp]
+
+
+def test_check_lists_repairs_and_spares_a_live_run(tmp_path: Path, games_2021: Path) -> None:
+    warehouse = tmp_path / "wh"
+    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, workers=1)
+    assert check_warehouse(warehouse) == []
+    assert run_cli("warehouse", "check", str(warehouse)).stdout == ""
+
+    dead = leave_leftovers(warehouse, "2021-10", dead_pid())
+    live = warehouse / ".staging" / "2021-11-1-0123abcd"  # pid 1 is alive: a live run's
+    live.mkdir()
+    findings = check_warehouse(warehouse)
+    assert sorted(f.path for f in findings) == sorted(dead)
+    assert {f.kind for f in findings} == {"stale-staging", "temp-file"}
+    assert {f.month for f in findings} == {"2021-10"}
+    proc = run_cli("warehouse", "check", str(warehouse), check=False)
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 3
+
+    # A month in use is skipped; a free one is repaired.
+    with month_lock(warehouse, "2021-10", clean=False):
+        skipped = check_warehouse(warehouse, repair=True)
+        assert [(f.kind, f.month) for f in skipped] == [("in-use", "2021-10")]
+        assert all(p.exists() for p in dead)
+    proc = run_cli("warehouse", "check", str(warehouse), "--repair")
+    assert len(proc.stdout.splitlines()) == 3 and "removed" in proc.stdout
+    assert not any(p.exists() for p in dead) and live.exists()
+    assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
+
+
+def test_mismatched_and_orphan_partitions_are_reported_never_removed(
+    tmp_path: Path, games_2021: Path
+) -> None:
+    warehouse = tmp_path / "wh"
+    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, workers=1)
+    ingest(str(games_2021), "2021-11", warehouse, SETTINGS, workers=1)
+    ingest(str(games_2021), "2021-12", warehouse, SETTINGS, workers=1)
+    recorded = json.loads(manifest_path(warehouse, "2021-10").read_text())
+    recorded["output_sha256"] = "0" * 64
+    manifest_path(warehouse, "2021-10").write_text(json.dumps(recorded))
+    manifest_path(warehouse, "2021-11").unlink()
+    partition_file(warehouse, "2021-12").unlink()
+    for repair in (False, True):
+        findings = check_warehouse(warehouse, repair=repair)
+        assert [(f.kind, f.month) for f in findings] == [
+            ("sha256-mismatch", "2021-10"),
+            ("no-manifest", "2021-11"),
+            ("no-partition", "2021-12"),
+        ]
+        assert all("re-ingest" in f.detail for f in findings)
+    assert partition_file(warehouse, "2021-10").exists()
+    assert partition_file(warehouse, "2021-11").exists()
+    assert manifest_path(warehouse, "2021-12").exists()
+    proc = run_cli("warehouse", "check", str(warehouse), "--repair", check=False)
+    assert proc.returncode == 1 and "sha256-mismatch [2021-10]" in proc.stdout
+
+
+def test_taking_the_lock_removes_dead_runs_leftovers(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    dead = leave_leftovers(warehouse, "2021-10", dead_pid())
+    other = leave_leftovers(warehouse, "2021-09", dead_pid())
+    with month_lock(warehouse, "2021-10"):
+        assert not any(p.exists() for p in dead)
+    assert all(p.exists() for p in other)  # another month's lock was not taken
