@@ -27,6 +27,7 @@ COMMANDS = {
     "probe": "pipelines.commands.probe",
     "syzygy": "pipelines.commands.syzygy",
     "chess960": "pipelines.commands.chess960",
+    "serve": "pipelines.commands.serve",
 }
 
 

@@ -22,7 +22,7 @@ ROOMS: tuple[frozenset[str], ...] = (
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.ingest"}),
     frozenset({"pipelines.books", "pipelines.endgames", "pipelines.training"}),
-    frozenset({"pipelines.monthly"}),
+    frozenset({"pipelines.monthly", "pipelines.serve"}),
     frozenset({"pipelines.flows"}),
     frozenset({"pipelines.commands"}),
     frozenset({"pipelines.cli"}),

@@ -1,0 +1,463 @@
+"""`chesspipe serve` against independent truths.
+
+- The explorer API, read with berserk (the official Lichess client) from a real uvicorn server,
+  against a plain python-chess recount of the real samples ingested into a temporary warehouse.
+- The tablebase API, read with berserk, against python-chess's `chess.syzygy` on positions of
+  every material of the 3-4-piece tables.
+- The page in Debian's chromium (selenium with chromedriver), against the API.
+- Bad requests: 400 with a reason; unknown paths 404; the warehouse's files unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+import chess.polyglot
+import chess.syzygy
+import pytest
+
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
+from schemas.speed import Speed
+from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need, need_program
+from tests.recount import keeps, read_text, speed
+
+berserk = pytest.importorskip("berserk")
+
+MIN_RATING = 1600
+PLIES = 20
+ALL_SPEEDS = {s.value for s in Speed}
+LICHESS_SPEEDS = {"ultrabullet": "ultraBullet"}
+MONTHS = {"2013-01": GAMES_2013, "2021-10": GAMES_2021}
+
+#: (key, uci) -> Counter of (month, speed, band, white-view result)
+Truth = dict[tuple[int, str], Counter[tuple[str, str, int, str]]]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One openings cache for this module, away from the user's."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("CHESSPIPE_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    patch.undo()
+
+
+def recount(path: Path, month: str, truth: Truth, lines: list[list[str]]) -> None:
+    """Count the first plies of every kept game with python-chess, from White's view."""
+    stream = io.StringIO(read_text(path))
+    while (game := chess.pgn.read_game(stream)) is not None:
+        headers = game.headers
+        if not keeps(headers, MIN_RATING, ALL_SPEEDS, allow_bots=False):
+            continue
+        moves = list(game.mainline_moves())[:PLIES]
+        if not moves:
+            continue
+        band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 100 * 100
+        result = {"1-0": "white", "0-1": "black", "1/2-1/2": "draws"}[headers["Result"]]
+        kind = speed(headers["TimeControl"]) or ""
+        board = game.board()
+        for move in moves:
+            key = chess.polyglot.zobrist_hash(board)
+            truth.setdefault((key, move.uci()), Counter())[(month, kind, band, result)] += 1
+            board.push(move)
+        lines.append([m.uci() for m in moves])
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Truth, list[list[str]]]:
+    folder = tmp_path_factory.mktemp("warehouse")
+    truth: Truth = {}
+    lines: list[list[str]] = []
+    rules = GameFilter(min_rating=MIN_RATING, speeds=frozenset(Speed))
+    for month, path in MONTHS.items():
+        need(path, f"real Lichess games ({month})")
+        ingest(str(path), month, folder, IngestSettings(rules, plies=PLIES), workers=1)
+        recount(path, month, truth, lines)
+    return folder, truth, lines
+
+
+@pytest.fixture(scope="module")
+def hashes_before(warehouse: tuple[Path, Truth, list[list[str]]]) -> dict[str, str]:
+    return file_hashes(warehouse[0])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(
+    warehouse: tuple[Path, Truth, list[list[str]]], hashes_before: dict[str, str]
+) -> Iterator[str]:
+    """A real uvicorn server on a free port, in a thread; its base URL."""
+    import uvicorn
+
+    from pipelines.serve.app import open_app
+
+    syzygy = [SYZYGY_DIR] if (SYZYGY_DIR / "KQvK.rtbw").exists() else None
+    app = open_app(warehouse[0], syzygy)
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    uv = uvicorn.Server(config)
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    uv.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def client(server: str) -> Any:
+    return berserk.Client(explorer_url=server, tablebase_url=server)
+
+
+def get(url: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        body = exc.read()
+        try:
+            return exc.code, json.loads(body)
+        except ValueError:
+            return exc.code, body.decode()
+
+
+# --- the explorer ----------------------------------------------------------------------------
+
+
+def expected(
+    truth: Truth,
+    board: chess.Board,
+    months: set[str] | None = None,
+    speeds: set[str] | None = None,
+    bands: tuple[int, int] | None = None,
+) -> dict[str, dict[str, int]]:
+    key = chess.polyglot.zobrist_hash(board)
+    found: dict[str, dict[str, int]] = {}
+    for move in board.legal_moves:
+        counts = truth.get((key, move.uci()))
+        if not counts:
+            continue
+        row = {"white": 0, "draws": 0, "black": 0}
+        for (month, kind, band, result), n in counts.items():
+            if months is not None and month not in months:
+                continue
+            if speeds is not None and kind not in speeds:
+                continue
+            if bands is not None and not bands[0] <= band < bands[1]:
+                continue
+            row[result] += n
+        if sum(row.values()):
+            found[move.uci()] = row
+    return found
+
+
+def shown(answer: dict[str, Any]) -> dict[str, dict[str, int]]:
+    return {m["uci"]: {k: m[k] for k in ("white", "draws", "black")} for m in answer["moves"]}
+
+
+def early_paths(lines: list[list[str]], plies: int = 6, count: int = 40) -> list[list[str]]:
+    """Distinct move paths of up to `plies` plies from the games, the most common first."""
+    paths: Counter[tuple[str, ...]] = Counter()
+    for line in lines:
+        for n in range(plies + 1):
+            paths[tuple(line[:n])] += 1
+    return [list(p) for p, _ in paths.most_common(count)]
+
+
+def test_explorer_counts_every_move(
+    client: Any, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    _, truth, lines = warehouse
+    for path in early_paths(lines):
+        board = chess.Board()
+        for uci in path:
+            board.push_uci(uci)
+        answer = client.opening_explorer.get_lichess_games(play=path or None)
+        want = expected(truth, board)
+        assert shown(answer) == want, path
+        for key in ("white", "draws", "black"):
+            assert answer[key] == sum(row[key] for row in want.values())
+        for move in answer["moves"]:
+            assert move["san"] == board.san(chess.Move.from_uci(move["uci"]))
+            assert move["averageRating"] is None
+        assert answer["topGames"] == [] and answer["recentGames"] == []
+
+
+def test_explorer_from_a_fen_and_castling(
+    client: Any, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    """Positions given by FEN; castling written e1g1 as Lichess writes it."""
+    _, truth, lines = warehouse
+    castled = 0
+    for line in lines:
+        board = chess.Board()
+        for uci in line[:12]:
+            move = chess.Move.from_uci(uci)
+            if board.is_castling(move) and castled < 5:
+                castled += 1
+                answer = client.opening_explorer.get_lichess_games(position=board.fen())
+                assert shown(answer) == expected(truth, board)
+                assert uci in shown(answer) and uci[2] in "cg"
+            board.push(move)
+    assert castled == 5
+
+
+def test_explorer_filters_and_history(
+    client: Any, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    _, truth, _ = warehouse
+    board = chess.Board()
+    board.push_uci("e2e4")
+    answer = client.opening_explorer.get_lichess_games(
+        play=["e2e4"], speeds=["blitz", "ultraBullet"], ratings=["1600", "1800"]
+    )
+    want = expected(truth, board, speeds={"blitz", "ultrabullet"}, bands=(1600, 2000))
+    assert shown(answer) == want and want
+    answer = client.opening_explorer.get_lichess_games(
+        play=["e2e4"], since="2021-01", until="2021-12", history=True, moves=2
+    )
+    want = expected(truth, board, months={"2021-10"})
+    top = sorted(want.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:2]
+    assert shown(answer) == dict(top)
+    assert [h["month"] for h in answer["history"]] == ["2021-10"]
+    total = {k: sum(r[k] for r in want.values()) for k in ("white", "draws", "black")}
+    assert {k: answer["history"][0][k] for k in total} == total
+    assert {k: answer[k] for k in total} == total
+    both = client.opening_explorer.get_lichess_games(play=["e2e4"], history=True)
+    assert [h["month"] for h in both["history"]] == ["2013-01", "2021-10"]
+
+
+def test_explorer_opening_names(client: Any) -> None:
+    answer = client.opening_explorer.get_lichess_games(
+        play=["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
+    )
+    assert answer["opening"] == {"eco": "B90", "name": "Sicilian Defense: Najdorf Variation"}
+    start = client.opening_explorer.get_lichess_games()
+    assert start["opening"] is None
+    assert client.opening_explorer.get_lichess_games(play=["e2e4"])["opening"]["eco"] == "B00"
+
+
+def test_bad_requests(server: str) -> None:
+    for query, words in (
+        ("fen=nonsense", "invalid fen"),
+        ("play=e2e5", "illegal move"),
+        ("play=e2e4,e2e4", "illegal move"),
+        ("speeds=hyperbullet", "unknown speed"),
+        ("ratings=1500", "unknown rating group"),
+        ("since=2021-13", "since"),
+        ("variant=atomic", "variant"),
+        ("moves=-1", "moves"),
+    ):
+        status, body = get(f"{server}/lichess?{query}")
+        assert status == 400 and words in body["error"], query
+    status, body = get(f"{server}/standard?fen=8/8/8/8/8/8/8/8_w_-_-_0_1")
+    assert status == 400 and "fen" in body["error"]
+    status, body = get(f"{server}/standard")
+    assert status == 400
+    assert get(f"{server}/nothing-here")[0] == 404
+    assert get(f"{server}/standard?fen={urllib.parse.quote(chess.STARTING_FEN)}")[0] == 404
+
+
+# --- the tablebase ---------------------------------------------------------------------------
+
+
+def materials(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.rtbw") if (folder / f"{p.stem}.rtbz").exists())
+
+
+def random_position(material: str, rng: random.Random) -> chess.Board:
+    white, black = material.split("v")
+    while True:
+        board = chess.Board(None)
+        squares = rng.sample(chess.SQUARES, len(white) + len(black))
+        for letter, square in zip(white.upper() + black.lower(), squares, strict=True):
+            board.set_piece_at(square, chess.Piece.from_symbol(letter))
+        board.turn = rng.choice((chess.WHITE, chess.BLACK))
+        if board.is_valid() and not board.is_checkmate() and not board.is_stalemate():
+            return board
+
+
+def category_of(wdl: int) -> str:
+    return {2: "win", 1: "cursed-win", 0: "draw", -1: "blessed-loss", -2: "loss"}[wdl]
+
+
+def test_tablebase_every_material(client: Any) -> None:
+    folder = need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent
+    rng = random.Random(7)
+    with chess.syzygy.open_tablebase(str(folder)) as tablebase:
+        found = materials(folder)
+        assert len(found) >= 30
+        for material in found:
+            for _ in range(2):
+                board = random_position(material, rng)
+                answer = client.tablebase.look_up(board.fen())
+                wdl, dtz = tablebase.probe_wdl(board), tablebase.probe_dtz(board)
+                assert answer["category"] == category_of(wdl), board.fen()
+                assert answer["dtz"] == dtz and answer["dtm"] is None
+                assert not answer["checkmate"] and not answer["variant_win"]
+                assert answer["insufficient_material"] == board.is_insufficient_material()
+                assert len(answer["moves"]) == board.legal_moves.count()
+                best = []
+                for move in answer["moves"]:
+                    child = board.copy()
+                    child.push_uci(move["uci"])
+                    assert move["san"] == board.san(chess.Move.from_uci(move["uci"]))
+                    assert move["zeroing"] == board.is_zeroing(chess.Move.from_uci(move["uci"]))
+                    if child.is_checkmate():
+                        assert move["checkmate"] and move["dtz"] == 0
+                        assert move["category"] == "loss"
+                        best.append(-3)
+                        continue
+                    child_wdl = tablebase.probe_wdl(child)
+                    assert move["dtz"] == tablebase.probe_dtz(child), (board.fen(), move)
+                    assert move["category"] == category_of(child_wdl)
+                    best.append(child_wdl)
+                # best first: the first move leaves the opponent the worst result there is
+                assert best[0] == min(best), (board.fen(), answer["moves"][:3])
+                if wdl == 2 and best[0] != -3:
+                    # and the shortest way to zeroing: 1 ply for a zeroing move, else 1 + |dtz|
+                    steps = [
+                        1 if m["zeroing"] else 1 + abs(m["dtz"])
+                        for m, w in zip(answer["moves"], best, strict=True)
+                        if w == -2
+                    ]
+                    assert steps[0] == min(steps), board.fen()
+
+
+def test_tablebase_mainline_and_uncovered(server: str) -> None:
+    need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables")
+    for fen, winner in (
+        ("4k3/8/8/8/8/8/8/4K2Q w - - 0 1", "w"),
+        ("8/8/8/4k3/8/8/3p4/K7 b - - 0 1", "b"),
+        ("8/8/8/4k3/8/8/8/K6N w - - 0 1", None),
+    ):
+        status, answer = get(f"{server}/standard/mainline?fen={urllib.parse.quote(fen)}")
+        assert status == 200, answer
+        board = chess.Board(fen)
+        for step in answer["mainline"]:
+            board.push_uci(step["uci"])
+        assert answer["winner"] == winner
+        assert board.is_checkmate() == (winner is not None)
+    five = "8/8/8/7k/8/8/2PP4/K3R3 w - - 0 1"
+    assert get(f"{server}/standard?fen={urllib.parse.quote(five)}")[0] == 404
+
+
+# --- the page in a real browser --------------------------------------------------------------
+
+
+def test_page_in_chromium(server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    need(Path("/usr/bin/chromium"), "Debian's chromium")
+    driver_path = need_program("chromedriver")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--window-size=1100,800",
+    ):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.get(server + "/")
+        wait = WebDriverWait(driver, 20)
+
+        def ready(play: list[str], contains: str = "") -> None:
+            def done(d: Any) -> bool:
+                value = d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") or ""
+                return value.startswith(",".join(play) + "|") and contains in value
+
+            wait.until(done)
+
+        def rows() -> dict[str, int]:
+            found = {}
+            for row in driver.find_elements(By.CSS_SELECTOR, "tr.move"):
+                count = row.find_element(By.CLASS_NAME, "count").text
+                found[str(row.get_attribute("data-uci"))] = int(count)
+            return found
+
+        def api(play: list[str], extra: str = "") -> dict[str, int]:
+            query = f"play={','.join(play)}{extra}"
+            answer = get(f"{server}/lichess?{query}")[1]
+            return {m["uci"]: m["white"] + m["draws"] + m["black"] for m in answer["moves"]}
+
+        play: list[str] = []
+        ready(play)
+        assert rows() == api(play)
+        for _ in range(3):
+            first = driver.find_elements(By.CSS_SELECTOR, "tr.move")[0]
+            play.append(str(first.get_attribute("data-uci")))
+            first.click()
+            ready(play)
+            assert rows() == api(play)
+        assert driver.find_element(By.ID, "opening").text
+        assert driver.find_element(By.ID, "board").get_attribute("src")
+        assert driver.find_elements(By.CSS_SELECTOR, "#history svg rect")
+        driver.find_element(By.ID, "speeds-blitz").click()
+        speeds = "ultraBullet,bullet,rapid,classical,correspondence"
+        ready(play, "speeds=")
+        assert rows() == api(play, f"&speeds={speeds}")
+        driver.find_element(By.ID, "back").click()
+        ready(play[:-1], "speeds=")
+        assert rows() == api(play[:-1], f"&speeds={speeds}")
+        shot = tmp_path / "serve-page.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 1000
+        with capsys.disabled():
+            print(f"\nscreenshot of the page: {shot}")
+    finally:
+        driver.quit()
+
+
+def test_tablebase_on_the_page(server: str, tmp_path: Path) -> None:
+    """The page's tablebase line for a few pieces agrees with the API (no browser needed:
+    the page asks /position, then /standard)."""
+    need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables")
+    fen = "4k3/8/8/8/8/8/8/4K2Q w - - 0 1"
+    status, position = get(f"{server}/position?fen={urllib.parse.quote(fen)}")
+    assert status == 200 and position["pieces"] == 3 and position["tablebase"]
+
+
+# --- read-only -------------------------------------------------------------------------------
+
+
+def test_warehouse_unchanged(
+    server: str, warehouse: tuple[Path, Truth, list[list[str]]], hashes_before: dict[str, str]
+) -> None:
+    assert file_hashes(warehouse[0]) == hashes_before
