@@ -269,3 +269,116 @@ def test_atomic_path_publishes_whole_or_nothing(tmp_path: Path) -> None:
         tmp.write_bytes(b"whole")
         assert not target.exists()
     assert target.read_bytes() == b"whole" and list(target.parent.iterdir()) == [target]
+
+
+# Commands fail with one line naming the path, not a traceback.
+
+
+def _one_line_error(proc: object, *needles: str) -> None:
+    assert proc.returncode not in (0, None), proc.stdout  # type: ignore[attr-defined]
+    err = proc.stderr.strip()  # type: ignore[attr-defined]
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("chesspipe: error:") or err.startswith("usage:") or "error:" in err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_warehouse_that_is_a_file_is_one_line(tmp_path: Path, games_2021: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for warehouse in (str(afile), "/dev/null"):
+        proc = run_cli(
+            "ingest", str(games_2021), "--month", "2021-10", "--warehouse", warehouse,
+            check=False,
+        )  # fmt: skip
+        _one_line_error(proc, warehouse)
+
+
+def test_endgames_out_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    proc = run_cli(
+        "endgames", "sample", "--syzygy", str(tables), "--materials", "KRvK:1",
+        "--out", str(afile), check=False,
+    )  # fmt: skip
+    _one_line_error(proc)
+
+
+def test_book_show_on_a_directory_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli("book", "show", str(tmp_path), check=False)
+    _one_line_error(proc, str(tmp_path))
+
+
+def test_ingest_stdin_closed_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines", "ingest", "-", "--month", "2024-01",
+         "--warehouse", str(tmp_path / "wh")],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT, env=env,
+        close_fds=True, preexec_fn=lambda: os.close(0),
+    )  # fmt: skip
+    _one_line_error(proc)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_workers_must_be_a_positive_integer(tmp_path: Path, value: str) -> None:
+    proc = run_cli(
+        "ingest", "x.pgn", "--month", "2024-01", "--warehouse", str(tmp_path),
+        "--workers", value, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--workers" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--plies", "0"), ("--plies", "-3"), ("--min-rating", "-1")]
+)
+def test_numeric_ingest_options_are_checked(tmp_path: Path, option: str, value: str) -> None:
+    proc = run_cli(
+        "ingest", "x.pgn", "--month", "2024-01", "--warehouse", str(tmp_path), option, value,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode in (1, 2)  # argparse, or the settings (--plies)
+    assert option in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_option_validators() -> None:
+    import argparse
+
+    from pipelines.commands.options import fraction, non_negative_int, positive_int
+
+    assert positive_int("3") == 3
+    assert non_negative_int("0") == 0
+    assert fraction("0.5") == 0.5
+    for check, bad in [
+        (positive_int, "0"), (positive_int, "-2"), (positive_int, "1.5"), (positive_int, "３"),
+        (non_negative_int, "-1"), (fraction, "1.5"), (fraction, "-0.1"), (fraction, "nan"),
+    ]:  # fmt: skip
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(bad)
+
+
+@pytest.mark.parametrize("month", ["２０２１-10", "2021-１0", "2021-10\n", "٢٠٢١-10"])
+def test_month_must_be_ascii(month: str) -> None:
+    from pipelines.warehouse.layout import check_month
+
+    with pytest.raises(ChesspipeError):
+        check_month(month)
+
+
+def test_missing_source_leaves_no_trace(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    with pytest.raises(ChesspipeError):
+        ingest(str(tmp_path / "missing.pgn"), "2024-01", warehouse, IngestSettings(ANY))
+    assert not warehouse.exists() or not any(warehouse.rglob("*"))

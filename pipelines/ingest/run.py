@@ -90,7 +90,11 @@ def ingest(
             http["expected_sha256"] = expected_sha256
         reuse_large_buffers()
         started = time.monotonic()
-        with month_lock(warehouse, month):
+        # The source opens before the lock is taken: a missing source leaves nothing behind.
+        with (
+            open_source(source, settings.rules.variant, **http) as opened,
+            month_lock(warehouse, month),
+        ):
             remove_stale_files(warehouse, month)
             staging = staging_dir(warehouse, month)
             job = Job(
@@ -98,10 +102,7 @@ def ingest(
                 progress, started, keep_partial,
             )  # fmt: skip
             try:
-                with (
-                    open_source(source, settings.rules.variant, **http) as opened,
-                    ExitStack() as stack,
-                ):
+                with ExitStack() as stack:
                     plan = plan_read(
                         opened,
                         workers=workers,
