@@ -71,11 +71,21 @@ def test_arbitrary_bytes_lose_and_duplicate_nothing(
     """Whatever the bytes and chunking, the games are exactly the text between boundaries."""
     data = data + b"\n\n[" * (joins % 3) + data[: joins * 50]
     stats = ScanStats()
-    pieces = list(split_games(rechunk(data, cuts), stats, max_game_bytes=1 << 20))
+    pieces = list(split_games(rechunk(data, cuts), stats, max_game_bytes=1 << 20, check_end=False))
     text = data.lstrip(b"\n\r\t \xef\xbb\xbf")
     framed = (b"\n\n" if text.startswith(b"[") else b"\n\n[") + text if text else b""
     expected = [p for p in framed.split(b"\n\n[")[1:] if p and not p.isspace()]
     assert pieces == expected
+    # Read as the end of a source, a last piece with no result is left out and flagged.
+    ended = ScanStats()
+    checked = list(split_games(rechunk(data, cuts), ended, max_game_bytes=1 << 20, check_end=True))
+    assert checked == (expected[:-1] if ended.ends_inside_game else expected)
+    last = expected[-1] if expected else b""
+    movetext = last.split(b"\n\n", 1)[-1]
+    unended = not last.rstrip().endswith((b"1-0", b"0-1", b"1/2-1/2", b"*"))
+    assert ended.ends_inside_game == (
+        bool(expected) and (unended or movetext.rfind(b"{") > movetext.rfind(b"}"))
+    )
     kept = sum(filter_game(piece, ANY, stats) is not None for piece in pieces)
     assert stats.games_read == len(pieces)
     assert stats.games_read == kept + sum(stats.dropped.values())
@@ -135,7 +145,7 @@ def scanned_one_by_one(
     """The reference: every game split out and put through filter_game."""
     stats = ScanStats()
     kept = []
-    for game in split_games(chunks, stats, max_game_bytes=max_game_bytes):
+    for game in split_games(chunks, stats, max_game_bytes=max_game_bytes, check_end=True):
         result = filter_game(game, rules, stats)
         if result is not None:
             kept.append(result)
@@ -146,7 +156,7 @@ def scanned_in_blocks(
     chunks: list[bytes], rules: GameFilter, max_game_bytes: int
 ) -> tuple[list[KeptGame], ScanStats]:
     stats = ScanStats()
-    blocks = game_blocks(chunks, stats, max_game_bytes)
+    blocks = game_blocks(chunks, stats, max_game_bytes, check_end=True)
     return list(kept_games_in_blocks(blocks, rules, stats, max_game_bytes)), stats
 
 

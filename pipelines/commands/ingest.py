@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
     }
     print(json.dumps(summary, indent=2))
+    for warning in manifest.warnings:
+        print(f"chesspipe: warning: {warning}", file=sys.stderr)
     if manifest.partial:
         print(f"chesspipe: warning: partial month published: {manifest.error}", file=sys.stderr)
     return 0

@@ -17,12 +17,25 @@ _BOUNDARY = b"\n\n["
 #: Longest game (headers and movetext) kept; longer ones are dropped as "oversized".
 MAX_GAME_BYTES = 4 << 20
 
+#: How a game's movetext ends: its result (PGN's game termination markers).
+_TERMINATORS = (b"1-0", b"0-1", b"1/2-1/2", b"*")
+
+#: A tag pair's start, after the "[" a split consumes.
+_TAG_START = re.compile(rb"[A-Za-z0-9_]+ \"")
+
 
 def split_games(
-    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+    chunks: Iterable[bytes],
+    stats: ScanStats,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    *,
+    check_end: bool = False,
 ) -> Iterator[bytes]:
-    """Yield each game's bytes without its leading "[", from chunks of PGN text."""
-    for block in game_blocks(chunks, stats, max_game_bytes):
+    """Yield each game's bytes without its leading "[", from chunks of PGN text.
+
+    With `check_end`, a last game with no result is left out (see game_blocks).
+    """
+    for block in game_blocks(chunks, stats, max_game_bytes, check_end=check_end):
         yield from _block_games(block, stats, max_game_bytes)
 
 
@@ -30,26 +43,37 @@ def _block_games(block: bytes, stats: ScanStats, max_game_bytes: int) -> list[by
     """Return the games of a block (from game_blocks), counting oversized ones as dropped."""
     pieces = block.split(_BOUNDARY)
     if pieces and max(map(len, pieces)) > max_game_bytes:
-        oversized = sum(1 for piece in pieces if len(piece) > max_game_bytes)
-        stats.games_read += oversized
-        stats.dropped["oversized"] += oversized
+        oversized = [len(piece) for piece in pieces if len(piece) > max_game_bytes]
+        stats.games_read += len(oversized)
+        stats.dropped["oversized"] += len(oversized)
+        stats.unreadable_bytes += sum(oversized)
     return [p for p in pieces if p and len(p) <= max_game_bytes and not p.isspace()]
 
 
 def game_blocks(
-    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+    chunks: Iterable[bytes],
+    stats: ScanStats,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    *,
+    check_end: bool = False,
 ) -> Iterator[bytes]:
     """Yield blocks of whole games from chunks of PGN text, each game after a blank line.
 
     Every block starts with a game boundary (a blank line, then "[") and holds only whole games.
     Games longer than `max_game_bytes` whose end is not in sight are skipped and counted as
     "oversized".
+
+    With `check_end` (the chunks are the end of a source), text that does not end with a
+    result (1-0, 0-1, 1/2-1/2 or *) ends inside a game: the source was cut. Its last game is
+    then left out, counted as "truncated" (or "malformed" when it has no tags), and
+    `stats.ends_inside_game` is set; the caller decides whether that fails the run.
     """
     pending: list[bytes] = []
     pending_size = 0
     skipping = False  # inside an oversized game, waiting for the next boundary
     crlf: bool | None = None
     first = True
+    ending = b""  # the text's last bytes
     for chunk in chunks:
         if not chunk:
             continue
@@ -65,6 +89,7 @@ def game_blocks(
             first = False
             # Text before the first tag is read as a game with no tags.
             chunk = (b"\n\n" if chunk[:1] == b"[" else b"\n\n[") + chunk
+        ending = (ending + chunk[-16:])[-16:]
         pending.append(chunk)
         pending_size += len(chunk)
         if _BOUNDARY not in chunk and pending_size < max_game_bytes + len(chunk):
@@ -75,7 +100,9 @@ def game_blocks(
                     skipping = True
                     stats.games_read += 1
                     stats.drop("oversized")
+                    stats.unreadable_bytes += pending_size - len(chunk)
                 if skipping:
+                    stats.unreadable_bytes += len(chunk)
                     keep = pending[-1][-2:]
                     pending = [keep]
                     pending_size = len(keep)
@@ -96,8 +123,30 @@ def game_blocks(
         return
     buffer = b"".join(pending)
     start = buffer.find(_BOUNDARY) if skipping else 0
-    if start >= 0 and start < len(buffer):
-        yield buffer[start:]
+    if start < 0 or start >= len(buffer):
+        if check_end and skipping and not ending.rstrip().endswith(_TERMINATORS):
+            stats.ends_inside_game = True
+        return
+    final = buffer[start + 3 :]
+    if check_end and (not ending.rstrip().endswith(_TERMINATORS) or _open_comment(final)):
+        # The last game has no result: left out, whatever was before it is whole.
+        if final.strip():
+            stats.ends_inside_game = True
+            stats.games_read += 1
+            if _TAG_START.match(final):
+                stats.drop("truncated")
+            else:
+                stats.drop("malformed")
+                stats.unreadable_bytes += len(final)
+        return
+    yield buffer[start:]
+
+
+def _open_comment(game: bytes) -> bool:
+    """Tell whether a game's movetext ends inside a brace comment (its result is in it)."""
+    header_end = game.find(b"\n\n")
+    movetext = game[header_end:] if header_end >= 0 else game
+    return movetext.rfind(b"{") > movetext.rfind(b"}")
 
 
 def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:
