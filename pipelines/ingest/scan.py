@@ -20,6 +20,16 @@ MAX_GAME_BYTES = 4 << 20
 #: How a game's movetext ends: its result (PGN's game termination markers).
 _TERMINATORS = (b"1-0", b"0-1", b"1/2-1/2", b"*")
 
+#: Longest brace comment that may hold a blank line before "[" (longer: a stray "{").
+COMMENT_REACH = 1 << 16
+
+#: Every byte but braces and newlines, deleted to find comments that span lines.
+_NOT_BRACE_OR_NEWLINE = bytes(b for b in range(256) if b not in b"{}\n")
+
+#: Outside comments: a comment's start, a rest-of-line comment, or a tag line (braces in it are
+#: text).
+_OUTSIDE_COMMENT = re.compile(rb"\{|;[^\n]*|\n\[[^\n]*")
+
 #: A tag pair's start, after the "[" a split consumes.
 _TAG_START = re.compile(rb"[A-Za-z0-9_]+ \"")
 
@@ -108,7 +118,10 @@ def game_blocks(
                     pending_size = len(keep)
                 continue
         buffer = b"".join(pending)
-        last = buffer.rfind(_BOUNDARY)
+        hold = len(buffer)
+        if not skipping:  # (the state of a skipped game's comments is unknown)
+            buffer, hold = _without_boundaries_in_comments(buffer, at_end=False)
+        last = buffer.rfind(_BOUNDARY, 0, hold)
         if last < 0:
             pending = [buffer]
             pending_size = len(buffer)
@@ -122,15 +135,21 @@ def game_blocks(
     if not pending:
         return
     buffer = b"".join(pending)
+    if not skipping:
+        buffer, _ = _without_boundaries_in_comments(buffer, at_end=True)
     start = buffer.find(_BOUNDARY) if skipping else 0
     if start < 0 or start >= len(buffer):
         if check_end and skipping and not ending.rstrip().endswith(_TERMINATORS):
             stats.ends_inside_game = True
         return
-    final = buffer[start + 3 :]
-    if check_end and (not ending.rstrip().endswith(_TERMINATORS) or _open_comment(final)):
-        # The last game has no result: left out, whatever was before it is whole.
-        if final.strip():
+    if check_end:
+        # The last game (the text may hold a few, held back by a brace) needs a result.
+        lastgame = max(start, buffer.rfind(_BOUNDARY, start))
+        final = buffer[lastgame + 3 :]
+        if final.strip() and (
+            not ending.rstrip().endswith(_TERMINATORS) or _open_comment(buffer[lastgame:])
+        ):
+            # Left out: whatever was before it is whole.
             stats.ends_inside_game = True
             stats.games_read += 1
             if _TAG_START.match(final):
@@ -138,15 +157,61 @@ def game_blocks(
             else:
                 stats.drop("malformed")
                 stats.unreadable_bytes += len(final)
-        return
+            if start < lastgame:
+                yield buffer[start:lastgame]
+            return
     yield buffer[start:]
 
 
-def _open_comment(game: bytes) -> bool:
-    """Tell whether a game's movetext ends inside a brace comment (its result is in it)."""
-    header_end = game.find(b"\n\n")
-    movetext = game[header_end:] if header_end >= 0 else game
-    return movetext.rfind(b"{") > movetext.rfind(b"}")
+def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes, int]:
+    """Return PGN text whose blank lines before "[" inside brace comments no longer split games.
+
+    A comment may hold a blank line followed by "[Event ...": python-chess reads it as comment
+    text, not as the next game. Such blank lines lose their second newline (it becomes a space:
+    same length, same comment for anything that reads moves), so that splitting at blank lines
+    before "[" agrees with python-chess. The text must start outside a comment.
+
+    A "{" not closed within COMMENT_REACH bytes (or before the end, `at_end`) is taken as a
+    stray brace, not a comment: one stray "{" does not swallow the rest of a month. Also
+    returned: where an unclosed "{" nearer the end than that starts (the text from there
+    cannot be cut yet), or len(buffer). Text with no comment across a line end (almost all) is
+    returned as it is.
+    """
+    size = len(buffer)
+    # A comment holding a blank line has a "{" followed by a line end with no brace between:
+    # with all but braces and line ends deleted, "{\n". Cheaper than any regex over the text.
+    if b"{" not in buffer or b"{\n" not in buffer.translate(None, _NOT_BRACE_OR_NEWLINE):
+        return buffer, size
+    out = bytearray(buffer)
+    position = 0
+    while (token := _OUTSIDE_COMMENT.search(buffer, position)) is not None:
+        position = token.end()
+        if token.group() != b"{":
+            continue
+        close = buffer.find(b"}", position, position + COMMENT_REACH)
+        if close < 0:
+            if not at_end and size - position < COMMENT_REACH:
+                return bytes(out), token.start()
+            continue  # a stray brace
+        inside = buffer.find(_BOUNDARY, position, close)
+        while inside >= 0:
+            out[inside + 1] = 0x20
+            inside = buffer.find(_BOUNDARY, inside + 3, close)
+        position = close + 1
+    return bytes(out), size
+
+
+def _open_comment(text: bytes) -> bool:
+    """Tell whether PGN text (from a boundary on) ends inside a brace comment."""
+    position = 0
+    while (token := _OUTSIDE_COMMENT.search(text, position)) is not None:
+        position = token.end()
+        if token.group() == b"{":
+            close = text.find(b"}", position)
+            if close < 0:
+                return True
+            position = close + 1
+    return False
 
 
 def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:
