@@ -73,6 +73,12 @@ def _run(argv: list[str]) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # What the OS says about a path (a file where a folder should be, and so on), in a line.
+        reason = exc.strerror or str(exc)
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        print(f"chesspipe: error: {where}{reason}", file=sys.stderr)
+        return 1
     return int(status or 0)
 
 

@@ -269,3 +269,242 @@ def test_atomic_path_publishes_whole_or_nothing(tmp_path: Path) -> None:
         tmp.write_bytes(b"whole")
         assert not target.exists()
     assert target.read_bytes() == b"whole" and list(target.parent.iterdir()) == [target]
+
+
+# Commands fail with one line naming the path, not a traceback.
+
+
+def _one_line_error(proc: object, *needles: str) -> None:
+    assert proc.returncode not in (0, None), proc.stdout  # type: ignore[attr-defined]
+    err = proc.stderr.strip()  # type: ignore[attr-defined]
+    assert "Traceback" not in err, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("chesspipe: error:") or err.startswith("usage:") or "error:" in err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_warehouse_that_is_a_file_is_one_line(tmp_path: Path, games_2021: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for warehouse in (str(afile), "/dev/null"):
+        proc = run_cli(
+            "ingest", str(games_2021), "--month", "2021-10", "--warehouse", warehouse,
+            check=False,
+        )  # fmt: skip
+        _one_line_error(proc, warehouse)
+
+
+def test_endgames_out_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    proc = run_cli(
+        "endgames", "sample", "--syzygy", str(tables), "--materials", "KRvK:1",
+        "--out", str(afile), check=False,
+    )  # fmt: skip
+    _one_line_error(proc)
+
+
+def test_book_show_on_a_directory_is_one_line(tmp_path: Path) -> None:
+    proc = run_cli("book", "show", str(tmp_path), check=False)
+    _one_line_error(proc, str(tmp_path))
+
+
+def test_ingest_stdin_closed_is_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines", "ingest", "-", "--month", "2024-01",
+         "--warehouse", str(tmp_path / "wh")],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=ROOT, env=env,
+        close_fds=True, preexec_fn=lambda: os.close(0),
+    )  # fmt: skip
+    _one_line_error(proc)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_workers_must_be_a_positive_integer(tmp_path: Path, value: str) -> None:
+    proc = run_cli(
+        "ingest", "x.pgn", "--month", "2024-01", "--warehouse", str(tmp_path),
+        "--workers", value, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "--workers" in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--plies", "0"), ("--plies", "-3"), ("--min-rating", "-1")]
+)
+def test_numeric_ingest_options_are_checked(tmp_path: Path, option: str, value: str) -> None:
+    proc = run_cli(
+        "ingest", "x.pgn", "--month", "2024-01", "--warehouse", str(tmp_path), option, value,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode in (1, 2)  # argparse, or the settings (--plies)
+    assert option in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_option_validators() -> None:
+    import argparse
+
+    from pipelines.commands.options import fraction, non_negative_int, positive_int
+
+    assert positive_int("3") == 3
+    assert non_negative_int("0") == 0
+    assert fraction("0.5") == 0.5
+    for check, bad in [
+        (positive_int, "0"), (positive_int, "-2"), (positive_int, "1.5"), (positive_int, "３"),
+        (non_negative_int, "-1"), (fraction, "1.5"), (fraction, "-0.1"), (fraction, "nan"),
+    ]:  # fmt: skip
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(bad)
+
+
+@pytest.mark.parametrize("month", ["２０２１-10", "2021-１0", "2021-10\n", "٢٠٢١-10"])
+def test_month_must_be_ascii(month: str) -> None:
+    from pipelines.warehouse.layout import check_month
+
+    with pytest.raises(ChesspipeError):
+        check_month(month)
+
+
+def test_missing_source_leaves_no_trace(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    with pytest.raises(ChesspipeError):
+        ingest(str(tmp_path / "missing.pgn"), "2024-01", warehouse, IngestSettings(ANY))
+    assert not warehouse.exists() or not any(warehouse.rglob("*"))
+
+
+# A source whose text ends inside a game was cut: it is refused (or kept partial, on request).
+
+
+def _nothing_published(warehouse: Path, month: str = "2024-01") -> None:
+    assert not manifest_path(warehouse, month).exists()
+    assert not partition_dir(warehouse, month).exists() or not any(
+        partition_dir(warehouse, month).iterdir()
+    )
+    staging = warehouse / ".staging"
+    assert not staging.exists() or not any(staging.iterdir())
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"",  # whole: passes
+        b'[Event "Rated Blitz game"]\n[Site "https://lichess.org/y"]\n',  # mid-headers
+        b'[Event "Rated Blitz game"]\n[Whi',  # mid-tag
+        game()[:-12],  # mid-movetext
+        game(moves="1. e4 { a comment } e5")[:-2],  # movetext with no result
+        game()[:-3] + b"{ 1-0",  # an open comment
+    ],
+)
+def test_plain_pgn_cut_inside_a_game_is_refused(tmp_path: Path, tail: bytes) -> None:
+    data = game() + game() + tail
+    if not tail:
+        assert run(tmp_path, data).games_kept == 2
+        return
+    with pytest.raises(CorruptInput, match=r"in\.pgn.*ends inside a game"):
+        run(tmp_path, data)
+    _nothing_published(tmp_path / "wh")
+    manifest = run(tmp_path, data, keep_partial=True)
+    assert manifest.partial is True
+    assert "ends inside a game" in (manifest.error or "")
+    assert manifest.games_kept == 2
+    assert manifest.games_dropped == {"truncated": 1}
+
+
+@pytest.mark.parametrize("ending", [b"1-0", b"0-1", b"1/2-1/2", b"*", b"1-0\r\n", b"* \n\n\n"])
+def test_a_game_ending_in_a_result_is_whole(tmp_path: Path, ending: bytes) -> None:
+    data = game() + game(moves="1. d4 d5 " + ending.decode()).rstrip() + ending[3:]
+    assert run(tmp_path, data).games_read == 2
+
+
+def _framed_sample(tmp_path: Path, games_2021: Path) -> tuple[Path, list[int]]:
+    """The 2021 sample as a pzstd-style file of small frames, and where each frame ends."""
+    from pipelines.ingest.frames import frame_index, write_framed_zstd
+
+    text = read_text(games_2021).encode()
+    framed = tmp_path / "framed.pgn.zst"
+    write_framed_zstd(framed, text, frame_size=200_000, level=1)
+    with open(framed, "rb") as handle:
+        frames = frame_index(handle, framed.stat().st_size)
+    assert frames is not None and len(frames) > 4
+    return framed, [f.offset + f.size for f in frames]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_dump_cut_at_a_frame_boundary_is_refused(
+    tmp_path: Path, games_2021: Path, workers: int
+) -> None:
+    framed, ends = _framed_sample(tmp_path, games_2021)
+    data = framed.read_bytes()
+    whole = ingest(
+        str(framed), "2024-01", tmp_path / "whole", IngestSettings(ANY), workers=workers,
+        parallel_min_bytes=0,
+    )  # fmt: skip
+    assert not whole.partial
+    for end in (ends[0], ends[len(ends) // 2], ends[-2]):
+        cut = tmp_path / f"cut-{end}.pgn.zst"
+        cut.write_bytes(data[:end])
+        with pytest.raises(CorruptInput, match=rf"cut-{end}\.pgn\.zst.*ends inside a game"):
+            ingest(
+                str(cut), "2024-01", tmp_path / "wh", IngestSettings(ANY), workers=workers,
+                parallel_min_bytes=0,
+            )  # fmt: skip
+        _nothing_published(tmp_path / "wh")
+    partial = ingest(str(cut), "2024-01", tmp_path / "wh", IngestSettings(ANY), keep_partial=True)
+    assert partial.partial and partial.games_dropped.get("truncated") == 1
+    assert 0 < partial.games_read < whole.games_read
+
+
+def test_cut_dump_on_the_command_line(tmp_path: Path, games_2021: Path) -> None:
+    framed, ends = _framed_sample(tmp_path, games_2021)
+    cut = tmp_path / "cut.pgn.zst"
+    cut.write_bytes(framed.read_bytes()[: ends[2]])
+    proc = run_cli(
+        "ingest", str(cut), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
+        check=False,
+    )  # fmt: skip
+    _one_line_error(proc, str(cut), "ends inside a game")
+    _nothing_published(tmp_path / "wh")
+
+
+# Input with no game in it fails; mostly unreadable input is flagged.
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("random.pgn", os.urandom(300_000)),
+        ("text.pgn", b"Just some notes.\n\nNothing [here] is a game.\n" * 500),
+        ("plain.pgn.zst", b"hello, this is not zstd\n" * 100),
+        ("nul.pgn", b"\x00" * 100_000),
+    ],
+)
+def test_no_game_found_fails(tmp_path: Path, name: str, data: bytes) -> None:
+    with pytest.raises(ChesspipeError, match=rf"no PGN game found in .*{name}"):
+        run(tmp_path, data, name=name)
+    _nothing_published(tmp_path / "wh")
+
+
+def test_mostly_unreadable_input_warns(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 50 + b"\n\n" + game()
+    manifest = run(tmp_path, data)
+    assert manifest.games_kept == 1
+    assert manifest.unreadable_bytes > len(data) // 2
+    assert any("unreadable" in w for w in manifest.warnings)
+    source = tmp_path / "in.pgn"
+    proc = run_cli(
+        "ingest", str(source), "--month", "2024-01", "--warehouse", str(tmp_path / "wh2"),
+        "--min-rating", "0", "--speeds", "blitz",
+    )  # fmt: skip
+    assert "chesspipe: warning:" in proc.stderr and "unreadable" in proc.stderr

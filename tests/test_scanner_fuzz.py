@@ -71,11 +71,25 @@ def test_arbitrary_bytes_lose_and_duplicate_nothing(
     """Whatever the bytes and chunking, the games are exactly the text between boundaries."""
     data = data + b"\n\n[" * (joins % 3) + data[: joins * 50]
     stats = ScanStats()
-    pieces = list(split_games(rechunk(data, cuts), stats, max_game_bytes=1 << 20))
+    pieces = list(split_games(rechunk(data, cuts), stats, max_game_bytes=1 << 20, check_end=False))
     text = data.lstrip(b"\n\r\t \xef\xbb\xbf")
     framed = (b"\n\n" if text.startswith(b"[") else b"\n\n[") + text if text else b""
     expected = [p for p in framed.split(b"\n\n[")[1:] if p and not p.isspace()]
-    assert pieces == expected
+    if b"{" in data:
+        # Blank lines before "[" inside comments do not split (the comment tests check them).
+        assert b"".join(pieces).replace(b"\n [", b"\n\n[") == b"".join(expected)
+        assert len(pieces) <= len(expected)
+    else:
+        assert pieces == expected
+        # Read as the end of a source, a last piece with no result is left out and flagged.
+        ended = ScanStats()
+        checked = list(
+            split_games(rechunk(data, cuts), ended, max_game_bytes=1 << 20, check_end=True)
+        )
+        assert checked == (expected[:-1] if ended.ends_inside_game else expected)
+        last = expected[-1] if expected else b""
+        ends = last.rstrip().endswith((b"1-0", b"0-1", b"1/2-1/2", b"*"))
+        assert ended.ends_inside_game == (bool(expected) and not ends)
     kept = sum(filter_game(piece, ANY, stats) is not None for piece in pieces)
     assert stats.games_read == len(pieces)
     assert stats.games_read == kept + sum(stats.dropped.values())
@@ -135,7 +149,7 @@ def scanned_one_by_one(
     """The reference: every game split out and put through filter_game."""
     stats = ScanStats()
     kept = []
-    for game in split_games(chunks, stats, max_game_bytes=max_game_bytes):
+    for game in split_games(chunks, stats, max_game_bytes=max_game_bytes, check_end=True):
         result = filter_game(game, rules, stats)
         if result is not None:
             kept.append(result)
@@ -146,7 +160,7 @@ def scanned_in_blocks(
     chunks: list[bytes], rules: GameFilter, max_game_bytes: int
 ) -> tuple[list[KeptGame], ScanStats]:
     stats = ScanStats()
-    blocks = game_blocks(chunks, stats, max_game_bytes)
+    blocks = game_blocks(chunks, stats, max_game_bytes, check_end=True)
     return list(kept_games_in_blocks(blocks, rules, stats, max_game_bytes)), stats
 
 
@@ -271,3 +285,70 @@ def test_san_tokens_equal_the_reference(parts: list[bytes], limit: int | None) -
     assert san_tokens(movetext, limit) == san_tokens_reference(movetext, limit)
     joined = b"".join(parts)
     assert san_tokens(joined, limit) == san_tokens_reference(joined, limit)
+
+
+#: Comments and tags that hold what looks like a game boundary, or braces, in legal PGN.
+COMMENT_TRICKS = [
+    lambda m: m.replace(b"1. ", b'1. { a comment\n\n[Event "inside a comment"]\n} ', 1),
+    lambda m: m.replace(b"1. ", b'1. { one { two\n\n[Event "x"]\n\n[Site "y"] } ', 1),
+    lambda m: m.replace(b"1. ", b"1. { closed } { open\n\n[Event\n} ", 1),
+    lambda m: m.replace(b"1. ", b"1. ; a { in a line comment\n", 1),
+    lambda m: m.replace(b"1. ", b"1. } ", 1),  # a stray closing brace is text
+    lambda m: m + b' { after the result\n\n[Event "z"] }',
+]
+
+
+def _with_trick(game: bytes, trick: int | None, brace_in_tag: bool) -> bytes:
+    head, _, moves = game.rstrip(b"\n").partition(b"\n\n")
+    if brace_in_tag:
+        head = head.replace(b'[Site "', b'[Site "{', 1)
+    if trick is not None:
+        result = moves.rsplit(b" ", 1)
+        moves = COMMENT_TRICKS[trick](result[0]) + b" " + result[1] if len(result) == 2 else moves
+    return head + b"\n\n" + moves + b"\n\n"
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(
+        st.tuples(
+            st.integers(0, 94),
+            st.one_of(st.none(), st.integers(0, len(COMMENT_TRICKS) - 1)),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+)
+def test_splitter_agrees_with_python_chess_on_comments(
+    picks: list[tuple[int, int | None, bool]], cuts: list[int]
+) -> None:
+    import chess.pgn
+
+    games = real_games()
+    chosen = []
+    for index, trick, brace_in_tag in picks:
+        game = games[index] if games[index].startswith(b"[") else b"[Event " + games[index]
+        chosen.append(_with_trick(game, trick, brace_in_tag))
+    data = b"".join(chosen)
+    handle = io.StringIO(data.decode("utf-8", "replace"))
+    reference = []
+    while (read := chess.pgn.read_game(handle)) is not None:
+        reference.append(read.headers.get("Site"))
+    stats = ScanStats()
+    pieces = list(split_games(rechunk(data, cuts), stats, max_game_bytes=1 << 20, check_end=True))
+    assert not stats.ends_inside_game
+    sites = [re.search(rb'\[Site "([^"\n]*)"\]', b"[" + p).group(1).decode() for p in pieces]
+    assert sites == reference
+    assert_same_scan(rechunk(data, cuts), ANY, 1 << 20)
+
+
+def test_a_blank_line_in_a_comment_is_not_a_new_game(tmp_path: Path) -> None:
+    game = (
+        b'[Event "a"]\n[Site "1"]\n[Result "1-0"]\n\n'
+        b'1. e4 { look:\n\n[Event "inside"]\n} e5 1-0\n\n'
+        b'[Event "b"]\n[Site "2"]\n[Result "0-1"]\n\n1. d4 0-1\n'
+    )
+    pieces = list(split_games([game], ScanStats(), check_end=True))
+    assert [p[:11] for p in pieces] == [b'Event "a"]\n', b'Event "b"]\n']

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import non_negative_int, positive_int
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import VARIANTS, GameFilter
 from pipelines.ingest.settings import IngestSettings
@@ -25,7 +26,7 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     default = GameFilter()
     parser.add_argument(
         "--min-rating",
-        type=int,
+        type=non_negative_int,
         default=default.min_rating,
         help=f"both players at least ({default.min_rating})",
     )
@@ -46,6 +47,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     """Add the filter and counting options shared by ingest and build-month."""
     add_filter_options(parser)
     plies = IngestSettings().plies
+    # Checked by IngestSettings, whose message names the option (see _as_option_error).
     parser.add_argument(
         "--plies", type=int, default=plies, help=f"plies counted per game ({plies})"
     )
@@ -56,7 +58,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=None,
         help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
     )
@@ -117,6 +119,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.ingest.counting_process import CountingProcess
 
     settings = settings_from_args(args)
+    if args.source == "-" and (sys.stdin is None or sys.stdin.closed):
+        raise ChesspipeError("cannot read games from stdin: it is closed")
     # Started first, so that its imports overlap with this process's; ingest closes it if the
     # source is read by several workers instead.
     counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
@@ -142,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
     }
     print(json.dumps(summary, indent=2))
+    for warning in manifest.warnings:
+        print(f"chesspipe: warning: {warning}", file=sys.stderr)
     if manifest.partial:
         print(f"chesspipe: warning: partial month published: {manifest.error}", file=sys.stderr)
     return 0

@@ -59,14 +59,24 @@ class ScanStats:
 
     The reasons: malformed (no tag section), oversized (longer than scan.MAX_GAME_BYTES),
     rating_missing (absent or not a number), rating_low, time_control (absent or unreadable),
-    speed (not asked for), bot, variant, result (not 1-0, 0-1 or 1/2-1/2), and, found while
-    counting, no_moves, illegal_move (illegal, ambiguous or unparsable SAN) and bad_fen.
+    speed (not asked for), bot, variant, result (not 1-0, 0-1 or 1/2-1/2), truncated (the
+    last game of a source that ends inside it), and, found while counting, no_moves,
+    illegal_move (illegal, ambiguous or unparsable SAN) and bad_fen.
     """
 
     games_read: int = 0
     games_kept: int = 0
     dropped: Counter[str] = field(default_factory=Counter)
     pgn_bytes: int = 0
+    #: Bytes of text skipped as malformed or oversized games.
+    unreadable_bytes: int = 0
+    #: The text ended inside a game (no result after its movetext): the source was cut.
+    ends_inside_game: bool = False
+
+    @property
+    def games_found(self) -> int:
+        """Games read that look like PGN games (not malformed nor oversized)."""
+        return self.games_read - self.dropped["malformed"] - self.dropped["oversized"]
 
     def drop(self, reason: str) -> None:
         """Count a dropped game under its reason."""
@@ -78,6 +88,8 @@ class ScanStats:
         self.games_kept += other.games_kept
         self.dropped.update(other.dropped)
         self.pgn_bytes += other.pgn_bytes
+        self.unreadable_bytes += other.unreadable_bytes
+        self.ends_inside_game = self.ends_inside_game or other.ends_inside_game
 
 
 def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
@@ -111,6 +123,7 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
         header_end = len(game)
     if not game.endswith(b"]", 0, game.find(b"\n") if b"\n" in game else len(game)):
         stats.drop("malformed")
+        stats.unreadable_bytes += len(game)
         return None
     white = _rating(_tag(game, b"WhiteElo", header_end))
     black = _rating(_tag(game, b"BlackElo", header_end))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,24 @@ class IngestManifest:
     workers: int | str
     timings: Timings
     finished_at: str
+    #: Bytes of text skipped as malformed or oversized games (in the file when not 0).
+    unreadable_bytes: int = 0
+    #: What the run noticed and published anyway, one line each, such as mostly unreadable text
+    #: (in the file when there are any).
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """Return the manifest as plain JSON values, in the file's order."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["settings"] = self.settings.to_json()
         data["games_dropped"] = dict(self.games_dropped)
+        # Written only when there is something to say: other manifests keep their fields.
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
+        else:
+            del data["warnings"]
+        if not self.unreadable_bytes:
+            del data["unreadable_bytes"]
         data["opening_tree"] = asdict(self.opening_tree)
         data["timings"] = asdict(self.timings)
         return data

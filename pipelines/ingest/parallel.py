@@ -44,7 +44,8 @@ def scan_unit(
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the caches.
         pieces, own_length = unit_pieces(handle, frames, unit, MAX_GAME_BYTES)
-    blocks = game_blocks(pieces, stats)
+    # Only the last unit's text ends where the source ends: its tail tells a cut source.
+    blocks = game_blocks(pieces, stats, check_end=unit.stop == len(frames))
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)

@@ -7,6 +7,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,17 +91,18 @@ def ingest(
             http["expected_sha256"] = expected_sha256
         reuse_large_buffers()
         started = time.monotonic()
-        with month_lock(warehouse, month):
+        # The source opens before the lock is taken: a missing source leaves nothing behind.
+        with (
+            open_source(source, settings.rules.variant, **http) as opened,
+            month_lock(warehouse, month),
+        ):
             staging = staging_dir(warehouse, month)
             job = Job(
                 source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
                 progress, started, keep_partial,
             )  # fmt: skip
             try:
-                with (
-                    open_source(source, settings.rules.variant, **http) as opened,
-                    ExitStack() as stack,
-                ):
+                with ExitStack() as stack:
                     plan = plan_read(
                         opened,
                         workers=workers,
@@ -114,6 +116,7 @@ def ingest(
                         opened, plan, job, stats, counting,
                         workers=workers, executor=executor, start_method=start_method,
                     )  # fmt: skip
+                    counted = _check_scan(opened.name, stats, counted, keep_partial)
                     if progress is not None:
                         progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
                     used = workers if executor is None else "executor"
@@ -197,7 +200,7 @@ def _count_in_order(
     ahead = ReadAhead(
         decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
     )
-    blocks = game_blocks(iter(ahead), stats)
+    blocks = game_blocks(iter(ahead), stats, check_end=True)
     # Progress counts the bytes read for the text scanned, not how far the thread read.
     blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
     errors: list[str] = []
@@ -228,6 +231,36 @@ def _until_corrupt(
         if not keep_partial:
             raise
         errors.append(str(exc))
+
+
+def _check_scan(name: str, stats: ScanStats, counted: Counted, keep_partial: bool) -> Counted:
+    """Fail a scan that found no game, or that ended inside one (unless keeping partial months).
+
+    Text that is only blank (or no text at all) is an empty month, not a failure.
+    """
+    if stats.games_found == 0 and (stats.games_read or stats.ends_inside_game):
+        seen = ", ".join(f"{n} {reason}" for reason, n in sorted(stats.dropped.items()))
+        raise CorruptInput(
+            f"no PGN game found in {name}: {stats.pgn_bytes} bytes of text read as "
+            f"{stats.games_read} pieces ({seen}); nothing published"
+        )
+    if stats.ends_inside_game and counted.error is None:
+        reason = f"{name} ends inside a game (no result after its last moves): it was cut short"
+        if not keep_partial:
+            raise CorruptInput(f"{reason}; nothing published (--keep-partial keeps what was read)")
+        return replace(counted, error=reason)
+    return counted
+
+
+def _unreadable_warning(stats: ScanStats) -> list[str]:
+    """Return a warning when more than half the text was skipped as malformed or oversized."""
+    if stats.pgn_bytes and stats.unreadable_bytes * 2 > stats.pgn_bytes:
+        share = stats.unreadable_bytes / stats.pgn_bytes
+        return [
+            f"{share:.0%} of the text was unreadable ({stats.unreadable_bytes} of "
+            f"{stats.pgn_bytes} bytes skipped as malformed or oversized games)"
+        ]
+    return []
 
 
 def _publish(
@@ -284,6 +317,8 @@ def _publish(
                 total_seconds=round(time.monotonic() - job.started, 3),
             ),
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            unreadable_bytes=stats.unreadable_bytes,
+            warnings=_unreadable_warning(stats),
         )
         publish_file(tmp, target)
     finally:

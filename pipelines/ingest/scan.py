@@ -17,12 +17,35 @@ _BOUNDARY = b"\n\n["
 #: Longest game (headers and movetext) kept; longer ones are dropped as "oversized".
 MAX_GAME_BYTES = 4 << 20
 
+#: How a game's movetext ends: its result (PGN's game termination markers).
+_TERMINATORS = (b"1-0", b"0-1", b"1/2-1/2", b"*")
+
+#: Longest brace comment that may hold a blank line before "[" (longer: a stray "{").
+COMMENT_REACH = 1 << 16
+
+#: Every byte but braces and newlines, deleted to find comments that span lines.
+_NOT_BRACE_OR_NEWLINE = bytes(b for b in range(256) if b not in b"{}\n")
+
+#: Outside comments: a comment's start, a rest-of-line comment, or a tag line (braces in it are
+#: text).
+_OUTSIDE_COMMENT = re.compile(rb"\{|;[^\n]*|\n\[[^\n]*")
+
+#: A tag pair's start, after the "[" a split consumes.
+_TAG_START = re.compile(rb"[A-Za-z0-9_]+ \"")
+
 
 def split_games(
-    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+    chunks: Iterable[bytes],
+    stats: ScanStats,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    *,
+    check_end: bool = False,
 ) -> Iterator[bytes]:
-    """Yield each game's bytes without its leading "[", from chunks of PGN text."""
-    for block in game_blocks(chunks, stats, max_game_bytes):
+    """Yield each game's bytes without its leading "[", from chunks of PGN text.
+
+    With `check_end`, a last game with no result is left out (see game_blocks).
+    """
+    for block in game_blocks(chunks, stats, max_game_bytes, check_end=check_end):
         yield from _block_games(block, stats, max_game_bytes)
 
 
@@ -30,26 +53,37 @@ def _block_games(block: bytes, stats: ScanStats, max_game_bytes: int) -> list[by
     """Return the games of a block (from game_blocks), counting oversized ones as dropped."""
     pieces = block.split(_BOUNDARY)
     if pieces and max(map(len, pieces)) > max_game_bytes:
-        oversized = sum(1 for piece in pieces if len(piece) > max_game_bytes)
-        stats.games_read += oversized
-        stats.dropped["oversized"] += oversized
+        oversized = [len(piece) for piece in pieces if len(piece) > max_game_bytes]
+        stats.games_read += len(oversized)
+        stats.dropped["oversized"] += len(oversized)
+        stats.unreadable_bytes += sum(oversized)
     return [p for p in pieces if p and len(p) <= max_game_bytes and not p.isspace()]
 
 
 def game_blocks(
-    chunks: Iterable[bytes], stats: ScanStats, max_game_bytes: int = MAX_GAME_BYTES
+    chunks: Iterable[bytes],
+    stats: ScanStats,
+    max_game_bytes: int = MAX_GAME_BYTES,
+    *,
+    check_end: bool = False,
 ) -> Iterator[bytes]:
     """Yield blocks of whole games from chunks of PGN text, each game after a blank line.
 
     Every block starts with a game boundary (a blank line, then "[") and holds only whole games.
     Games longer than `max_game_bytes` whose end is not in sight are skipped and counted as
     "oversized".
+
+    With `check_end` (the chunks are the end of a source), text that does not end with a
+    result (1-0, 0-1, 1/2-1/2 or *) ends inside a game: the source was cut. Its last game is
+    then left out, counted as "truncated" (or "malformed" when it has no tags), and
+    `stats.ends_inside_game` is set; the caller decides whether that fails the run.
     """
     pending: list[bytes] = []
     pending_size = 0
     skipping = False  # inside an oversized game, waiting for the next boundary
     crlf: bool | None = None
     first = True
+    ending = b""  # the text's last bytes
     for chunk in chunks:
         if not chunk:
             continue
@@ -65,6 +99,7 @@ def game_blocks(
             first = False
             # Text before the first tag is read as a game with no tags.
             chunk = (b"\n\n" if chunk[:1] == b"[" else b"\n\n[") + chunk
+        ending = (ending + chunk[-16:])[-16:]
         pending.append(chunk)
         pending_size += len(chunk)
         if _BOUNDARY not in chunk and pending_size < max_game_bytes + len(chunk):
@@ -75,13 +110,18 @@ def game_blocks(
                     skipping = True
                     stats.games_read += 1
                     stats.drop("oversized")
+                    stats.unreadable_bytes += pending_size - len(chunk)
                 if skipping:
+                    stats.unreadable_bytes += len(chunk)
                     keep = pending[-1][-2:]
                     pending = [keep]
                     pending_size = len(keep)
                 continue
         buffer = b"".join(pending)
-        last = buffer.rfind(_BOUNDARY)
+        hold = len(buffer)
+        if not skipping:  # (the state of a skipped game's comments is unknown)
+            buffer, hold = _without_boundaries_in_comments(buffer, at_end=False)
+        last = buffer.rfind(_BOUNDARY, 0, hold)
         if last < 0:
             pending = [buffer]
             pending_size = len(buffer)
@@ -95,9 +135,83 @@ def game_blocks(
     if not pending:
         return
     buffer = b"".join(pending)
+    if not skipping:
+        buffer, _ = _without_boundaries_in_comments(buffer, at_end=True)
     start = buffer.find(_BOUNDARY) if skipping else 0
-    if start >= 0 and start < len(buffer):
-        yield buffer[start:]
+    if start < 0 or start >= len(buffer):
+        if check_end and skipping and not ending.rstrip().endswith(_TERMINATORS):
+            stats.ends_inside_game = True
+        return
+    if check_end:
+        # The last game (the text may hold a few, held back by a brace) needs a result.
+        lastgame = max(start, buffer.rfind(_BOUNDARY, start))
+        final = buffer[lastgame + 3 :]
+        if final.strip() and (
+            not ending.rstrip().endswith(_TERMINATORS) or _open_comment(buffer[lastgame:])
+        ):
+            # Left out: whatever was before it is whole.
+            stats.ends_inside_game = True
+            stats.games_read += 1
+            if _TAG_START.match(final):
+                stats.drop("truncated")
+            else:
+                stats.drop("malformed")
+                stats.unreadable_bytes += len(final)
+            if start < lastgame:
+                yield buffer[start:lastgame]
+            return
+    yield buffer[start:]
+
+
+def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes, int]:
+    """Return PGN text whose blank lines before "[" inside brace comments no longer split games.
+
+    A comment may hold a blank line followed by "[Event ...": python-chess reads it as comment
+    text, not as the next game. Such blank lines lose their second newline (it becomes a space:
+    same length, same comment for anything that reads moves), so that splitting at blank lines
+    before "[" agrees with python-chess. The text must start outside a comment.
+
+    A "{" not closed within COMMENT_REACH bytes (or before the end, `at_end`) is taken as a
+    stray brace, not a comment: one stray "{" does not swallow the rest of a month. Also
+    returned: where an unclosed "{" nearer the end than that starts (the text from there
+    cannot be cut yet), or len(buffer). Text with no comment across a line end (almost all) is
+    returned as it is.
+    """
+    size = len(buffer)
+    # A comment holding a blank line has a "{" followed by a line end with no brace between:
+    # with all but braces and line ends deleted, "{\n". Cheaper than any regex over the text.
+    if b"{" not in buffer or b"{\n" not in buffer.translate(None, _NOT_BRACE_OR_NEWLINE):
+        return buffer, size
+    out = bytearray(buffer)
+    position = 0
+    while (token := _OUTSIDE_COMMENT.search(buffer, position)) is not None:
+        position = token.end()
+        if token.group() != b"{":
+            continue
+        close = buffer.find(b"}", position, position + COMMENT_REACH)
+        if close < 0:
+            if not at_end and size - position < COMMENT_REACH:
+                return bytes(out), token.start()
+            continue  # a stray brace
+        inside = buffer.find(_BOUNDARY, position, close)
+        while inside >= 0:
+            out[inside + 1] = 0x20
+            inside = buffer.find(_BOUNDARY, inside + 3, close)
+        position = close + 1
+    return bytes(out), size
+
+
+def _open_comment(text: bytes) -> bool:
+    """Tell whether PGN text (from a boundary on) ends inside a brace comment."""
+    position = 0
+    while (token := _OUTSIDE_COMMENT.search(text, position)) is not None:
+        position = token.end()
+        if token.group() == b"{":
+            close = text.find(b"}", position)
+            if close < 0:
+                return True
+            position = close + 1
+    return False
 
 
 def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from pipelines.errors import ChesspipeError
 
-MONTH_RE = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+#: ASCII digits only (\d would take "２０２１"); fullmatch, so no trailing newline either.
+MONTH_RE = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
 
 
 def check_month(month: str) -> str:
     """Return a YYYY-MM month unchanged, or raise a clear error."""
-    if not MONTH_RE.match(month):
+    if not isinstance(month, str) or not MONTH_RE.fullmatch(month):
         raise ChesspipeError(f"month must be YYYY-MM, got {month!r}")
     return month
 
