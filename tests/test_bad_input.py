@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -166,46 +165,6 @@ def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
         run(tmp_path, game())
 
 
-HOLD_LOCK_AND_FORK = """
-import multiprocessing, sys, time
-from pipelines.warehouse.locks import month_lock
-with month_lock(sys.argv[1], "2024-01"):
-    helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
-    helper.start()
-    print(helper.pid, flush=True)
-    time.sleep(60)
-"""
-
-
-def test_a_killed_run_leaves_its_month_unlocked_though_its_helper_lives(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-
-    from pipelines.warehouse.locks import month_lock
-
-    root = Path(__file__).resolve().parent.parent
-    run_ = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK_AND_FORK, str(tmp_path)],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert run_.stdout is not None
-    helper = int(run_.stdout.readline())
-    try:
-        with pytest.raises(ChesspipeError, match="another run"), month_lock(tmp_path, "2024-01"):
-            pass
-        run_.kill()
-        run_.wait()
-        os.kill(helper, 0)  # the forked helper still runs
-        with month_lock(tmp_path, "2024-01"):  # yet the month is free
-            pass
-    finally:
-        run_.kill()
-        os.kill(helper, signal.SIGKILL)
-
-
 def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     import chess.pgn
 
@@ -221,54 +180,6 @@ def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     assert manifest.games_dropped["rating_missing"] == unrated
     assert manifest.games_dropped["no_moves"] == 13  # 11 abandoned + 2 others (SOURCE.md)
     assert manifest.games_kept == total - unrated - 13
-
-
-@pytest.mark.parametrize("depth", [3, 0])  # 0: no thread, each chunk made when asked for
-def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> None:
-    from pipelines.ingest.decompress import ReadAhead
-
-    made = 0
-
-    def chunks() -> Iterator[bytes]:
-        nonlocal made
-        for index in range(100):
-            made = index + 1
-            yield str(index).encode()
-        raise CorruptInput("broken after 100 chunks")
-
-    ahead = ReadAhead(chunks(), depth=depth, mark=lambda: made)
-    got = []
-    with pytest.raises(CorruptInput, match="after 100"):
-        for chunk in ahead:
-            got.append(chunk)
-            assert ahead.mark == int(chunk) + 1  # the mark of this chunk, not of later ones
-    assert got == [str(index).encode() for index in range(100)]
-
-
-def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
-    import threading
-
-    from pipelines.ingest.decompress import ReadAhead
-
-    endless = iter(lambda: b"x" * 1000, None)
-    reader = iter(ReadAhead(endless, depth=2))
-    assert next(reader) == b"x" * 1000
-    reader.close()  # joins the producer: it must notice and stop
-    assert not any(t.name == "chesspipe-read-ahead" for t in threading.enumerate())
-
-
-def test_atomic_path_publishes_whole_or_nothing(tmp_path: Path) -> None:
-    from schemas.atomic_files import atomic_path
-
-    target = tmp_path / "deep" / "out.bin"
-    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
-        tmp.write_bytes(b"half")
-        raise RuntimeError("killed half-way")
-    assert not target.exists() and list(target.parent.iterdir()) == []
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(b"whole")
-        assert not target.exists()
-    assert target.read_bytes() == b"whole" and list(target.parent.iterdir()) == [target]
 
 
 # Commands fail with one line naming the path, not a traceback.

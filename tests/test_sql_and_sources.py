@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 from pathlib import Path
-
-import zstandard
 
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
@@ -18,21 +15,9 @@ from schemas.polyglot import move_to_uci
 from schemas.speed import Speed
 from tests.conftest import run_cli
 from tests.loopback_http import LoopbackServer
+from tests.sample_tool import make_sample
 
 ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
-
-
-def _load_sample_tool():  # type: ignore[no-untyped-def]
-    """The generator of the bundled sample, a tool in data/ rather than an importable module."""
-    path = Path(__file__).resolve().parent.parent / "data" / "make_sample.py"
-    spec = importlib.util.spec_from_file_location("make_sample", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_sample = _load_sample_tool()
 
 
 def test_url_source_streams_like_a_file(tmp_path: Path, games_2021: Path) -> None:
@@ -90,18 +75,3 @@ def test_sql_over_two_months(tmp_path: Path) -> None:
     assert table.splitlines()[0].split() == ["month", "uci", "move", "games"]
     bad = run_cli("sql", "--warehouse", str(tmp_path), "SELEC nonsense", check=False)
     assert bad.returncode == 1 and bad.stderr.startswith("chesspipe: error: SQL error")
-
-
-def test_bundled_sample_is_what_the_script_generates() -> None:
-    month = make_sample.SAMPLE_MONTHS[0]
-    stored = (
-        zstandard.ZstdDecompressor()
-        .stream_reader(
-            io.BytesIO(make_sample.sample_path(month).read_bytes()), read_across_frames=True
-        )
-        .read()
-    )
-    assert stored == make_sample.generate_month(month).encode("utf-8")
-    text = stored.decode()
-    assert '[WhiteTitle "BOT"]' in text or '[BlackTitle "BOT"]' in text
-    assert "[%clk" in text and "[%eval" in text

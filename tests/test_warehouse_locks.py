@@ -1,0 +1,49 @@
+"""Month locks: a killed run leaves its month unlocked, though a helper it forked lives on."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pipelines.errors import ChesspipeError
+
+HOLD_LOCK_AND_FORK = """
+import multiprocessing, sys, time
+from pipelines.warehouse.locks import month_lock
+with month_lock(sys.argv[1], "2024-01"):
+    helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    helper.start()
+    print(helper.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_killed_run_leaves_its_month_unlocked_though_its_helper_lives(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from pipelines.warehouse.locks import month_lock
+
+    root = Path(__file__).resolve().parent.parent
+    run_ = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK_AND_FORK, str(tmp_path)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert run_.stdout is not None
+    helper = int(run_.stdout.readline())
+    try:
+        with pytest.raises(ChesspipeError, match="another run"), month_lock(tmp_path, "2024-01"):
+            pass
+        run_.kill()
+        run_.wait()
+        os.kill(helper, 0)  # the forked helper still runs
+        with month_lock(tmp_path, "2024-01"):  # yet the month is free
+            pass
+    finally:
+        run_.kill()
+        os.kill(helper, signal.SIGKILL)
