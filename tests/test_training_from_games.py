@@ -372,3 +372,17 @@ def test_a_bad_output_name_is_refused(tmp_path: Path) -> None:
                    "--out", str(tmp_path / "x.txt"), check=False)  # fmt: skip
     assert proc.returncode == 1 and ".plain or .binpack" in proc.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_ends_with_the_manifests_counts(tmp_path: Path) -> None:
+    source = need(GAMES_2021, "real Lichess games (2021-10 sample)")
+    out = tmp_path / "p.plain"
+    proc = run_cli("training", "from-games", str(source), "--month", "2021-10", "--out",
+                   str(out), "--no-tables", "--progress")  # fmt: skip
+    manifest = read_manifest(out.with_name(out.name + ".json"))
+    last = proc.stderr.strip().splitlines()[-1]
+    assert f"{manifest.games_read:,} games" in last
+    assert f"{manifest.games_exported:,} kept" in last
+    quiet = run_cli("training", "from-games", str(source), "--month", "2021-10", "--out",
+                    str(tmp_path / "q.plain"), "--no-tables", "--quiet")  # fmt: skip
+    assert quiet.stderr == ""

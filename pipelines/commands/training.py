@@ -143,7 +143,7 @@ class TableOutcomes:
 
 
 def run_from_games(args: argparse.Namespace) -> int:
-    from pipelines.commands.ingest import filter_from_args
+    from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.errors import ChesspipeError
     from pipelines.training.from_games import FromGamesSettings, export_games
 
@@ -167,11 +167,20 @@ def run_from_games(args: argparse.Namespace) -> int:
 
         folders = table_folders(args)
         outcomes = TableOutcomes(folders, args.backend)
+    bar = progress_from_args(args)
     try:
         manifest = export_games(
-            args.source, args.month, args.out, settings, outcomes, [str(f) for f in folders]
+            args.source,
+            args.month,
+            args.out,
+            settings,
+            outcomes,
+            [str(f) for f in folders],
+            progress=bar,
         )
     finally:
+        if bar is not None:
+            bar.close()
         if outcomes is not None:
             outcomes.close()
     summary = manifest.to_json()

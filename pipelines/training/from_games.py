@@ -38,6 +38,7 @@ from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
 from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.scan import split_games
+from pipelines.progress import Progress, ProgressCallback
 from pipelines.sources.open import open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
@@ -470,12 +471,15 @@ def export_games(
     settings: FromGamesSettings | None = None,
     outcomes: Outcomes | None = None,
     tables: list[str] | None = None,
+    *,
+    progress: ProgressCallback | None = None,
 ) -> FromGamesManifest:
     """Write every position of the kept games of `source` as training records; return the run.
 
     Writes `out` (.plain or .binpack), its lineage `OUT.lineage.parquet` and the manifest
     `OUT.json`, each whole or not at all. Without `outcomes`, results are the games' own.
-    The source is read in order, one game at a time.
+    The source is read in order, one game at a time; `progress` hears of it twice a second
+    (games kept counts the games that gave records).
     """
     started = time.monotonic()
     settings = settings or FromGamesSettings()
@@ -485,6 +489,7 @@ def export_games(
     lineage = Path(lineage_path_for(str(out)))
     stats = ScanStats()
     run = _Run()
+    last_report = started
     try:
         with (
             open_source(source, settings.rules.variant) as opened,
@@ -493,6 +498,15 @@ def export_games(
         ):
             lineage_writer = _LineageWriter(lineage_tmp)
             for raw in split_games(decompressed_chunks(opened.reader), stats):
+                if progress is not None and stats.games_read & 0x3FF == 0:
+                    now = time.monotonic()
+                    if now - last_report >= 0.5:
+                        last_report = now
+                        report = Progress(
+                            opened.reader.bytes_read, opened.size, stats.games_read,
+                            run.exported, now - started,
+                        )  # fmt: skip
+                        progress(report)
                 kept = filter_game(raw, settings.rules, stats)
                 if kept is None:
                     continue
@@ -508,6 +522,9 @@ def export_games(
                 lineage_writer.add(month, kept.speed.value, kept.rating_band,
                                    game_id(_site(raw)), rows)  # fmt: skip
             lineage_writer.close()
+            if progress is not None:
+                progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
+                                  run.exported, time.monotonic() - started))  # fmt: skip
     except OSError as exc:
         raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
     dropped = Counter(stats.dropped)
