@@ -75,3 +75,23 @@ def test_sql_over_two_months(tmp_path: Path) -> None:
     assert table.splitlines()[0].split() == ["month", "uci", "move", "games"]
     bad = run_cli("sql", "--warehouse", str(tmp_path), "SELEC nonsense", check=False)
     assert bad.returncode == 1 and bad.stderr.startswith("chesspipe: error: SQL error")
+
+
+def test_sql_reads_only_unless_writing_is_allowed(tmp_path: Path) -> None:
+    month = make_sample.SAMPLE_MONTHS[0]
+    ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))
+    partition = next((tmp_path / "move_stats").glob("month=*/part-0.parquet"))
+    before = partition.read_bytes()
+    overwrite = f"COPY (SELECT 1 AS x) TO '{partition}' (FORMAT parquet)"
+    for query in (overwrite, f"EXPORT DATABASE '{tmp_path / 'dump'}'",
+                  f"ATTACH '{tmp_path / 'x.db'}'", "CREATE TABLE t AS SELECT 1"):  # fmt: skip
+        refused = run_cli("sql", "--warehouse", str(tmp_path), query, check=False)
+        assert refused.returncode == 1
+        assert refused.stderr.strip().endswith("(pass --allow-write to run it)")
+    assert partition.read_bytes() == before
+    assert not (tmp_path / "dump").exists() and not (tmp_path / "x.db").exists()
+    copy = tmp_path / "out.csv"
+    run_cli("sql", "--warehouse", str(tmp_path), "--allow-write",
+            f"COPY (SELECT count(*) AS n FROM move_stats) TO '{copy}'")  # fmt: skip
+    assert copy.read_text().splitlines()[0] == "n"
+    assert "--allow-write" in run_cli("sql", "--help").stdout

@@ -22,15 +22,23 @@ def register(subparsers: Any) -> None:
     parser.add_argument("query")
     parser.add_argument("--warehouse", required=True, type=Path)
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    parser.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="also run statements that may write files (COPY ... TO, EXPORT, ATTACH, CREATE, "
+        "INSERT, ...); without it a query only reads, and cannot overwrite the warehouse",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
-    from pipelines.warehouse.sql import run_query
+    from pipelines.warehouse.sql import WriteNotAllowed, run_query
 
     try:
-        columns, rows = run_query(args.warehouse, args.query)
+        columns, rows = run_query(args.warehouse, args.query, allow_write=args.allow_write)
+    except WriteNotAllowed as exc:
+        raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None
     except ValueError as exc:
         raise ChesspipeError(str(exc).splitlines()[0]) from None
     write_rows(columns, rows, args.format)

@@ -14,12 +14,35 @@ if TYPE_CHECKING:
     import duckdb
 
 
-def run_query(warehouse: Path, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run a query over the warehouse; return column names and rows."""
+#: Statements that only read: anything else (COPY ... TO, EXPORT, ATTACH, CREATE, INSERT, ...)
+#: needs `allow_write`, so that a query cannot overwrite the warehouse's files by accident.
+READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET", "VARIABLE_SET", "PRAGMA"})
+
+
+class WriteNotAllowed(ValueError):
+    """A statement that may write files, in a query that was to read only."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"{kind} statements may write files; queries only read")
+        self.kind = kind
+
+
+def run_query(
+    warehouse: Path, query: str, *, allow_write: bool = False
+) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Run a query over the warehouse; return column names and rows.
+
+    Only statements that read are taken unless `allow_write`.
+    """
     import duckdb
 
     con = connect(Path(warehouse), chess_terms=uses_chess_terms(query))
     try:
+        if not allow_write:
+            for statement in con.extract_statements(query):
+                kind = statement.type.name
+                if kind not in READ_ONLY_STATEMENTS:
+                    raise WriteNotAllowed(kind)
         result = con.execute(query)
         columns = [d[0] for d in result.description] if result.description else []
         rows = result.fetchall() if result.description else []
