@@ -419,3 +419,31 @@ def test_mostly_unreadable_input_warns(tmp_path: Path) -> None:
         "--min-rating", "0", "--speeds", "blitz",
     )  # fmt: skip
     assert "chesspipe: warning:" in proc.stderr and "unreadable" in proc.stderr
+
+
+def test_a_run_with_far_fewer_games_never_replaces_a_good_month(
+    tmp_path: Path, games_2021: Path
+) -> None:
+    good = ingest(str(games_2021), "2021-10", tmp_path, IngestSettings(ANY))
+    before = partition_file(tmp_path, "2021-10").read_bytes()
+    published = manifest_path(tmp_path, "2021-10").read_text()
+    empty = tmp_path / "empty.pgn.zst"
+    empty.write_bytes(b"")
+    few = tmp_path / "few.pgn"
+    few.write_bytes(game() * max(1, good.games_read // 20))  # a twentieth of the games
+    for source in (empty, few):
+        proc = run_cli("ingest", str(source), "--month", "2021-10", "--warehouse", str(tmp_path),
+                       "--min-rating", "0", check=False)  # fmt: skip
+        assert proc.returncode == 1
+        assert proc.stderr.strip().startswith("chesspipe: error: month 2021-10 is published with")
+        assert proc.stderr.strip().endswith("pass --force to replace it")
+        assert partition_file(tmp_path, "2021-10").read_bytes() == before
+        assert manifest_path(tmp_path, "2021-10").read_text() == published
+        assert not list((tmp_path / ".staging").iterdir())
+    # a tenth or more replaces it; so does a run that states the intent
+    enough = tmp_path / "enough.pgn"
+    enough.write_bytes(game() * (good.games_read // 10 + 1))
+    assert run_cli("ingest", str(enough), "--month", "2021-10", "--warehouse", str(tmp_path),
+                   "--min-rating", "0").returncode == 0  # fmt: skip
+    forced = ingest(str(empty), "2021-10", tmp_path, IngestSettings(ANY), replace=True)
+    assert forced.games_read == 0

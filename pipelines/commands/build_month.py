@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import progress_from_args
     from pipelines.errors import ChesspipeError
     from pipelines.flows.monthly import build_month_flow, quiet_user_errors
+    from pipelines.ingest.run import WouldShrinkMonth
     from pipelines.sources.http import CannotVerify
     from pipelines.warehouse.layout import check_month
 
@@ -111,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except CannotVerify as exc:
         raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
+    except WouldShrinkMonth as exc:
+        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
     finally:
         if bar is not None:
             bar.close()

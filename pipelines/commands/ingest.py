@@ -112,6 +112,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--month", required=True, help="YYYY-MM partition to write")
     parser.add_argument("--warehouse", required=True, type=Path)
     add_ingest_options(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a published month even with a run that read fewer than a tenth of its "
+        "games (otherwise refused: a cut download or an empty file must not replace a month)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -124,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     # Started first, so that its imports overlap with this process's; ingest closes it if the
     # source is read by several workers instead.
     counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
-    from pipelines.ingest.run import ingest
+    from pipelines.ingest.run import WouldShrinkMonth, ingest
 
     bar = progress_from_args(args)
     try:
@@ -137,7 +143,10 @@ def run(args: argparse.Namespace) -> int:
             progress=bar,
             workers=args.workers,
             counting=counting,
+            replace=args.force,
         )
+    except WouldShrinkMonth as exc:
+        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
     finally:
         if bar is not None:
             bar.close()

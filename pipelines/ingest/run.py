@@ -23,7 +23,7 @@ from pipelines.ingest.counting_process import (
 )
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
-from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts
+from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES, Counted, Job, ReadPlan, Strategy, plan_read
 from pipelines.ingest.processes import StartMethod, may_start_processes
 from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
@@ -57,6 +57,7 @@ def ingest(
     in_memory_rows: int = IN_MEMORY_ROWS,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     start_method: StartMethod | None = None,
+    replace: bool = False,
 ) -> IngestManifest:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
@@ -126,6 +127,7 @@ def ingest(
                         stats,
                         counted,
                         expected_sha256=expected_sha256,
+                        replace=replace,
                         # A URL read by byte ranges is never read whole.
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
                         workers=used if plan.strategy is Strategy.UNITS else 1,
@@ -270,6 +272,7 @@ def _publish(
     counted: Counted,
     *,
     expected_sha256: str | None,
+    replace: bool,
     hashed: bool,
     workers: int | str,
 ) -> IngestManifest:
@@ -284,6 +287,8 @@ def _publish(
             f"{opened.name}: sha256 mismatch (got {sha256}, expected {expected_sha256}); "
             "nothing published"
         )
+    if not replace:
+        check_replacement(job.warehouse, job.month, stats.games_read)
     scanned = time.monotonic()
     target = partition_file(job.warehouse, job.month)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -351,3 +356,30 @@ def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: flo
     return Progress(
         bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started
     )
+
+
+#: A run that read fewer than this share of the games of the month it would replace is refused
+#: (a truncated download, an error page or an empty file must not replace a good month).
+MIN_REPLACED_SHARE = 0.1
+
+
+class WouldShrinkMonth(ChesspipeError):
+    """A run that read far fewer games than the month it would replace."""
+
+
+def check_replacement(warehouse: Path, month: str, games_read: int) -> None:
+    """Refuse to replace a published month with a run that read far fewer games.
+
+    The rule: a month published with N games read is replaced only by a run that read at least
+    a tenth of N (and at least one game when N > 0); `replace` in `ingest` states the intent to
+    replace it anyway.
+    """
+    previous = read_manifest(warehouse, month)
+    if previous is None or not partition_file(warehouse, month).exists():
+        return
+    if previous.games_read > 0 and games_read < max(1, previous.games_read * MIN_REPLACED_SHARE):
+        raise WouldShrinkMonth(
+            f"month {month} is published with {previous.games_read:,} games read; this run read "
+            f"{games_read:,}, fewer than a tenth of them: the published month stays as it was "
+            "(replace it on purpose to publish this run)"
+        )

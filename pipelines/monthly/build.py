@@ -106,6 +106,7 @@ def ingest_step(
         workers=settings.workers,
         expected_sha256=resolved.expected_sha256,
         http_options=download.http_options(),
+        replace=force,
     )
     return {**manifest.to_json(), "reused": False}
 
