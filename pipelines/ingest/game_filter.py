@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from schemas.dimensions import RATING_BAND_WIDTH
 from schemas.speed import Speed
@@ -34,6 +35,21 @@ class GameFilter:
         object.__setattr__(self, "speeds", Speed.parse_many(self.speeds))
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; choose standard or chess960")
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the filter as plain JSON values, speeds in Lichess's order."""
+        return {
+            "min_rating": self.min_rating,
+            "speeds": [speed.value for speed in Speed if speed in self.speeds],
+            "allow_bots": self.allow_bots,
+            "variant": self.variant,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GameFilter:
+        """Return the filter to_json recorded (other keys of `data` are ignored)."""
+        return cls(data["min_rating"], frozenset(data["speeds"]), data["allow_bots"],
+                   data["variant"])  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.ingest.game_filter import GameFilter
-from schemas.speed import Speed
 
 
 @dataclass(frozen=True)
@@ -23,22 +22,9 @@ class IngestSettings:
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as the run manifest records them."""
-        rules = self.rules
-        return {
-            "min_rating": rules.min_rating,
-            "speeds": [speed.value for speed in Speed if speed in rules.speeds],
-            "allow_bots": rules.allow_bots,
-            "variant": rules.variant,
-            "plies": self.plies,
-        }
+        return {**self.rules.to_json(), "plies": self.plies}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IngestSettings:
         """Return the settings a run manifest records (to_json's output)."""
-        rules = GameFilter(
-            data["min_rating"],
-            frozenset(data["speeds"]),
-            data["allow_bots"],
-            data["variant"],
-        )
-        return cls(rules, data["plies"])
+        return cls(GameFilter.from_json(data), data["plies"])

@@ -45,7 +45,6 @@ from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import atomic_path
 from schemas.binpack import fen_prefix
 from schemas.plain import PlainRecord
-from schemas.speed import Speed
 from schemas.training_lineage import TRAINING_LINEAGE_SCHEMA, lineage_path_for
 from schemas.version import __version__
 
@@ -111,12 +110,8 @@ class FromGamesSettings:
             raise ValueError("pieces: need 2 <= min_pieces <= max_pieces <= 32")
 
     def to_json(self) -> dict[str, Any]:
-        rules = self.rules
         return {
-            "min_rating": rules.min_rating,
-            "speeds": [speed.value for speed in Speed if speed in rules.speeds],
-            "allow_bots": rules.allow_bots,
-            "variant": rules.variant,
+            **self.rules.to_json(),
             "require_eval": self.require_eval,
             "skip_in_check": self.skip_in_check,
             "skip_captures": self.skip_captures,
@@ -127,9 +122,7 @@ class FromGamesSettings:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FromGamesSettings:
-        rules = GameFilter(
-            data["min_rating"], frozenset(data["speeds"]), data["allow_bots"], data["variant"]
-        )
+        rules = GameFilter.from_json(data)
         keys = ("require_eval", "skip_in_check", "skip_captures", "from_ply", "min_pieces",
                 "max_pieces")  # fmt: skip
         return cls(rules, **{key: data[key] for key in keys})
