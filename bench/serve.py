@@ -36,6 +36,7 @@ import chess.pgn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pipelines.endgames.positions import random_position  # noqa: E402
 from tests.conftest import GAMES_2013, SYZYGY_DIR  # noqa: E402
 from tests.recount import read_text  # noqa: E402
 
@@ -65,17 +66,13 @@ def explorer_paths(limit: int = 3000) -> list[str]:
 
 
 def tablebase_fens(count: int = 500) -> list[str]:
+    """Random legal positions of the tables' materials (as `endgames sample` draws them)."""
     rng = random.Random(1)
     materials = sorted(p.stem for p in SYZYGY_DIR.glob("*.rtbw"))
     fens = []
     while len(fens) < count:
-        white, black = rng.choice(materials).split("v")
-        board = chess.Board(None)
-        squares = rng.sample(chess.SQUARES, len(white) + len(black))
-        for letter, square in zip(white.upper() + black.lower(), squares, strict=True):
-            board.set_piece_at(square, chess.Piece.from_symbol(letter))
-        board.turn = rng.choice((chess.WHITE, chess.BLACK))
-        if board.is_valid() and not board.is_checkmate() and not board.is_stalemate():
+        board = random_position(rng.choice(materials), rng)
+        if not board.is_checkmate() and not board.is_stalemate():
             fens.append(board.fen())
     return fens
 

@@ -31,6 +31,7 @@ import chess.polyglot
 import chess.syzygy
 import pytest
 
+from pipelines.endgames.positions import random_position
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -298,15 +299,11 @@ def materials(folder: Path) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.rtbw") if (folder / f"{p.stem}.rtbz").exists())
 
 
-def random_position(material: str, rng: random.Random) -> chess.Board:
-    white, black = material.split("v")
+def playable_position(material: str, rng: random.Random) -> chess.Board:
+    """A random legal position of a material (as `endgames sample` draws them), not game over."""
     while True:
-        board = chess.Board(None)
-        squares = rng.sample(chess.SQUARES, len(white) + len(black))
-        for letter, square in zip(white.upper() + black.lower(), squares, strict=True):
-            board.set_piece_at(square, chess.Piece.from_symbol(letter))
-        board.turn = rng.choice((chess.WHITE, chess.BLACK))
-        if board.is_valid() and not board.is_checkmate() and not board.is_stalemate():
+        board = random_position(material, rng)
+        if not board.is_checkmate() and not board.is_stalemate():
             return board
 
 
@@ -322,7 +319,7 @@ def test_tablebase_every_material(client: Any) -> None:
         assert len(found) >= 30
         for material in found:
             for _ in range(2):
-                board = random_position(material, rng)
+                board = playable_position(material, rng)
                 answer = client.tablebase.look_up(board.fen())
                 wdl, dtz = tablebase.probe_wdl(board), tablebase.probe_dtz(board)
                 assert answer["category"] == category_of(wdl), board.fen()
