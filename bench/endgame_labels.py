@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import Clock  # noqa: E402
 from pipelines.endgames import fathom
 from pipelines.endgames.dataset import label_batches
 from pipelines.endgames.labeller import Labeller
@@ -34,18 +34,6 @@ DEFAULT_SYZYGY = (
 
 def rate(count: int, seconds: float) -> str:
     return f"{count / seconds:>9,.0f}/s"
-
-
-class Clock:
-    """Wall and CPU seconds of a block: CPU time gives the per-core rate on a busy machine."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Run one shell command and print its wall time, CPU time and memory as JSON.
 
 Usage: python bench/measure.py 'COMMAND'
+In-process benchmarks take `Clock` from here for the wall and CPU time of a block.
 `cpu` and `max_rss_mb` come from the kernel for every process of the command that was waited
 for (`max_rss_mb` is the largest single process's peak). `peak_total_rss_mb` samples, every
 0.1 s, the summed resident memory of every process in the command's process group, worker
@@ -16,6 +17,18 @@ import subprocess
 import sys
 import threading
 import time
+
+
+class Clock:
+    """Wall and CPU seconds of a block: CPU time gives the per-core rate on a busy machine."""
+
+    def __enter__(self) -> Clock:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
 
 
 def group_rss_mb(group: int) -> float:

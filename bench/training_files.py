@@ -17,31 +17,19 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import chess
 
+from bench.measure import Clock  # noqa: E402
 from pipelines.training.convert import convert
 
 DEFAULT_PLAIN = (
     Path(__file__).resolve().parent.parent.parent
     / "shared" / "data" / "stockfish" / "games-eval.plain"
 )  # fmt: skip
-
-
-class Clock:
-    """Wall and CPU seconds of a block: CPU time gives the per-core rate on a busy machine."""
-
-    def __enter__(self) -> Clock:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() - self.cpu
 
 
 def naive_plain_copy(source: Path, out: Path) -> int:
