@@ -21,7 +21,7 @@ _DOWNLOAD = DownloadOptions()
 
 
 def _default_speeds() -> list[str]:
-    speeds: list[str] = _MONTH.ingest.to_json()["speeds"]
+    speeds: list[str] = _MONTH.rules.to_json()["speeds"]
     return speeds
 
 
@@ -51,7 +51,7 @@ class BuildOptions(BaseModel):
         """Return the parameters that describe these settings and download options."""
         return cls(
             min_rating=settings.rules.min_rating,
-            speeds=[speed.value for speed in Speed if speed in settings.rules.speeds],
+            speeds=settings.rules.to_json()["speeds"],
             allow_bots=settings.rules.allow_bots,
             plies=settings.plies,
             variant=settings.rules.variant,
