@@ -7,6 +7,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -95,3 +97,28 @@ def test_sql_reads_only_unless_writing_is_allowed(tmp_path: Path) -> None:
             f"COPY (SELECT count(*) AS n FROM move_stats) TO '{copy}'")  # fmt: skip
     assert copy.read_text().splitlines()[0] == "n"
     assert "--allow-write" in run_cli("sql", "--help").stdout
+
+
+def test_sql_errors_keep_duckdb_hints(tmp_path: Path) -> None:
+    """A misspelt column or table: the one-line error keeps what DuckDB suggests."""
+    import duckdb
+
+    from pipelines.warehouse.sql import connect
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))
+    con = connect(tmp_path)
+    for query, hint in [
+        ("SELECT gamez FROM move_stats", "Candidate bindings"),
+        ("SELECT * FROM move_stat", "Did you mean"),
+    ]:
+        with pytest.raises(duckdb.Error) as raised:
+            con.execute(query)
+        hints = [line for line in str(raised.value).splitlines() if line.startswith(hint)]
+        assert hints, str(raised.value)  # DuckDB's own suggestion, e.g. 'Did you mean "..."?'
+        bad = run_cli("sql", "--warehouse", str(tmp_path), query, check=False)
+        assert bad.returncode == 1 and len(bad.stderr.splitlines()) == 1
+        assert bad.stderr.startswith("chesspipe: error: SQL error")
+        assert hints[0] in bad.stderr
+        assert "LINE 1" not in bad.stderr
+    con.close()

@@ -47,7 +47,7 @@ def run_query(
         columns = [d[0] for d in result.description] if result.description else []
         rows = result.fetchall() if result.description else []
     except duckdb.Error as exc:
-        raise ValueError(f"SQL error: {_udf_message(str(exc))}") from None
+        raise ValueError(f"SQL error: {duckdb_message(str(exc))}") from None
     finally:
         con.close()
     return columns, rows
@@ -66,6 +66,20 @@ _UDF_PREFIX = re.compile(
 def _udf_message(message: str) -> str:
     """A chess function's error as its own message, without DuckDB's wrapping."""
     return _UDF_PREFIX.sub("", message)
+
+
+def duckdb_message(message: str) -> str:
+    """A DuckDB error on one line: its message and hints ("Did you mean", candidate bindings).
+
+    DuckDB puts the hints on lines after the message, then a blank line and the query's text
+    with a caret under the fault; the quoted query is left out, the hints are kept.
+    """
+    lines = []
+    for line in _udf_message(message).splitlines():
+        if not line.strip():
+            break
+        lines.append(line.strip())
+    return " ".join(lines)
 
 
 #: Words of a query that need the chess functions or the openings view.
