@@ -199,7 +199,7 @@ def test_empty_book_and_missing_months(tmp_path: Path) -> None:
     out = tmp_path / "empty.bin"
     manifest = build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
     assert manifest.entries == 0 and out.stat().st_size == 0
-    with pytest.raises(ChesspipeError, match="no move statistics for 2024-02"):
+    with pytest.raises(ChesspipeError, match="2 of 3 months missing: 2024-02..2024-03 in"):
         build_book(tmp_path, "2024-01..2024-03", tmp_path / "x.bin")
     assert not (tmp_path / "x.bin").exists()
     proc = run_cli(
@@ -239,6 +239,47 @@ def test_month_range_sums_months(tmp_path: Path) -> None:
     out = tmp_path / "b.bin"
     build_book(tmp_path, "2023-12..2024-01", out, BookSettings(20, 0.0))
     assert entry_set(out) == {(1, 1, 32), (1, 2, 40)}
+
+
+def test_month_lists_ranges_and_all(tmp_path: Path) -> None:
+    """--months takes lists and `all`; missing months are named once, runs as ranges."""
+    import pandas as pd
+
+    from pipelines.warehouse.months import month_runs, select_months
+
+    def period_months(first: str, last: str) -> list[str]:
+        return [str(p) for p in pd.period_range(first, last, freq="M")]
+
+    spec = "2024-05,2023-11..2024-02,2023-12"
+    assert select_months(spec) == period_months("2023-11", "2024-02") + ["2024-05"]
+    every = period_months("2019-01", "2024-12")
+    chosen = [m for i, m in enumerate(every) if (i * 7) % 5 < 3]
+    runs = month_runs(chosen)
+    assert select_months(",".join(runs)) == chosen
+    ordinals = [pd.Period(m, freq="M").ordinal for m in chosen]
+    assert len(runs) == 1 + sum(b - a > 1 for a, b in zip(ordinals, ordinals[1:], strict=False))
+
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 10, 0, 0)])
+    synthetic_month(tmp_path, "2024-02", [(1, 1, 100, 0, 0)])
+    synthetic_month(tmp_path, "2024-03", [(1, 1, 5, 2, 3), (1, 2, 20, 0, 0)])
+
+    def built(months: str) -> tuple[set[tuple[int, int, int]], list[str]]:
+        out = tmp_path / "b.bin"
+        cli = run_cli("book", "build", "--warehouse", str(tmp_path), "--months", months,
+                      "--out", str(out), "--min-games", "20", "--min-score", "0")  # fmt: skip
+        return entry_set(out), json.loads(cli.stdout)["months"]
+
+    assert built("2024-01,2024-03") == ({(1, 1, 32), (1, 2, 40)}, ["2024-01", "2024-03"])
+    assert built("all") == ({(1, 1, 232), (1, 2, 40)}, ["2024-01", "2024-02", "2024-03"])
+    proc = run_cli("book", "build", "--warehouse", str(tmp_path), "--months",
+                   "2023-01..2024-06,2022-01", "--out", str(tmp_path / "x.bin"),
+                   check=False)  # fmt: skip
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1
+    assert "16 of 19 months missing: 2022-01, 2023-01..2023-12, 2024-04..2024-06 in" in proc.stderr
+    empty = run_cli("book", "build", "--warehouse", str(tmp_path / "none"), "--months", "all",
+                    "--out", str(tmp_path / "x.bin"), check=False)  # fmt: skip
+    assert empty.returncode == 1 and "holds no months" in empty.stderr
+    assert not (tmp_path / "x.bin").exists()
 
 
 def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_2021: Path) -> None:

@@ -16,7 +16,7 @@ import zstandard
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month
-from pipelines.monthly.publish import published_paths
+from pipelines.monthly.publish import published_paths, range_book_path
 from pipelines.monthly.settings import MonthSettings
 from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT, run_cli
@@ -280,3 +280,43 @@ def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
         )
     assert len({m["book_sha256"] for m in parallel}) == 3
     assert not published_paths(tmp_path / "books", "2021-11")[0].exists()
+
+
+def test_backfill_of_a_month_list_builds_one_book_over_them(
+    prefect_env: dict[str, str], tmp_path: Path, games_2021: Path
+) -> None:
+    """backfill --book NAME: after the months, one book over all of them, as PolyGlot makes it."""
+    from pipelines.books.manifest import read_manifest_beside
+    from pipelines.commands.backfill import range_book_summary
+    from pipelines.flows.backfill import backfill_flow
+    from schemas.speed import Speed
+    from tests.test_book import entry_set, make_book_reference
+
+    split_months(games_2021, tmp_path / "dumps", ["2021-08", "2021-10"])
+    every_game = BuildOptions(min_rating=0, allow_bots=True, speeds=list(Speed), min_games=3)
+    books = str(tmp_path / "books")
+    manifests = backfill_flow(
+        months="2021-08,2021-10",
+        source=str(tmp_path / "dumps" / "{month}.pgn.zst"),
+        warehouse=str(tmp_path / "wh"),
+        books=books,
+        options=every_game,
+        book="range",
+    )
+    assert [m["month"] for m in manifests] == ["2021-08", "2021-10"]
+    book = tmp_path / "books" / "range.bin"
+    manifest = read_manifest_beside(book)
+    assert manifest is not None and manifest.months == ("2021-08", "2021-10")
+    assert entry_set(book) == entry_set(make_book_reference(tmp_path, games_2021, 0, 3, 0.35))
+    assert len(entry_set(book)) > len(entry_set(published_paths(tmp_path / "books", "2021-08")[0]))
+    assert range_book_summary(books, "range", "2021-08,2021-10") == {
+        "months": "2021-08,2021-10",
+        "status": "built",
+        "book": str(book),
+        "entries": len(entry_set(book)),
+    }
+    with pytest.raises(ChesspipeError, match="plain file name"):
+        range_book_path(tmp_path, "../x", ["2021-08"])
+    refused = run_cli("backfill", "--months", "2021-08", "--warehouse", str(tmp_path / "wh"),
+                      "--books", books, "--book", "lichess-2021-08", check=False)  # fmt: skip
+    assert refused.returncode == 1 and "a month's own book" in refused.stderr

@@ -11,7 +11,8 @@ from pipelines.books.manifest import BookManifest, book_manifest_path
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic
-from pipelines.warehouse.layout import available_months, month_range
+from pipelines.warehouse.layout import available_months
+from pipelines.warehouse.months import missing_months, select_months
 from pipelines.warehouse.sql import connect
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
@@ -61,16 +62,18 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
 def build_book(
     warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
 ) -> BookManifest:
-    """Write a Polyglot book from the chosen months' statistics; return its manifest."""
+    """Write a Polyglot book from the chosen months' statistics; return its manifest.
+
+    `months` is a list of months or a selection as `pipelines.warehouse.months` reads it
+    (`2024-01,2024-03`, `2023-01..2024-06`, `all`); every month chosen must be in the warehouse.
+    """
     settings = settings or BookSettings()
     started = time.monotonic()
-    wanted = month_range(months) if isinstance(months, str) else list(months)
-    have = set(available_months(Path(warehouse)))
-    missing = [m for m in wanted if m not in have]
+    have = available_months(Path(warehouse))
+    wanted = select_months(months, available=have) if isinstance(months, str) else list(months)
+    missing = missing_months(wanted, have)
     if missing:
-        raise ChesspipeError(
-            f"no move statistics for {', '.join(missing)} in {warehouse} (ingest them first)"
-        )
+        raise ChesspipeError(f"{missing} in {warehouse} (ingest them first)")
     sql, params = book_query(wanted, settings)
     con = connect(Path(warehouse))
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
@@ -19,10 +20,20 @@ def register(subparsers: Any) -> None:
         "With --dask-address the months run on an existing Dask cluster; with --dask-workers "
         "on a local one; otherwise on threads of this process.",
     )
-    parser.add_argument("--months", required=True, help="YYYY-MM..YYYY-MM")
+    parser.add_argument(
+        "--months",
+        required=True,
+        help="YYYY-MM..YYYY-MM, a comma-separated list of months and ranges, or all (the "
+        "months a local warehouse holds)",
+    )
     parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
     parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
     parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    parser.add_argument(
+        "--book",
+        metavar="NAME",
+        help="then also build one book over all the months: BOOKS/NAME.bin and NAME.json",
+    )
     runner = parser.add_mutually_exclusive_group()
     runner.add_argument("--dask-address", help="scheduler of a running Dask cluster (tcp://...)")
     runner.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
@@ -57,21 +68,30 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands.build_month import location, options_from_args
     from pipelines.flows.backfill import backfill_flow, shared_api_server
     from pipelines.flows.monthly import quiet_user_errors
-    from pipelines.warehouse.layout import month_range
+    from pipelines.monthly.publish import range_book_path
+    from pipelines.sources.object_store import is_remote
+    from pipelines.warehouse.layout import available_months
+    from pipelines.warehouse.months import month_runs, select_months
 
-    month_range(args.months)
+    remote = is_remote(args.warehouse)
+    available = None if remote else available_months(Path(args.warehouse))
+    wanted = select_months(args.months, available=available)
+    months = ",".join(month_runs(wanted))
+    if args.book is not None:
+        range_book_path(Path(args.books), args.book, wanted)  # a bad name fails before the months
     options = options_from_args(args)
     quiet_user_errors()
     flow = backfill_flow.with_options(task_runner=task_runner(args))
     dask = bool(args.dask_address or args.dask_workers)
     with shared_api_server() if dask else nullcontext():
         manifests = flow(
-            months=args.months,
+            months=months,
             source=args.source,
             warehouse=location(args.warehouse),
             books=location(args.books),
             options=options,
             force=args.force,
+            book=args.book,
         )
     summary = [
         {
@@ -83,5 +103,19 @@ def run(args: argparse.Namespace) -> int:
         }
         for m in manifests
     ]
+    if args.book:
+        summary.append(range_book_summary(args.books, args.book, months))
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def range_book_summary(books: str, name: str, months: str) -> dict[str, Any]:
+    """The summary of the book over all the months, from the manifest beside it."""
+    from pipelines.books.manifest import read_manifest_beside
+    from pipelines.monthly.publish import range_book_path
+    from pipelines.warehouse.months import select_months
+
+    book = range_book_path(Path(books), name, select_months(months))
+    manifest = read_manifest_beside(book)
+    entries = manifest.entries if manifest is not None else None
+    return {"months": months, "status": "built", "book": str(book), "entries": entries}

@@ -62,7 +62,12 @@ def register(subparsers: Any) -> None:
         "Polyglot book: weight = 2 x wins + draws, scaled per position to fit 16 bits.",
     )
     parser.add_argument("--warehouse", required=True, type=Path)
-    parser.add_argument("--months", required=True, help="YYYY-MM or YYYY-MM..YYYY-MM")
+    parser.add_argument(
+        "--months",
+        required=True,
+        help="YYYY-MM, YYYY-MM..YYYY-MM, a comma-separated list of these, or all (every month "
+        "in the warehouse); every month chosen must be there",
+    )
     parser.add_argument("--out", required=True, type=Path)
     add_book_options(parser)
     parser.set_defaults(handler=run)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from pipelines.books.build import build_book
 from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import LoggedProgress, publish_artifact
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month
 from pipelines.monthly.manifest import MonthManifest
-from pipelines.warehouse.layout import month_range
+from pipelines.monthly.publish import range_book_path
+from pipelines.sources.object_store import is_remote
+from pipelines.warehouse.months import select_months
 
 
 @contextmanager
@@ -75,16 +79,22 @@ def backfill_flow(
     books: str,
     options: BuildOptions | None = None,
     force: bool = False,
+    book: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Build the book of every month of `months` (YYYY-MM..YYYY-MM); `source` holds `{month}`.
+    """Build the book of every month of `months` (a list or ranges); `source` holds `{month}`.
 
-    Returns the run manifests of the months built, as their JSON objects.
+    Returns the run manifests of the months built, as their JSON objects. With `book` (a name),
+    one book over all the months is then built into BOOKS/NAME.bin, its manifest beside it.
     """
     options = options or BuildOptions()
     logger = get_run_logger()
-    wanted = month_range(months)
+    wanted = select_months(months)
     if "{month}" not in source and len(wanted) > 1:
         raise ChesspipeError("a backfill source must contain {month}, e.g. lichess:{month}")
+    if book is not None:
+        if is_remote(warehouse) or is_remote(books):
+            raise ChesspipeError("a book over all the months needs local warehouse and books")
+        range_book = range_book_path(Path(books), book, wanted)
     futures = [
         build_month_task.with_options(name=f"build-month-{month}").submit(
             source, month, warehouse, books, options, force
@@ -106,4 +116,12 @@ def backfill_flow(
         raise ChesspipeError(
             f"backfill: {len(failed)} of {len(wanted)} months failed: " + "; ".join(failed)
         )
+    if book is not None:
+        range_book_task(warehouse, wanted, range_book, options)
     return manifests
+
+
+@task(name="build-range-book", cache_policy=NO_CACHE)
+def range_book_task(warehouse: str, months: list[str], out: Path, options: BuildOptions) -> None:
+    """Build one book over all the months of a backfill."""
+    build_book(Path(warehouse), months, out, options.month_settings().book)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.manifest import BookManifest
+from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
 from pipelines.monthly.manifest import MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
@@ -28,6 +29,20 @@ def published_paths(books: Path, month: str, variant: str = "standard") -> tuple
     """Return (book, run manifest) paths of a month under the books folder."""
     book = Path(books) / book_name(month, variant)
     return book, book.with_suffix(".json")
+
+
+def range_book_path(books: Path, name: str, months: list[str]) -> Path:
+    """Return where a book over many months is written: BOOKS/NAME.bin (NAME may end in .bin).
+
+    NAME is a plain file name, and not the name of one of the months' own books.
+    """
+    stem = name[: -len(".bin")] if name.endswith(".bin") else name
+    if not stem or stem.startswith(".") or "/" in stem or "\\" in stem:
+        raise ChesspipeError(f"book name must be a plain file name, got {name!r}")
+    if any(f"{stem}.bin" == book_name(month, variant) for month in months
+           for variant in ("standard", "chess960")):  # fmt: skip
+        raise ChesspipeError(f"book name {name!r} is the name of a month's own book")
+    return Path(books) / f"{stem}.bin"
 
 
 def up_to_date_book(
