@@ -1,0 +1,76 @@
+"""Book tools from PolyGlot: merge-book, one side's books, dumps; each against the real program."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipelines.books.build import build_book
+from pipelines.books.settings import BookSettings
+from pipelines.errors import ChesspipeError
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
+from schemas.polyglot import ENTRY_DTYPE, write_entries
+from schemas.speed import Speed
+from tests.conftest import need_program, run_cli
+from tests.sample_tool import make_sample
+
+EVERY_GAME = IngestSettings(GameFilter(0, frozenset(Speed), allow_bots=True))
+
+
+def polyglot_merge(first: Path, second: Path, out: Path) -> bytes:
+    subprocess.run(
+        [need_program("polyglot"), "merge-book", "-in1", str(first), "-in2", str(second),
+         "-out", str(out)],
+        check=True, capture_output=True, cwd=out.parent,
+    )  # fmt: skip
+    return out.read_bytes()
+
+
+def entries(rows: list[tuple[int, int, int, int]]) -> np.ndarray:
+    return np.array(rows, dtype=ENTRY_DTYPE)
+
+
+@pytest.fixture
+def sample_book(tmp_path: Path) -> Path:
+    """A book of ours from the bundled sample's first month."""
+    month = make_sample.SAMPLE_MONTHS[0]
+    ingest(str(make_sample.sample_path(month)), month, tmp_path / "wh", EVERY_GAME)
+    book = tmp_path / "sample.bin"
+    build_book(tmp_path / "wh", month, book, BookSettings(min_games=2, min_score=0.0))
+    return book
+
+
+def test_merge_equals_polyglot_merge_book(
+    tmp_path: Path, sample_book: Path, polyglot_book: Path
+) -> None:
+    """Byte for byte PolyGlot's merge-book: shared moves summed (16 bits), order, learn values."""
+    first, second = tmp_path / "a.bin", tmp_path / "b.bin"
+    write_entries(first, entries([
+        (3, 30, 60000, 5), (3, 30, 3, 0), (3, 31, 2, 0), (7, 1, 1, 0), (9, 1, 1, 0),
+    ]))  # fmt: skip
+    write_entries(second, entries([
+        (2, 5, 1, 0), (3, 30, 10000, 7 << 16 | 8), (3, 28, 1, 0), (3, 27, 9, 0), (3, 31, 5, 1),
+        (7, 2, 4, 0), (7, 1, 4, 9), (8, 1, 1, 0),
+    ]))  # fmt: skip
+    pairs = [(first, second), (second, first), (sample_book, polyglot_book),
+             (polyglot_book, sample_book)]  # fmt: skip
+    for n, (one, two) in enumerate(pairs):
+        ours = tmp_path / f"ours-{n}.bin"
+        summary = json.loads(run_cli("book", "merge", str(one), str(two), str(ours)).stdout)
+        reference = polyglot_merge(one, two, tmp_path / f"ref-{n}.bin")
+        assert ours.read_bytes() == reference
+        assert summary["entries"] * 16 == len(reference)
+    assert summary["summed"] > 0  # the sample's book and performance.bin share moves
+    with pytest.raises(ChesspipeError, match="would replace"):
+        from pipelines.books.merge import merge_books
+
+        merge_books(first, second, first)
+    bad = run_cli("book", "merge", str(first), str(tmp_path / "none.bin"), str(tmp_path / "x"),
+                  check=False)  # fmt: skip
+    assert bad.returncode == 1 and "none.bin" in bad.stderr and not (tmp_path / "x").exists()
