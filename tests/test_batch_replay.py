@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from pipelines.ingest.counting import IllegalMove, MoveCounter, OpeningTree
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats
-from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.replay import polyglot_keys, replay
 from pipelines.ingest.scan import kept_games, split_games
+from schemas.movetext import san_tokens
 from schemas.speed import Speed
 from tests.random_moves import random_move
 from tests.recount import read_text

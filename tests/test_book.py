@@ -345,6 +345,38 @@ def test_chess960_book(tmp_path: Path) -> None:
     assert len(read_entries(out)) == sum(1 for p in points.values() if p > 0)
 
 
+def test_pasted_pgn_movetext_is_a_move_list(polyglot_book: Path, games_2021: Path) -> None:
+    """book show --moves, book dump --moves and fen_after() read pasted PGN as python-chess does.
+
+    Real Lichess movetext (move numbers, `{ [%clk ...] }` comments, `1...`), with NAGs,
+    variations and a result added, and UCI lists: the position is python-chess's.
+    """
+    import io
+
+    from pipelines.warehouse.chess_functions import fen_after
+
+    stream = io.StringIO(read_text(games_2021))
+    texts = ["1. e4 c5 2. Nf3", "1.e4 c5 2.Nf3 d6 *", "e2e4 c7c5 g1f3", "e4 c5 Nf3"]
+    for _ in range(3):
+        game = chess.pgn.read_game(stream)
+        assert game is not None
+        movetext = str(game).split("\n\n", 1)[1]
+        texts.append(" ".join(movetext.split()[:40]))
+    texts.append("1. d4 $1 { good } d5 (1... Nf6 2. c4 (2. Nf3)) 2. c4!? e6 $14 1-0")
+    for text in texts:
+        board = chess.pgn.read_game(io.StringIO(text)).end().board()  # type: ignore[union-attr]
+        shown = run_cli("book", "show", str(polyglot_book), "--moves", text).stdout
+        assert (
+            shown.splitlines()[0] == f"key {chess.polyglot.zobrist_hash(board):016x}  {board.fen()}"
+        )
+        assert fen_after(text) == board.fen()
+    dumped = run_cli("book", "dump", str(polyglot_book), "--moves", texts[-1], "--depth", "1")
+    assert chess.pgn.read_game(io.StringIO(dumped.stdout)).board().fen() == board.fen()  # type: ignore[union-attr]
+    bad = run_cli("book", "show", str(polyglot_book), "--moves", "1. e4 {x} e5 2. Ke3", check=False)
+    assert bad.returncode == 1
+    assert bad.stderr == "chesspipe: error: illegal move Ke3 after 1. e4 e5\n"
+
+
 def test_book_show_cli(tmp_path: Path, polyglot_book: Path) -> None:
     proc = run_cli("book", "show", str(polyglot_book), "--moves", "e4 e5")
     board = chess.Board()

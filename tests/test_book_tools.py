@@ -74,3 +74,60 @@ def test_merge_equals_polyglot_merge_book(
     bad = run_cli("book", "merge", str(first), str(tmp_path / "none.bin"), str(tmp_path / "x"),
                   check=False)  # fmt: skip
     assert bad.returncode == 1 and "none.bin" in bad.stderr and not (tmp_path / "x").exists()
+
+
+def test_dump_writes_every_line_heaviest_first(tmp_path: Path, polyglot_book: Path) -> None:
+    """Read back with python-chess: book moves in order, weight-sorted, every move followed."""
+    import io
+    import re
+
+    import chess
+    import chess.pgn
+    import chess.polyglot
+
+    depth, least = 7, 5
+    out = tmp_path / "lines.pgn"
+    proc = run_cli("book", "dump", str(polyglot_book), "--out", str(out), "--depth", str(depth),
+                   "--min-weight", str(least), "--moves", "1. e4 e5")  # fmt: skip
+    stream = io.StringIO(out.read_text())
+    lines = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        assert not game.errors
+        lines.append(game)
+    assert proc.stderr.strip() == f"{len(lines)} lines written to {out}" and len(lines) > 10
+    edges: dict[int, set[chess.Move]] = {}
+    boards: dict[int, chess.Board] = {}
+    ends: list[tuple[chess.Board, bool]] = []
+    previous: list[tuple[chess.Move, int]] = []
+    with chess.polyglot.open_reader(polyglot_book) as reader:
+        for game in lines:
+            board = game.board()
+            path = []
+            for node in game.mainline():
+                weights = {e.move: e.weight for e in reader.find_all(board)}
+                weight = int(re.match(r"weight (\d+)", node.comment).group(1))
+                assert weights.get(node.move) == weight >= least
+                key = chess.polyglot.zobrist_hash(board)
+                edges.setdefault(key, set()).add(node.move)
+                boards[key] = board.copy()
+                path.append((node.move, weight))
+                board.push(node.move)
+            assert 1 <= len(path) <= depth
+            ends.append((board.copy(), "transposition" in game.end().comment))
+            # Heaviest first: where a line leaves the previous one, its move weighs no more.
+            split = next(
+                (i for i, (a, b) in enumerate(zip(previous, path, strict=False)) if a != b), None
+            )
+            if split is not None:
+                assert previous[split][1] >= path[split][1]
+            previous = path
+        # Every book move of at least the least weight, from every position followed, is dumped.
+        for key, moves in edges.items():
+            found = reader.find_all(boards[key])
+            assert moves == {e.move for e in found if e.weight >= least}
+        for board, transposition in ends:
+            key = chess.polyglot.zobrist_hash(board)
+            if transposition:
+                assert key in edges or len(board.move_stack) == depth
+            elif len(board.move_stack) < depth:
+                assert not [e for e in reader.find_all(board) if e.weight >= least]

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from pipelines.errors import CorruptInput
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
-from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.scan import (
     MAX_GAME_BYTES,
     below_pattern,
@@ -22,6 +21,7 @@ from pipelines.ingest.scan import (
     kept_games_in_blocks,
     split_games,
 )
+from schemas.movetext import san_tokens
 from schemas.speed import Speed
 from tests.conftest import ODD_CASES
 

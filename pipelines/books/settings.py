@@ -61,3 +61,22 @@ class ReportSettings:
             raise ChesspipeError("plies and max_positions must be at least 1, max_plies at least 0")
         if not self.width or min(self.width) < 1:
             raise ChesspipeError("every width must be at least 1")
+
+
+#: How deep a dump goes by default, and at most, in plies.
+DUMP_PLIES = 12
+DUMP_MOST_PLIES = 400
+
+
+@dataclass(frozen=True)
+class DumpSettings:
+    """Which of a book's lines a dump writes: how deep, and the lightest move it follows."""
+
+    plies: int = DUMP_PLIES
+    min_weight: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.plies <= DUMP_MOST_PLIES:
+            raise ChesspipeError(f"plies must be from 1 to {DUMP_MOST_PLIES}")
+        if self.min_weight < 1:
+            raise ChesspipeError("min_weight must be at least 1")

@@ -8,23 +8,22 @@ import chess
 
 from pipelines.books.analysis import book_facts
 from pipelines.errors import ChesspipeError
+from pipelines.warehouse.chess_functions import ChessInputError, play_moves
 from schemas.polyglot import open_book, polyglot_key
 
 
 def position_from(fen: str | None, moves: str | None, chess960: bool = False) -> chess.Board | None:
-    """Return the board a --fen or --moves option names, or None for neither."""
+    """Return the board a FEN and a move list name (SAN, UCI or PGN movetext), None for neither."""
     if fen is None and moves is None:
         return None
     try:
         board = chess.Board(fen, chess960=chess960) if fen else chess.Board(chess960=chess960)
     except ValueError as exc:
         raise ChesspipeError(f"invalid FEN: {exc}") from None
-    for token in (moves or "").split():
-        try:
-            board.push_san(token)
-        except ValueError as exc:
-            raise ChesspipeError(f"move {token!r}: {exc}") from None
-    return board
+    try:
+        return play_moves(board, moves or "")
+    except ChessInputError as exc:
+        raise ChesspipeError(str(exc)) from None
 
 
 def describe_position(path: Path, board: chess.Board) -> str:

@@ -17,7 +17,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("book", type=Path)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--fen", help="position as FEN")
-    where.add_argument("--moves", help='moves from the start position, e.g. "e4 e5 Nf3"')
+    where.add_argument(
+        "--moves",
+        help="moves from the start position: SAN, UCI or pasted PGN movetext, e.g. "
+        '"e4 e5 Nf3", "e2e4 e7e5" or "1. e4 e5 2. Nf3 {comment} $1"',
+    )
     parser.add_argument("--chess960", action="store_true", help="read --fen as Chess960")
     parser.set_defaults(handler=run)
 

@@ -19,10 +19,10 @@ from pipelines.endgames.positions import Position
 from pipelines.endgames.tables import TableSet
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
-from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.scan import split_games
 from pipelines.progress import Progress, ProgressCallback
 from pipelines.sources.open import open_source
+from schemas.movetext import san_tokens
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
-from pipelines.ingest.movetext import san_tokens
+from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 

@@ -36,7 +36,6 @@ from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json_atomic
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
-from pipelines.ingest.movetext import san_tokens
 from pipelines.ingest.scan import split_games
 from pipelines.progress import Progress, ProgressCallback
 from pipelines.sources.open import open_source
@@ -44,6 +43,7 @@ from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import atomic_path
 from schemas.binpack import fen_prefix
+from schemas.movetext import san_tokens
 from schemas.plain import PlainRecord
 from schemas.training_lineage import TRAINING_LINEAGE_SCHEMA, lineage_path_for
 from schemas.version import __version__

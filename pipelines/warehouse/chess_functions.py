@@ -12,6 +12,7 @@ import re
 import chess
 import chess.polyglot
 
+from schemas.movetext import san_tokens
 from schemas.polyglot import decode_move, move_to_uci, polyglot_key
 
 
@@ -19,9 +20,6 @@ class ChessInputError(ValueError):
     """A FEN, a move or a move sequence that cannot be read or played."""
 
 
-#: A move number before a move ("1." or "1..."), standing alone or glued to the move ("1.e4").
-_MOVE_NUMBER = re.compile(r"^\d+\.+")
-_RESULTS = frozenset({"1-0", "0-1", "1/2-1/2", "*"})
 _UCI = re.compile(r"^[a-h][1-8][a-h][1-8][qrbn]?$")
 _NULL_MOVES = frozenset({"--", "Z0", "0000", "@@@@"})
 _ANNOTATION = re.compile(r"[!?]+$")
@@ -58,23 +56,26 @@ def board_of_fen(fen: str) -> chess.Board:
     return board
 
 
-def _tokens(moves: str) -> list[str]:
-    tokens = []
-    for raw in moves.split():
-        token = _MOVE_NUMBER.sub("", raw)
-        if token and token not in _RESULTS:
-            tokens.append(token)
-    return tokens
-
-
 def board_after(moves: str) -> chess.Board:
-    """Play a move sequence from the start position: SAN or UCI, with or without move numbers.
+    """Play a move sequence from the start position: SAN or UCI, or pasted PGN movetext.
 
-    `"e4 c5 Nf3"`, `"1. e4 c5 2. Nf3"`, `"1.e4 c5 2.Nf3 *"` and `"e2e4 c7c5 g1f3"` all reach
-    the same position; castling may be written O-O, 0-0, e1g1 or e1h1.
+    `"e4 c5 Nf3"`, `"1. e4 c5 2. Nf3"`, `"1.e4 {Sicilian} c5 $1 (1... e5) 2.Nf3 *"` and
+    `"e2e4 c7c5 g1f3"` all reach the same position; castling may be written O-O, 0-0, e1g1 or
+    e1h1. Move numbers, results, comments, NAGs and variations are left out, as PGN readers do.
     """
-    board = chess.Board()
-    for token in _tokens(moves):
+    return play_moves(chess.Board(), moves)
+
+
+def play_moves(start: chess.Board, moves: str) -> chess.Board:
+    """Return the position after a move sequence (as `board_after` reads it) from `start`.
+
+    The one reader of move lists given by people: `book show --moves`, `book dump --moves` and
+    the SQL functions; `start` is left as it is.
+    """
+    board = start.copy(stack=False)
+    root = board.copy()
+    tokens = san_tokens(moves.encode("utf-8", "replace"))
+    for token in (t.decode("utf-8", "replace") for t in tokens):
         move_text = _ANNOTATION.sub("", token)
         try:
             if move_text in _NULL_MOVES:
@@ -91,9 +92,11 @@ def board_after(moves: str) -> chess.Board:
             else:
                 what = "invalid move"
             where = (
-                f"after {chess.Board().variation_san(board.move_stack)}"
+                f"after {root.variation_san(board.move_stack)}"
                 if board.move_stack
                 else "at the start position"
+                if root == chess.Board()
+                else f"in '{root.fen()}'"
             )
             raise ChessInputError(f"{what} {_shown(token)} {where}") from None
         board.push(move)
