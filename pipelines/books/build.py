@@ -59,6 +59,19 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
     return sql, params
 
 
+def one_side(
+    con: Any, months: list[str], sql: str, params: list[Any], settings: BookSettings
+) -> tuple[str, list[Any]]:
+    """Narrow a book's query to the positions where `settings.side` is to move."""
+    from pipelines.books.sides import sides_to_move
+
+    keys = [int(k) for (k,) in con.execute(f"SELECT DISTINCT key FROM ({sql})", params).fetchall()]
+    sides = sides_to_move(con, months, keys, min_games=settings.min_games)
+    colour = settings.side == "white"
+    chosen = [key for key in keys if sides.get(key) == colour]
+    return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, chosen]
+
+
 def build_book(
     warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
 ) -> BookManifest:
@@ -77,6 +90,8 @@ def build_book(
     sql, params = book_query(wanted, settings)
     con = connect(Path(warehouse))
     try:
+        if settings.side is not None:
+            sql, params = one_side(con, wanted, sql, params, settings)
         hex_entries, entries, positions, entry_games = con.execute(
             f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
             f"FROM ({sql})",

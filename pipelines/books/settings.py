@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pipelines.errors import ChesspipeError
 from schemas.speed import Speed
@@ -20,8 +20,11 @@ class BookSettings:
     min_score: float = 0.35
     speeds: tuple[str, ...] | None = None
     min_band: int | None = None
+    side: Literal["white", "black"] | None = None
 
     def __post_init__(self) -> None:
+        if self.side not in (None, "white", "black"):
+            raise ChesspipeError(f"side must be white or black, got {self.side!r}")
         if self.min_games < 1:
             raise ChesspipeError("min_games must be at least 1")
         if not 0.0 <= self.min_score <= 1.0:
@@ -36,6 +39,8 @@ class BookSettings:
         data = asdict(self)
         if self.speeds is not None:
             data["speeds"] = list(self.speeds)
+        if self.side is None:
+            del data["side"]  # so that books of both sides record what they recorded before
         return data
 
 

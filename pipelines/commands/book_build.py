@@ -51,7 +51,9 @@ def book_settings_from_args(args: argparse.Namespace) -> BookSettings:
     """Return the BookSettings the options describe; errors name the options."""
     speeds = tuple(s for s in args.book_speeds.split(",") if s) if args.book_speeds else None
     with named_as_options(BOOK_FLAGS):
-        return BookSettings(args.min_games, args.min_score, speeds, args.min_band)
+        return BookSettings(
+            args.min_games, args.min_score, speeds, args.min_band, side=getattr(args, "side", None)
+        )
 
 
 def register(subparsers: Any) -> None:
@@ -70,6 +72,21 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", required=True, type=Path)
     add_book_options(parser)
+    side = parser.add_mutually_exclusive_group()
+    side.add_argument(
+        "--only-white",
+        dest="side",
+        action="store_const",
+        const="white",
+        help="only the positions where White is to move: a repertoire for White",
+    )
+    side.add_argument(
+        "--only-black",
+        dest="side",
+        action="store_const",
+        const="black",
+        help="only the positions where Black is to move: a repertoire for Black",
+    )
     parser.set_defaults(handler=run)
 
 
