@@ -169,3 +169,39 @@ def test_one_side_books_equal_polyglot_only_white_and_black(
     build_book(tmp_path / "wh", "2020-01", both, BookSettings(min_games=3))
     assert books["white"] | books["black"] == entry_set(both)
     assert not books["white"] & books["black"]
+
+
+def test_one_side_books_of_chess960_games(tmp_path: Path) -> None:
+    """Chess960 games start from other positions and castle as king takes rook: python-chess's
+    replay says whose move it is in each of the full book's positions."""
+    import io
+
+    import chess
+    import chess.pgn
+    import chess.polyglot
+
+    from schemas.polyglot import read_entries
+    from tests.random_moves import chess960_games
+
+    pgn = tmp_path / "c960.pgn"
+    pgn.write_text(chess960_games(60, seed=7))
+    ingest(
+        str(pgn),
+        "2024-01",
+        tmp_path,
+        IngestSettings(GameFilter(0, frozenset(Speed), True, "chess960")),
+    )
+    turn: dict[int, chess.Color] = {}
+    stream = io.StringIO(pgn.read_text())
+    while (game := chess.pgn.read_game(stream)) is not None:
+        board = game.board()
+        for move in list(game.mainline_moves())[:20]:
+            turn[chess.polyglot.zobrist_hash(board)] = board.turn
+            board.push(move)
+    build_book(tmp_path, "2024-01", tmp_path / "all.bin", BookSettings(1, 0.0))
+    every = read_entries(tmp_path / "all.bin")
+    for side, colour in (("white", chess.WHITE), ("black", chess.BLACK)):
+        out = tmp_path / f"{side}.bin"
+        build_book(tmp_path, "2024-01", out, BookSettings(1, 0.0, side=side))
+        expected = every[[turn[int(k)] == colour for k in every["key"]]]
+        assert read_entries(out).tobytes() == expected.tobytes() and len(expected)

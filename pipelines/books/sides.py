@@ -16,7 +16,10 @@ from typing import Any
 
 import chess
 
-from schemas.polyglot import decode_move, polyglot_key, push_with_key
+from schemas.polyglot import polyglot_key, push_with_key
+
+#: A Polyglot move's promotion code, as a piece type.
+_PROMOTIONS = (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, None, None, None)
 
 #: The statistics' moves of the frontier's positions, played in at least ? games.
 _MOVES_SQL = """
@@ -29,8 +32,8 @@ _MOVES_SQL = """
 
 
 def start_positions() -> list[chess.Board]:
-    """The positions games start from: the standard one and Chess960's (518 is the standard)."""
-    return [chess.Board.from_chess960_pos(n) for n in range(960)]
+    """The positions games start from: the standard one and Chess960's other 959."""
+    return [chess.Board()] + [chess.Board.from_chess960_pos(n) for n in range(960) if n != 518]
 
 
 def sides_to_move(
@@ -54,9 +57,7 @@ def sides_to_move(
             for key, moves in _moves(con, months, frontier, least):
                 board = frontier[key]
                 for raw in moves:
-                    move = decode_move(board, raw)
-                    if move is None:
-                        continue
+                    move = _played(board, raw)
                     child = board.copy(stack=False)
                     child_key = push_with_key(child, move, key)
                     if child_key in reached:
@@ -66,6 +67,18 @@ def sides_to_move(
                     missing.discard(child_key)
             frontier = following
     return {key: sides[key] for key in wanted if key in sides}
+
+
+def _played(board: chess.Board, raw: int) -> chess.Move:
+    """A Polyglot move played in this position (so legal: not checked again, for speed)."""
+    from_square, to_square = (raw >> 6) & 0x3F, raw & 0x3F
+    if (
+        not board.chess960
+        and board.kings & chess.BB_SQUARES[from_square]
+        and board.rooks & board.occupied_co[board.turn] & chess.BB_SQUARES[to_square]
+    ):  # castling, king takes rook in Polyglot
+        to_square = chess.square(6 if to_square > from_square else 2, from_square >> 3)
+    return chess.Move(from_square, to_square, _PROMOTIONS[raw >> 12 & 7])
 
 
 def _moves(
