@@ -131,6 +131,9 @@ def test_dump_writes_every_line_heaviest_first(tmp_path: Path, polyglot_book: Pa
                 assert key in edges or len(board.move_stack) == depth
             elif len(board.move_stack) < depth:
                 assert not [e for e in reader.find_all(board) if e.weight >= least]
+    # performance.bin's first moves weigh 1: none followed, and the user is told.
+    none = run_cli("book", "dump", str(polyglot_book), "--min-weight", "2")
+    assert none.stdout == "" and "warning: the book has no move of weight 2" in none.stderr
 
 
 def test_one_side_books_equal_polyglot_only_white_and_black(

@@ -51,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
         settings = DumpSettings(args.depth, args.min_weight)
     board = position_from(args.fen, args.moves)
     dump = write_dump(args.book, args.out, board=board, settings=settings)
+    if dump.lines == 0:
+        print(
+            f"chesspipe: warning: the book has no move of weight {settings.min_weight} or more "
+            "in this position: no lines",
+            file=sys.stderr,
+        )
     if dump.out is not None:
         print(f"{dump.lines} lines written to {dump.out}", file=sys.stderr)
     return 0
