@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pipelines.endgames.dataset import write_label_set
+from pipelines.endgames.dataset import check_label_set_free, write_label_set
 from pipelines.endgames.from_games import GameScan, game_positions
 from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import Position, epd_positions, parse_materials, sample_positions
@@ -18,10 +18,17 @@ from pipelines.warehouse.layout import check_month
 
 
 def sample_labels(
-    folders: Sequence[Path], materials: str, seed: int, out: Path, backend: str = "auto"
+    folders: Sequence[Path],
+    materials: str,
+    seed: int,
+    out: Path,
+    backend: str = "auto",
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Label uniformly random positions of each material into OUT/sample-seedN.parquet."""
     pairs = parse_materials(materials)
+    check_label_set_free(out, f"sample-seed{seed}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     for material, _ in pairs:
         pieces = len(material) - 1
@@ -39,7 +46,9 @@ def sample_labels(
 
     settings = {"materials": dict(pairs), "seed": seed}
     with labeller:
-        return write_label_set(positions(), labeller, out, f"sample-seed{seed}", settings)
+        return write_label_set(
+            positions(), labeller, out, f"sample-seed{seed}", settings, overwrite=overwrite
+        )
 
 
 def epd_labels(
@@ -49,16 +58,25 @@ def epd_labels(
     backend: str = "auto",
     skip_uncovered: bool = False,
     name: str | None = None,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Label the positions of an EPD/FEN list into OUT/epd-STEM.parquet."""
     path = Path(path)
+    check_label_set_free(out, name or f"epd-{path.stem}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     # Read the whole list first: a bad line fails before anything is written.
     positions = list(epd_positions(path))
     settings = {"input": str(path), "skip_uncovered": skip_uncovered}
     with labeller:
         return write_label_set(
-            positions, labeller, out, name or f"epd-{path.stem}", settings, skip_uncovered
+            positions,
+            labeller,
+            out,
+            name or f"epd-{path.stem}",
+            settings,
+            skip_uncovered,
+            overwrite=overwrite,
         )
 
 
@@ -70,16 +88,25 @@ def game_labels(
     rules: GameFilter,
     backend: str = "auto",
     progress: ProgressCallback | None = None,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH."""
     check_month(month)
+    check_label_set_free(out, f"games-{month}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     scan = GameScan()
     positions = game_positions(source, rules, labeller.tables, scan, progress)
     settings = {"source": source, "month": month, "filter": _filter_dict(rules)}
     with labeller:
         return write_label_set(
-            positions, labeller, out, f"games-{month}", settings, extra=scan.summary
+            positions,
+            labeller,
+            out,
+            f"games-{month}",
+            settings,
+            extra=scan.summary,
+            overwrite=overwrite,
         )
 
 
