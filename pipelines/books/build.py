@@ -58,10 +58,40 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
     return sql, params
 
 
+class EmptyBook(ChesspipeError):
+    """No move passes the book settings, and an empty book was not asked for."""
+
+    def __init__(self, months: list[str], settings: BookSettings) -> None:
+        chosen = ", ".join(
+            f"{name} {','.join(value) if isinstance(value, list) else value}"
+            for name, value in settings.record().items()
+            if value is not None
+        )
+        super().__init__(
+            f"no move of {_months_text(months)} passes the book settings ({chosen}): "
+            "the book would be empty; nothing written"
+        )
+        self.months = months
+        self.settings = settings
+
+
+def _months_text(months: list[str]) -> str:
+    return months[0] if len(months) == 1 else f"{months[0]}..{months[-1]}"
+
+
 def build_book(
-    warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
+    warehouse: Path,
+    months: str | list[str],
+    out: Path,
+    settings: BookSettings | None = None,
+    *,
+    allow_empty: bool = True,
 ) -> BookManifest:
-    """Write a Polyglot book from the chosen months' statistics; return its manifest."""
+    """Write a Polyglot book from the chosen months' statistics; return its manifest.
+
+    A book no move enters is an empty file, unless `allow_empty` is off: then EmptyBook is
+    raised and nothing is written.
+    """
     settings = settings or BookSettings()
     started = time.monotonic()
     wanted = month_range(months) if isinstance(months, str) else list(months)
@@ -81,6 +111,8 @@ def build_book(
         ).fetchone() or ("", 0, 0, 0)
     finally:
         con.close()
+    if not entries and not allow_empty:
+        raise EmptyBook(wanted, settings)
     out = Path(out)
     write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
     manifest = BookManifest(

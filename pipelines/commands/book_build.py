@@ -69,9 +69,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.books.build import build_book
+    from pipelines.books.build import EmptyBook, build_book
 
-    manifest = build_book(args.warehouse, args.months, args.out, book_settings_from_args(args))
+    settings = book_settings_from_args(args)
+    try:
+        manifest = build_book(args.warehouse, args.months, args.out, settings, allow_empty=False)
+    except EmptyBook as exc:
+        message = str(exc)
+        for name, flag in (*BOOK_FLAGS.items(), ("speeds", "--book-speeds")):
+            message = message.replace(f"{name} ", f"{flag} ")
+        raise ChesspipeError(message) from None
     record = manifest.to_json()
     summary = {k: record[k] for k in ("out", "months", "entries", "positions")}
     summary["games"] = manifest.entry_games  # this summary's key, which scripts read, stays
