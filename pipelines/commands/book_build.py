@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             message = message.replace(f"{name} ", f"{flag} ")
         raise ChesspipeError(message) from None
     record = manifest.to_json()
-    summary = {k: record[k] for k in ("out", "months", "entries", "positions")}
-    summary["games"] = manifest.entry_games  # this summary's key, which scripts read, stays
+    # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
+    summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}
     print(json.dumps(summary, indent=2))
     return 0
