@@ -442,8 +442,8 @@ def run(stdin: IO[str], stdout: IO[str]) -> None:
         engine.stop_search()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the UCI engine on stdin/stdout, or print a Chess960 start position."""
+def build_parser() -> argparse.ArgumentParser:
+    """Return the `chesspipe-engine` command line's parser."""
     parser = argparse.ArgumentParser(
         prog="chesspipe-engine",
         description="A UCI chess engine that plays Polyglot books and uses Syzygy tablebases.",
@@ -459,7 +459,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --chess960, write castling rights as rook files (HAha)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the UCI engine on stdin/stdout, or print a Chess960 start position."""
+    args = build_parser().parse_args(argv)
     if args.chess960 is not None:
         try:
             print(start_fen(args.chess960, shredder=args.shredder))
