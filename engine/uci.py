@@ -442,6 +442,13 @@ def run(stdin: IO[str], stdout: IO[str]) -> None:
         engine.stop_search()
 
 
+def _position_number(text: str) -> int:
+    """A Chess960 start position's number, 0-959 (argparse's one-line error otherwise)."""
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) > 959:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 959, got {text!r}")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the `chesspipe-engine` command line's parser."""
     parser = argparse.ArgumentParser(
@@ -450,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--chess960",
-        type=int,
+        type=_position_number,
         metavar="N",
         help="print the FEN of Chess960 start position N (0-959, 518 = standard) and exit",
     )

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.ingest import add_filter_options
+from pipelines.commands.ingest import add_filter_options, add_progress_options
+from pipelines.commands.options import integer
 
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
@@ -73,10 +74,11 @@ def register(subparsers: Any) -> None:
         "(never replacing one already there unless --overwrite).",
     )
     sample.add_argument("--materials", required=True, help="e.g. KRvKP:1000,KQvKR:500")
-    sample.add_argument("--seed", type=int, default=1)
+    sample.add_argument("--seed", type=integer, default=1)
     sample.add_argument("--out", required=True, type=Path)
     add_table_options(sample)
     add_overwrite_option(sample)
+    add_progress_options(sample)
     sample.set_defaults(handler=run_sample)
 
     epd = actions.add_parser(
@@ -117,17 +119,34 @@ def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from pipelines.endgames.build import sample_labels
+    import time
 
-    with _explain_existing():
-        manifest = sample_labels(
-            table_folders(args),
-            args.materials,
-            args.seed,
-            args.out,
-            args.backend,
-            overwrite=args.overwrite,
-        )
+    from pipelines.commands.ingest import progress_from_args
+    from pipelines.endgames.build import sample_labels
+    from pipelines.progress import bar
+
+    shown = progress_from_args(args)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if shown is not None:
+            line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
+            shown.show(line, time.monotonic() - started, force=done == total)
+
+    try:
+        with _explain_existing():
+            manifest = sample_labels(
+                table_folders(args),
+                args.materials,
+                args.seed,
+                args.out,
+                args.backend,
+                overwrite=args.overwrite,
+                progress=progress,
+            )
+    finally:
+        if shown is not None:
+            shown.close()
     _report(manifest, ("output", "rows", "backend", "seconds"))
     return 0
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,13 @@ from typing import Any
 from pipelines.endgames.dataset import check_label_set_free, write_label_set
 from pipelines.endgames.from_games import GameScan, game_positions
 from pipelines.endgames.labeller import Labeller
-from pipelines.endgames.positions import Position, epd_positions, parse_materials, sample_positions
+from pipelines.endgames.positions import (
+    Position,
+    check_sample_size,
+    epd_positions,
+    parse_materials,
+    sample_positions,
+)
 from pipelines.endgames.probing import TablebaseError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.progress import ProgressCallback
@@ -25,9 +31,15 @@ def sample_labels(
     backend: str = "auto",
     *,
     overwrite: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Label uniformly random positions of each material into OUT/sample-seedN.parquet."""
+    """Label uniformly random positions of each material into OUT/sample-seedN.parquet.
+
+    `progress` is called with the positions sampled so far and the number asked for.
+    """
     pairs = parse_materials(materials)
+    for material, count in pairs:
+        check_sample_size(material, count)
     check_label_set_free(out, f"sample-seed{seed}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     for material, _ in pairs:
@@ -40,9 +52,19 @@ def sample_labels(
         if missing:
             raise TablebaseError(f"{material}: table {missing} is missing")
 
+    total = sum(count for _, count in pairs)
+
     def positions() -> Iterator[Position]:
+        done = 0
+
+        def report(found: int) -> None:
+            if progress is not None:
+                progress(done + found, total)
+
         for material, count in pairs:
-            yield from sample_positions(material, count, seed)
+            yield from sample_positions(material, count, seed, report)
+            done += count
+        report(0)
 
     settings = {"materials": dict(pairs), "seed": seed}
     with labeller:
