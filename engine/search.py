@@ -11,7 +11,7 @@ from itertools import islice
 import chess
 
 from engine.evaluation import ORDER_VALUES, evaluate
-from engine.tablebase import Tablebases
+from engine.tablebase import Outcome, RankedMove, Tablebases
 
 #: Score of being checkmated now; a mate in n plies scores MATE - n.
 MATE = 32000
@@ -93,6 +93,20 @@ def time_budget(limits: Limits, turn: chess.Color, overhead_ms: int) -> tuple[fl
     hard = min(3 * target, left / 2 if moves_to_go > 1 else left * 0.8)
     soft = min(target, hard) * 0.6
     return max(soft, 1) / 1000, max(hard, 2) / 1000
+
+
+def tablebase_score(best: RankedMove) -> int:
+    """Score the root from its best tablebase move: a win in DTZ plies scores TB_WIN - DTZ.
+
+    Syzygy tables know the distance to the next zeroing move (DTZ), not to mate, so a table win
+    is no `mate N`: it is a score in the tablebase band, nearer the top the sooner the win is
+    secured. Wins and losses the 50-move rule turns into draws (cursed, blessed) score 0.
+    """
+    if best.outcome >= Outcome.WIN:
+        return TB_WIN - abs(best.dtz)
+    if best.outcome == Outcome.LOSS:
+        return -TB_WIN + abs(best.dtz)
+    return 0
 
 
 def score_to_tt(score: int, ply: int) -> int:
@@ -195,12 +209,22 @@ class Searcher:
             root_moves = wanted or root_moves
         if not root_moves:
             return SearchResult(None)
-        if self.tablebases is not None:
-            best = self.tablebases.best_root_moves(board, self.probe_limit)
-            if best:
-                self.tbhits += len(root_moves)
-                root_moves = [m for m in root_moves if m in best] or root_moves
+        #: The tables' verdict on the root, which the reports show unless a mate is found.
+        root_verdict: int | None = None
+        if self.tablebases is not None and self.tablebases.covers(board, self.probe_limit):
+            ranked = self.tablebases.rank_root_moves(board)
+            if ranked:
+                self.tbhits += len(ranked)
+                ranked = [r for r in ranked if r.move in root_moves]
+                best = ranked[0].key()
+                root_moves = [r.move for r in ranked if r.key() == best]
+                root_verdict = tablebase_score(ranked[0])
         root_moves = self._ordered(board, root_moves, self._tt_move(board), 0)
+
+        def shown(score: int) -> int:
+            if root_verdict is None or abs(score) >= MATE_BOUND:
+                return score
+            return root_verdict
 
         result = SearchResult(root_moves[0], nodes=0, pv=[root_moves[0]])
         reported = False
@@ -212,10 +236,11 @@ class Searcher:
             except SearchStopped:
                 if self.iteration_best is not None:
                     move, score, pv = self.iteration_best
-                    result = SearchResult(move, score, depth, pv)
+                    result = SearchResult(move, shown(score), depth, pv)
                     reported = False
                 break
             move = self.pv[0][0] if self.pv[0] else root_moves[0]
+            score = shown(score)
             result = SearchResult(move, score, depth, list(self.pv[0]) or [move])
             root_moves.remove(move)
             root_moves.insert(0, move)

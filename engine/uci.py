@@ -16,7 +16,16 @@ import chess
 
 from engine.book import book_move
 from engine.chess960 import start_fen
-from engine.search import MATE, MATE_BOUND, Info, Limits, Searcher, time_budget
+from engine.search import (
+    MATE,
+    MATE_BOUND,
+    TB_BOUND,
+    TB_WIN,
+    Info,
+    Limits,
+    Searcher,
+    time_budget,
+)
 from engine.tablebase import Tablebases
 from schemas.polyglot import Book, open_book
 
@@ -79,12 +88,22 @@ def parse_move(board: chess.Board, text: str) -> chess.Move | None:
     return None
 
 
+#: The centipawns a tablebase win shows at ply 0, as Stockfish (16 and later) shows its
+#: tablebase wins: `cp 20000 - N`, N plies from the root to where the win is secured.
+TB_WIN_CP = 20000
+
+
 def uci_score(score: int) -> str:
-    """Return a score as UCI text: `cp N` or `mate N` (moves, negative when being mated)."""
+    """Return a score as UCI text: `mate N` (moves, negative when being mated), a tablebase win
+    or loss as `cp` 20000 - N (N plies; Syzygy gives no distance to mate), else `cp N`."""
     if score >= MATE_BOUND:
         return f"mate {(MATE - score + 1) // 2}"
     if score <= -MATE_BOUND:
         return f"mate {-((MATE + score) // 2)}"
+    if score >= TB_BOUND:
+        return f"cp {TB_WIN_CP - (TB_WIN - score)}"
+    if score <= -TB_BOUND:
+        return f"cp {-TB_WIN_CP + (TB_WIN + score)}"
     return f"cp {score}"
 
 
@@ -363,6 +382,10 @@ class UciEngine:
                 move = book_move(self.book, board, self.rng)
                 if move is not None:
                     self.tell(f"book move {board.uci(move)}")
+                    # A GUI analysing wants a score: the book move's, from a one-ply search.
+                    self.searcher.search(
+                        board, Limits(depth=1, searchmoves=[move]), stop, self._report(board)
+                    )
             if move is None:
                 budget = time_budget(limits, board.turn, self.overhead_ms)
                 result = self.searcher.search(board, limits, stop, self._report(board), budget)
@@ -419,15 +442,22 @@ def run(stdin: IO[str], stdout: IO[str]) -> None:
         engine.stop_search()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the UCI engine on stdin/stdout, or print a Chess960 start position."""
+def _position_number(text: str) -> int:
+    """A Chess960 start position's number, 0-959 (argparse's one-line error otherwise)."""
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) > 959:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 959, got {text!r}")
+    return int(text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the `chesspipe-engine` command line's parser."""
     parser = argparse.ArgumentParser(
         prog="chesspipe-engine",
         description="A UCI chess engine that plays Polyglot books and uses Syzygy tablebases.",
     )
     parser.add_argument(
         "--chess960",
-        type=int,
+        type=_position_number,
         metavar="N",
         help="print the FEN of Chess960 start position N (0-959, 518 = standard) and exit",
     )
@@ -436,7 +466,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --chess960, write castling rights as rook files (HAha)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the UCI engine on stdin/stdout, or print a Chess960 start position."""
+    args = build_parser().parse_args(argv)
     if args.chess960 is not None:
         try:
             print(start_fen(args.chess960, shredder=args.shredder))

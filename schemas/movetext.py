@@ -38,3 +38,9 @@ def san_tokens(movetext: bytes, limit: int | None = None) -> list[bytes]:
         if limit is not None and len(tokens) >= limit:
             break
     return tokens
+
+
+def has_moves(movetext: bytes) -> bool:
+    """Whether a movetext holds a move: a game without one is dropped as `no_moves`, by every
+    command that reads kept games, so that "kept" means the same games everywhere."""
+    return bool(san_tokens(movetext, 1))

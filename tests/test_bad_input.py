@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -278,6 +280,125 @@ def test_option_validators() -> None:
     ]:  # fmt: skip
         with pytest.raises(argparse.ArgumentTypeError):
             check(bad)
+
+
+def _all_parsers() -> Iterator[argparse.ArgumentParser]:
+    from engine.uci import build_parser as engine_parser
+    from pipelines.cli import build_parser
+
+    waiting = [build_parser(), engine_parser()]
+    while waiting:
+        parser = waiting.pop()
+        yield parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                waiting.extend(action.choices.values())
+
+
+def test_no_numeric_option_takes_a_bare_int_or_float() -> None:
+    """Every number a command reads goes through a checker that names the option when bad."""
+    checked = 0
+    for parser in _all_parsers():
+        for action in parser._actions:
+            name = f"{parser.prog} {'/'.join(action.option_strings) or action.dest}"
+            assert action.type not in (int, float), f"{name} takes a bare {action.type.__name__}"
+            numeric = isinstance(action.default, int | float) and not isinstance(
+                action.default, bool
+            )
+            if numeric and action.nargs != 0:
+                assert action.type is not None, f"{name} reads a number as text"
+            checked += action.type is not None and action.type is not Path
+    assert checked >= 25
+
+
+_BOOK = ["book", "build", "--warehouse", "w", "--months", "2024-01", "--out", "b"]
+_REPORT = ["book", "report", "b.bin", "--out", "r.html"]
+_MONTH = ["build-month", "s", "--month", "2024-01", "--warehouse", "w", "--books", "b"]
+_BACKFILL = ["backfill", "--months", "2024-01", "--warehouse", "w", "--books", "b"]
+_GAMES = ["training", "from-games", "s", "--month", "2024-01", "--out", "o.plain"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*_BOOK, "--min-games", "0"], [*_BOOK, "--min-score", "1.5"], [*_BOOK, "--min-band", "-1"],
+        [*_REPORT, "--plies", "0"], [*_REPORT, "--max-positions", "-5"],
+        [*_REPORT, "--max-plies", "x"],
+        [*_MONTH, "--retries", "-1"], [*_MONTH, "--timeout", "0"], [*_MONTH, "--timeout", "nan"],
+        [*_MONTH, "--plies", "0"],
+        [*_BACKFILL, "--threads", "0"], [*_BACKFILL, "--dask-workers", "-2"],
+        ["serve-monthly", "--warehouse", "w", "--books", "b", "--port", "70000"],
+        ["serve", "--warehouse", "w", "--port", "0"],
+        ["training", "shuffle", "a.plain", "b.plain", "--seed", "x"],
+        ["training", "shuffle", "a.plain", "b.plain", "--seed", "1", "--buckets", "0"],
+        ["training", "interleave", "a.plain", "--out", "b.plain", "--seed", "1.5"],
+        [*_GAMES, "--from-ply", "-1"], [*_GAMES, "--min-pieces", "1"],
+        [*_GAMES, "--max-pieces", "33"],
+        ["endgames", "sample", "--materials", "KQvK:5", "--out", "o", "--seed", "one"],
+        ["syzygy", "download", "d", "--retries", "-1"],
+        ["chess960", "960"],
+        ["chess960", "--", "-1"],
+    ],
+)  # fmt: skip
+def test_a_bad_number_is_argparses_one_line_naming_the_option(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipelines.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    option = argv[-2] if argv[-2].startswith("--") and len(argv[-2]) > 2 else "N"
+    assert error.startswith(f"chesspipe {argv[0]}") and f"argument {option}" in error, error
+
+
+def test_engine_chess960_number_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.uci import build_parser as engine_parser
+
+    for bad in ("960", "-1", "x", "５"):
+        with pytest.raises(SystemExit):
+            engine_parser().parse_args(["--chess960", bad])
+        assert "argument --chess960" in capsys.readouterr().err
+    assert engine_parser().parse_args(["--chess960", "518"]).chess960 == 518
+
+
+def test_a_sample_larger_than_its_material_is_refused_at_once(tmp_path: Path) -> None:
+    import itertools
+
+    from pipelines.endgames.positions import most_positions
+
+    # The bound counts placements, both sides to move: checked by brute force on small materials.
+    for material in ("KvK", "KQvK", "KPvK"):
+        pieces = material.replace("v", "")
+        placements = sum(
+            1
+            for squares in itertools.permutations(range(64), len(pieces))
+            if not any(p == "P" and s // 8 in (0, 7) for p, s in zip(pieces, squares, strict=True))
+        )
+        assert most_positions(material) == 2 * placements, material
+    assert most_positions("KNNvK") == 2 * 64 * 63 * (62 * 61 // 2)
+    proc = run_cli(
+        "endgames", "sample", "--syzygy", str(tmp_path), "--materials", "KRvK:10,KQvK:100000000",
+        "--out", str(tmp_path / "out"), check=False,
+    )  # fmt: skip
+    _one_line_error(proc, "KQvK has at most 499,968 distinct positions")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_big_sample_shows_progress(syzygy_dir: Path, tmp_path: Path) -> None:
+    proc = run_cli(
+        "endgames", "sample", "--syzygy", str(syzygy_dir), "--materials", "KRvK:1500,KQvK:700",
+        "--out", str(tmp_path), "--progress",
+    )  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].endswith("100.0%  2,200 of 2,200 positions"), lines
+    assert "1,024 of 2,200 positions" in lines[0]
+    quiet = run_cli(
+        "endgames", "sample", "--syzygy", str(syzygy_dir), "--materials", "KRvK:1500",
+        "--seed", "2", "--out", str(tmp_path), "--quiet",
+    )  # fmt: skip
+    assert quiet.stderr == ""
 
 
 @pytest.mark.parametrize("month", ["２０２１-10", "2021-１0", "2021-10\n", "٢٠٢١-10"])

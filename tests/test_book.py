@@ -216,6 +216,22 @@ def test_empty_book_and_missing_months(tmp_path: Path) -> None:
     assert proc.returncode == 1 and "ends before it starts" in proc.stderr
 
 
+def test_book_build_refuses_to_write_an_empty_book(tmp_path: Path) -> None:
+    synthetic_month(tmp_path, "2024-01", [(1, 1, 1, 0, 0), (2, 3, 0, 0, 5)])
+    out = tmp_path / "book.bin"
+    out.write_bytes(b"an earlier book")
+    args = ("book", "build", "--warehouse", str(tmp_path), "--months", "2024-01", "--out")
+    proc = run_cli(*args, str(out), "--book-speeds", "blitz", check=False)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--min-games 20" in proc.stderr and "--min-score 0.35" in proc.stderr
+    assert "--book-speeds blitz" in proc.stderr and "nothing written" in proc.stderr
+    assert out.read_bytes() == b"an earlier book" and not book_manifest_path(out).exists()
+    # The settings that let a move in make a book, which python-chess reads.
+    run_cli(*args, str(out), "--min-games", "1")
+    with chess.polyglot.open_reader(out) as reader:
+        assert [(e.key, e.raw_move, e.weight) for e in reader] == [(1, 1, 2)]
+
+
 def test_manifest_counts_entry_games_and_reads_the_older_games_key(tmp_path: Path) -> None:
     synthetic_month(tmp_path, "2024-01", [(1, 1, 15, 5, 5), (1, 2, 20, 0, 0), (2, 3, 30, 0, 0)])
     out = tmp_path / "b.bin"

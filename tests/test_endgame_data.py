@@ -29,7 +29,9 @@ from schemas.binpack import (
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
 from schemas.speed import Speed
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
+
+SAMPLE = ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -162,6 +164,41 @@ def test_sample_reads_syzygy_path_and_fails_clearly(syzygy_dir: Path, tmp_path: 
     assert not bad.exists() or not list(bad.iterdir())
 
 
+def test_a_run_never_replaces_earlier_labels_unless_asked(syzygy_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    tables = ("--syzygy", str(syzygy_dir), "--out", str(out))
+    run_cli("endgames", "sample", "--materials", "KRvK:30", *tables)
+    first = read_rows(out / "sample-seed1.parquet")
+    assert {r["material"] for r in first} == {"KRvK"} and len(first) == 30
+    # The same seed with other materials: refused, naming the file and the way to replace it.
+    proc = run_cli("endgames", "sample", "--materials", "KQvK:10", *tables, check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert str(out / "sample-seed1.parquet") in proc.stderr and "--overwrite" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert read_rows(out / "sample-seed1.parquet") == first
+    assert json.loads((out / "sample-seed1.json").read_text())["rows"] == 30
+    assert sorted(p.name for p in out.iterdir()) == ["sample-seed1.json", "sample-seed1.parquet"]
+    # Another seed is another file; --overwrite replaces.
+    run_cli("endgames", "sample", "--materials", "KQvK:10", "--seed", "2", *tables)
+    assert read_rows(out / "sample-seed1.parquet") == first
+    run_cli("endgames", "sample", "--materials", "KQvK:10", "--overwrite", *tables)
+    assert {r["material"] for r in read_rows(out / "sample-seed1.parquet")} == {"KQvK"}
+    assert json.loads((out / "sample-seed1.json").read_text())["rows"] == 10
+    # The EPD list and games writers refuse alike.
+    epd = tmp_path / "list.epd"
+    epd.write_text("8/8/8/8/8/8/2k5/1q5K w - - 30 71\n")
+    run_cli("endgames", "from-epd", str(epd), *tables)
+    proc = run_cli("endgames", "from-epd", str(epd), *tables, check=False)
+    assert proc.returncode == 1 and str(out / "epd-list.parquet") in proc.stderr
+    (out / "games-2024-01.json").write_text("{}")
+    proc = run_cli(
+        "endgames", "from-games", str(SAMPLE), "--month", "2024-01", *tables, check=False
+    )
+    assert proc.returncode == 1 and str(out / "games-2024-01.json") in proc.stderr
+    assert (out / "games-2024-01.json").read_text() == "{}"
+    assert not (out / "games-2024-01.parquet").exists()
+
+
 def test_epd_list(syzygy_dir: Path, tmp_path: Path) -> None:
     epd = tmp_path / "list.epd"
     epd.write_text(
@@ -210,6 +247,7 @@ def test_epd_list(syzygy_dir: Path, tmp_path: Path) -> None:
         "--out",
         str(out),
         "--skip-uncovered",
+        "--overwrite",
     )
     assert json.loads((out / "epd-list.json").read_text())["uncovered_skipped"] == 1
     assert len(read_rows(out / "epd-list.parquet")) == 1

@@ -104,6 +104,20 @@ def test_moves_follow_weights_in_our_own_book(own_book: Path) -> None:
     _check_proportions(_play_many(own_book, board), weights)
 
 
+def test_a_book_move_comes_with_a_score_for_an_analysing_client(own_book: Path) -> None:
+    board = chess.Board()
+    weights = _weights(own_book, board)
+    with uci_engine(OwnBook=True, BookFile=str(own_book)) as engine:
+        for _ in range(3):
+            info = engine.analyse(board, chess.engine.Limit(depth=6))
+            # The book answers at once (depth 1, not 6), with the book move's score and line.
+            assert info["pv"][0] in weights and info["depth"] == 1, info
+            score = info["score"].relative
+            assert not score.is_mate() and abs(score.score()) < 300, info
+            result = engine.play(board, chess.engine.Limit(depth=6), info=chess.engine.INFO_ALL)
+            assert result.move in weights and result.move == result.info["pv"][0]
+
+
 def test_book_is_skipped_for_infinite_and_searchmoves(own_book: Path) -> None:
     board = chess.Board()
     weights = _weights(own_book, board)

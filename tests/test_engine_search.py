@@ -62,7 +62,10 @@ def test_score_bands_are_ordered() -> None:
     assert uci_score(MATE - 1) == "mate 1"
     assert uci_score(MATE - 3) == "mate 2"
     assert uci_score(-(MATE - 2)) == "mate -1"
-    assert uci_score(TB_WIN - 5) == f"cp {TB_WIN - 5}"
+    # Tablebase wins and losses in Stockfish's band: cp 20000 - plies.
+    assert uci_score(TB_WIN - 5) == "cp 19995"
+    assert uci_score(-(TB_WIN - 7)) == "cp -19993"
+    assert uci_score(TB_BOUND - 1) == f"cp {TB_BOUND - 1}"
 
 
 def test_evaluation_is_colour_symmetric() -> None:

@@ -12,7 +12,7 @@ import chess.engine
 import chess.syzygy
 import pytest
 
-from engine.search import MATE_BOUND, TB_BOUND
+from engine.search import MAX_PLY
 from engine.tablebase import Outcome, Tablebases
 from tests.conftest import need_program
 from tests.engine_support import uci_engine
@@ -106,14 +106,15 @@ def test_search_scores_tablebase_wins_after_a_capture(syzygy_dir: Path) -> None:
         after.push(result.move)
         assert probe.probe_wdl(after) == -2
         score = result.info["score"].relative
-        assert not score.is_mate() and TB_BOUND <= score.score() < MATE_BOUND, score
+        # Stockfish's band for tablebase wins: 20000 - plies to where the tables were reached.
+        assert not score.is_mate() and 20000 - MAX_PLY <= score.score() <= 20000, score
         assert result.info["tbhits"] > 0
 
         # Probing only with more depth left than the search has: no probes.
         engine.configure({"SyzygyProbeDepth": 10})
         shallow = engine.play(board, chess.engine.Limit(depth=3), info=chess.engine.INFO_ALL)
         assert shallow.info["tbhits"] == 0
-        assert shallow.info["score"].relative.score() < TB_BOUND
+        assert shallow.info["score"].relative.score() < 20000 - MAX_PLY
 
         # A probe limit of two pieces (bare kings) leaves nothing to probe.
         engine.configure({"SyzygyProbeDepth": 1, "SyzygyProbeLimit": 2})
@@ -123,6 +124,29 @@ def test_search_scores_tablebase_wins_after_a_capture(syzygy_dir: Path) -> None:
         plain = engine.play(board, chess.engine.Limit(depth=3), info=chess.engine.INFO_ALL)
         assert plain.info["tbhits"] == 0
     probe.close()
+
+
+def test_root_scores_are_the_tables_verdict_as_uci_engines_show_it(syzygy_dir: Path) -> None:
+    """A position in the tables shows a win as cp 20000 - DTZ, never a mere evaluation."""
+    probe = chess.syzygy.open_tablebase(str(syzygy_dir))
+    rng = random.Random(15)
+    # The issue's case first: KRvK showed `cp 605` while the search knew the win.
+    boards = [chess.Board("8/8/8/4k3/8/8/8/R3K3 w - - 0 1")]
+    boards += [random_position(rng, material) for material in MATERIALS for _ in range(3)]
+    seen = set()
+    with uci_engine(SyzygyPath=str(syzygy_dir)) as engine:
+        for board in boards:
+            wdl, dtz = probe.probe_wdl(board), probe.probe_dtz(board)
+            info = engine.analyse(board, chess.engine.Limit(depth=2))
+            score = info["score"].relative
+            if score.is_mate():  # a mate the search saw: only where the tables see a win
+                assert (score.mate() > 0) == (wdl == 2) and wdl in (2, -2), (board.fen(), score)
+                continue
+            expected = {2: 20000 - abs(dtz), -2: -20000 + abs(dtz)}.get(wdl, 0)
+            assert score == chess.engine.Cp(expected), (board.fen(), wdl, dtz, score)
+            seen.add(wdl)
+    probe.close()
+    assert {2, 0, -2} <= seen
 
 
 def test_search_scores_tablebase_draws_as_draws(syzygy_dir: Path) -> None:

@@ -79,6 +79,27 @@ def test_sql_over_two_months(tmp_path: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("chesspipe: error: SQL error")
 
 
+def test_sql_says_when_the_warehouse_is_missing_or_empty(tmp_path: Path) -> None:
+    count = "SELECT count(*) AS n FROM move_stats"
+    missing = tmp_path / "nowhere"
+    proc = run_cli("sql", "--warehouse", str(missing), count, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [f"chesspipe: error: warehouse {missing} does not exist"]
+    afile = tmp_path / "file"
+    afile.write_text("")
+    proc = run_cli("sql", "--warehouse", str(afile), count, check=False)
+    assert proc.returncode == 1 and "is not a folder" in proc.stderr
+    # An empty folder: the query runs (as DuckDB would run it) and a warning says why 0 rows.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli("sql", "--warehouse", str(empty), count, "--format", "csv")
+    assert proc.stdout.splitlines() == ["n", "0"]
+    assert "no month of move statistics" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    # A query that does not read the statistics needs no warning.
+    proc = run_cli("sql", "--warehouse", str(empty), "SELECT 1 AS x", "--format", "csv")
+    assert proc.stdout.splitlines() == ["x", "1"] and proc.stderr == ""
+
+
 def test_sql_reads_only_unless_writing_is_allowed(tmp_path: Path) -> None:
     month = make_sample.SAMPLE_MONTHS[0]
     ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))

@@ -448,8 +448,10 @@ def test_bad_input_is_one_line_and_fails(tmp_path: Path, sql: str, message: str)
     assert lines[0].startswith(f"chesspipe: error: SQL error: {message}"), lines[0]
 
 
-def test_bad_input_from_python_names_the_problem(con: duckdb.DuckDBPyConnection) -> None:
+def test_bad_input_from_python_names_the_problem(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
     with pytest.raises(duckdb.Error, match="illegal move Nf6 after 1. e4 e5 2. Nf3 Nf6"):
         query(con, "SELECT key_after('1. e4 e5 2. Nf3 Nf6 3. Nf6')")
     with pytest.raises(ValueError, match=r"^SQL error: illegal move Ke6 after 1\. e4 e5 2\. Nf3$"):
-        run_query(Path("/nonexistent"), "SELECT key_after('e4 e5 Nf3 Ke6')")
+        run_query(tmp_path, "SELECT key_after('e4 e5 Nf3 Ke6')")

@@ -349,10 +349,11 @@ def test_eval_values() -> None:
         (("{games}", "--month", "2021-13", "--no-tables"), "2021-13"),
         (("{games}", "--month", "2021-10", "--syzygy", "{tmp}/nope"), "does not exist"),
         (("{games}", "--month", "2021-10", "--syzygy", "{tmp}"), "no Syzygy tables"),
-        (("{games}", "--month", "2021-10", "--no-tables", "--from-ply", "-1"), "from_ply"),
+        (("{games}", "--month", "2021-10", "--no-tables", "--min-pieces", "9", "--max-pieces",
+          "8"), "min_pieces"),
         (("{games}", "--month", "2021-10", "--no-tables", "--variant", "chess960"), "Standard"),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_one_line_and_writes_nothing(
     tmp_path: Path, args: tuple[str, ...], message: str
 ) -> None:
@@ -382,7 +383,7 @@ def test_progress_ends_with_the_manifests_counts(tmp_path: Path) -> None:
     manifest = read_manifest(out.with_name(out.name + ".json"))
     last = proc.stderr.strip().splitlines()[-1]
     assert f"{manifest.games_read:,} games" in last
-    assert f"{manifest.games_exported:,} kept" in last
+    assert f"{manifest.games_kept:,} kept" in last  # kept as ingest counts it, not exported
     quiet = run_cli("training", "from-games", str(source), "--month", "2021-10", "--out",
                     str(tmp_path / "q.plain"), "--no-tables", "--quiet")  # fmt: skip
     assert quiet.stderr == ""

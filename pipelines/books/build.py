@@ -12,7 +12,7 @@ from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.warehouse.layout import available_months
-from pipelines.warehouse.months import missing_months, select_months
+from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
@@ -72,13 +72,38 @@ def one_side(
     return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, chosen]
 
 
+class EmptyBook(ChesspipeError):
+    """No move passes the book settings, and an empty book was not asked for."""
+
+    def __init__(self, months: list[str], settings: BookSettings) -> None:
+        chosen = ", ".join(
+            f"{name} {','.join(value) if isinstance(value, list) else value}"
+            for name, value in settings.record().items()
+            if value is not None
+        )
+        super().__init__(
+            f"no move of {', '.join(month_runs(months))} passes the book settings ({chosen}): "
+            "the book would be empty; nothing written"
+        )
+        self.months = months
+        self.settings = settings
+
+
 def build_book(
-    warehouse: Path, months: str | list[str], out: Path, settings: BookSettings | None = None
+    warehouse: Path,
+    months: str | list[str],
+    out: Path,
+    settings: BookSettings | None = None,
+    *,
+    allow_empty: bool = True,
 ) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest.
 
     `months` is a list of months or a selection as `pipelines.warehouse.months` reads it
     (`2024-01,2024-03`, `2023-01..2024-06`, `all`); every month chosen must be in the warehouse.
+
+    A book no move enters is an empty file, unless `allow_empty` is off: then EmptyBook is
+    raised and nothing is written.
     """
     settings = settings or BookSettings()
     started = time.monotonic()
@@ -99,6 +124,8 @@ def build_book(
         ).fetchone() or ("", 0, 0, 0)
     finally:
         con.close()
+    if not entries and not allow_empty:
+        raise EmptyBook(wanted, settings)
     out = Path(out)
     write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
     manifest = BookManifest(

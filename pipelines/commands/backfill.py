@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
+from pipelines.commands.options import positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -36,8 +37,12 @@ def register(subparsers: Any) -> None:
     )
     runner = parser.add_mutually_exclusive_group()
     runner.add_argument("--dask-address", help="scheduler of a running Dask cluster (tcp://...)")
-    runner.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
-    runner.add_argument("--threads", type=int, default=2, help="months at once on threads (2)")
+    runner.add_argument(
+        "--dask-workers", type=positive_int, help="start a local Dask cluster of N workers"
+    )
+    runner.add_argument(
+        "--threads", type=positive_int, default=2, help="months at once on threads (2)"
+    )
     add_build_options(parser)
     parser.set_defaults(handler=run)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
+from pipelines.commands.options import fraction, non_negative_int, positive_int
 from pipelines.errors import ChesspipeError
 
 #: The option of each book setting, for error messages.
@@ -33,18 +34,20 @@ def add_book_options(parser: argparse.ArgumentParser) -> None:
     default = BookSettings()
     parser.add_argument(
         "--min-games",
-        type=int,
+        type=positive_int,
         default=default.min_games,
         help=f"games a move needs ({default.min_games})",
     )
     parser.add_argument(
         "--min-score",
-        type=float,
+        type=fraction,
         default=default.min_score,
         help=f"score a move needs ({default.min_score})",
     )
     parser.add_argument("--book-speeds", default=None, help="only these speeds (comma-separated)")
-    parser.add_argument("--min-band", type=int, default=None, help="only rating bands >= this")
+    parser.add_argument(
+        "--min-band", type=non_negative_int, default=None, help="only rating bands >= this"
+    )
 
 
 def book_settings_from_args(args: argparse.Namespace) -> BookSettings:
@@ -91,11 +94,18 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.books.build import build_book
+    from pipelines.books.build import EmptyBook, build_book
 
-    manifest = build_book(args.warehouse, args.months, args.out, book_settings_from_args(args))
+    settings = book_settings_from_args(args)
+    try:
+        manifest = build_book(args.warehouse, args.months, args.out, settings, allow_empty=False)
+    except EmptyBook as exc:
+        message = str(exc)
+        for name, flag in (*BOOK_FLAGS.items(), ("speeds", "--book-speeds")):
+            message = message.replace(f"{name} ", f"{flag} ")
+        raise ChesspipeError(message) from None
     record = manifest.to_json()
-    summary = {k: record[k] for k in ("out", "months", "entries", "positions")}
-    summary["games"] = manifest.entry_games  # this summary's key, which scripts read, stays
+    # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
+    summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}
     print(json.dumps(summary, indent=2))
     return 0

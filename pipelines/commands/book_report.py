@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import ReportSettings
+from pipelines.commands.options import non_negative_int, positive_int
 from pipelines.errors import ChesspipeError
 
 
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     default = ReportSettings()
     parser.add_argument(
         "--plies",
-        type=int,
+        type=positive_int,
         default=default.plies,
         help=f"depth of the opening tree ({default.plies})",
     )
@@ -47,13 +48,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--max-plies",
-        type=int,
+        type=non_negative_int,
         default=default.max_plies,
         help=f"depth limit of the coverage walk ({default.max_plies})",
     )
     parser.add_argument(
         "--max-positions",
-        type=int,
+        type=positive_int,
         default=default.max_positions,
         help=f"position limit of the coverage walk ({default.max_positions})",
     )

@@ -14,6 +14,7 @@ from pipelines.commands.book_build import (
     named_as_options,
 )
 from pipelines.commands.ingest import add_ingest_options
+from pipelines.commands.options import non_negative_int, positive_number
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
 
 
@@ -30,13 +31,13 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--retries",
-        type=int,
+        type=non_negative_int,
         default=default.retries,
         help=f"retries after a failure ({default.retries})",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=positive_number,
         default=default.timeout,
         help=f"network timeout ({default.timeout:g} s)",
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pipelines.commands.options import int_range
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -13,7 +15,7 @@ def register(subparsers: Any) -> None:
         description="Print the FEN of Chess960 starting position N (0-959, Scharnagl's "
         "numbering; 518 is the standard position).",
     )
-    parser.add_argument("number", type=int, metavar="N")
+    parser.add_argument("number", type=int_range(0, 959), metavar="N")
     parser.add_argument(
         "--shredder", action="store_true", help="write castling rights as rook files (HAha)"
     )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.ingest import add_filter_options
+from pipelines.commands.ingest import add_filter_options, add_progress_options
+from pipelines.commands.options import integer
 
 
 def add_table_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +38,28 @@ def table_folders(args: argparse.Namespace) -> list[Path]:
         raise ChesspipeError("no tablebase folder: pass --syzygy DIR or set SYZYGY_PATH") from None
 
 
+def add_overwrite_option(parser: argparse.ArgumentParser) -> None:
+    """Add --overwrite: without it, a label set already in --out is never replaced."""
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a label set of the same name in --out (default: refuse)",
+    )
+
+
+@contextmanager
+def _explain_existing() -> Iterator[None]:
+    from pipelines.endgames.dataset import LabelSetExists
+    from pipelines.errors import ChesspipeError
+
+    try:
+        yield
+    except LabelSetExists as exc:
+        raise ChesspipeError(
+            f"{exc.path} exists: pass --overwrite to replace it, or choose another --out"
+        ) from None
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "endgames", help="label endgame positions with Syzygy tablebases (Parquet)"
@@ -45,12 +70,15 @@ def register(subparsers: Any) -> None:
         "sample",
         help="uniformly random legal positions of given materials",
         description="Sample distinct, uniformly random legal positions of each material (no "
-        "castling, no en passant), label them, and write OUT/sample-seedN.parquet + .json.",
+        "castling, no en passant), label them, and write OUT/sample-seedN.parquet + .json "
+        "(never replacing one already there unless --overwrite).",
     )
     sample.add_argument("--materials", required=True, help="e.g. KRvKP:1000,KQvKR:500")
-    sample.add_argument("--seed", type=int, default=1)
+    sample.add_argument("--seed", type=integer, default=1)
     sample.add_argument("--out", required=True, type=Path)
     add_table_options(sample)
+    add_overwrite_option(sample)
+    add_progress_options(sample)
     sample.set_defaults(handler=run_sample)
 
     epd = actions.add_parser(
@@ -67,6 +95,7 @@ def register(subparsers: Any) -> None:
         help="skip positions the tables cannot label (counted) instead of failing",
     )
     add_table_options(epd)
+    add_overwrite_option(epd)
     epd.set_defaults(handler=run_epd)
 
     games = actions.add_parser(
@@ -80,6 +109,7 @@ def register(subparsers: Any) -> None:
     games.add_argument("--month", required=True, help="YYYY-MM the games belong to")
     games.add_argument("--out", required=True, type=Path)
     add_table_options(games)
+    add_overwrite_option(games)
     add_filter_options(games)
     games.set_defaults(handler=run_games)
 
@@ -89,9 +119,34 @@ def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from pipelines.endgames.build import sample_labels
+    import time
 
-    manifest = sample_labels(table_folders(args), args.materials, args.seed, args.out, args.backend)
+    from pipelines.commands.ingest import progress_from_args
+    from pipelines.endgames.build import sample_labels
+    from pipelines.progress import bar
+
+    shown = progress_from_args(args)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        if shown is not None:
+            line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
+            shown.show(line, time.monotonic() - started, force=done == total)
+
+    try:
+        with _explain_existing():
+            manifest = sample_labels(
+                table_folders(args),
+                args.materials,
+                args.seed,
+                args.out,
+                args.backend,
+                overwrite=args.overwrite,
+                progress=progress,
+            )
+    finally:
+        if shown is not None:
+            shown.close()
     _report(manifest, ("output", "rows", "backend", "seconds"))
     return 0
 
@@ -99,9 +154,15 @@ def run_sample(args: argparse.Namespace) -> int:
 def run_epd(args: argparse.Namespace) -> int:
     from pipelines.endgames.build import epd_labels
 
-    manifest = epd_labels(
-        table_folders(args), args.file, args.out, args.backend, args.skip_uncovered
-    )
+    with _explain_existing():
+        manifest = epd_labels(
+            table_folders(args),
+            args.file,
+            args.out,
+            args.backend,
+            args.skip_uncovered,
+            overwrite=args.overwrite,
+        )
     _report(manifest, ("output", "rows", "uncovered_skipped", "backend", "seconds"))
     return 0
 
@@ -113,9 +174,17 @@ def run_games(args: argparse.Namespace) -> int:
     folders = table_folders(args)
     bar = progress_from_args(args)
     try:
-        manifest = game_labels(
-            folders, args.source, args.month, args.out, filter_from_args(args), args.backend, bar
-        )
+        with _explain_existing():
+            manifest = game_labels(
+                folders,
+                args.source,
+                args.month,
+                args.out,
+                filter_from_args(args),
+                args.backend,
+                bar,
+                overwrite=args.overwrite,
+            )
     finally:
         if bar is not None:
             bar.close()

@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
         "binpack",
         help="Stockfish .binpack (the .plain records, chained as Stockfish's tools chain them)",
         description="Write the records `export plain` would write as a Stockfish .binpack: "
-        "a 32-byte stem per position, consecutive plies of a game chained after it.",
+        "a chain per position (a 32-byte stem and a 2-byte count of further plies: 34 bytes a "
+        "record), consecutive plies of a game chained after it, a few bits each.",
     )
     binpack.add_argument("--labels", required=True, type=Path, help="folder of label files")
     binpack.add_argument("--out", required=True, type=Path, help="the .binpack file to write")

@@ -37,6 +37,11 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
     parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
+    add_progress_options(parser)
+
+
+def add_progress_options(parser: argparse.ArgumentParser) -> None:
+    """Add --progress and --quiet (a progress line on a terminal by default)."""
     parser.add_argument(
         "--progress", action="store_true", help="show progress even when not a terminal"
     )
@@ -49,7 +54,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     plies = IngestSettings().plies
     # Checked by IngestSettings, whose message names the option (see _as_option_error).
     parser.add_argument(
-        "--plies", type=int, default=plies, help=f"plies counted per game ({plies})"
+        "--plies", type=positive_int, default=plies, help=f"plies counted per game ({plies})"
     )
     parser.add_argument(
         "--keep-partial",

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Callable
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def _integer(text: str) -> int:
+def integer(text: str) -> int:
+    """Any integer (a seed), in ASCII digits."""
     if not _INTEGER.fullmatch(text.strip()):
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}")
     return int(text)
@@ -18,7 +20,7 @@ def _integer(text: str) -> int:
 
 def positive_int(text: str) -> int:
     """An integer of at least 1."""
-    value = _integer(text)
+    value = integer(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
@@ -26,7 +28,7 @@ def positive_int(text: str) -> int:
 
 def non_negative_int(text: str) -> int:
     """An integer of at least 0."""
-    value = _integer(text)
+    value = integer(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be at least 0, got {text!r}")
     return value
@@ -39,4 +41,31 @@ def fraction(text: str) -> float:
     value = float(text)
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text!r}")
+    return value
+
+
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """An integer from `low` to `high` (both included)."""
+
+    def check(text: str) -> int:
+        value = integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {text!r}")
+        return value
+
+    check.__name__ = f"int_range({low}, {high})"
+    return check
+
+
+#: A TCP port to listen on.
+port = int_range(1, 65535)
+
+
+def positive_number(text: str) -> float:
+    """A finite number above 0 (seconds, say)."""
+    if not _NUMBER.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    value = float(text)
+    if not (math.isfinite(value) and value > 0.0):
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
     return value

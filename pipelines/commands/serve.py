@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import port
 from pipelines.errors import ChesspipeError
 
 
@@ -21,7 +22,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--warehouse", required=True, type=Path)
     parser.add_argument("--syzygy", help="Syzygy table folders (':'-separated)")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9002)
+    parser.add_argument("--port", type=port, default=9002)
     parser.set_defaults(handler=run)
 
 

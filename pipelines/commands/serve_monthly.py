@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from pipelines.commands.build_month import add_build_options
+from pipelines.commands.options import port
 
 
 def register(subparsers: Any) -> None:
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
     parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
     parser.add_argument(
-        "--port", type=int, default=4200, help="port of the local Prefect server and UI (4200)"
+        "--port", type=port, default=4200, help="port of the local Prefect server and UI (4200)"
     )
     add_build_options(parser)
     parser.set_defaults(handler=run)

@@ -41,6 +41,14 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None
     except ValueError as exc:
         raise ChesspipeError(str(exc).splitlines()[0]) from None
+    from pipelines.warehouse.layout import available_months
+
+    if not available_months(args.warehouse) and "move_stats" in args.query.lower():
+        print(
+            f"chesspipe: warning: warehouse {args.warehouse} holds no month of move statistics "
+            "yet: move_stats is empty (ingest a month first)",
+            file=sys.stderr,
+        )
     write_rows(columns, rows, args.format)
     return 0
 

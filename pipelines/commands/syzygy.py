@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import non_negative_int
+
 
 def register(subparsers: Any) -> None:
     from pipelines.endgames.syzygy_download import DEFAULT_BASE_URL, DEFAULT_CHECKSUMS_URL
@@ -27,7 +29,9 @@ def register(subparsers: Any) -> None:
     download.add_argument("--base-url", default=DEFAULT_BASE_URL, help="mirror root")
     download.add_argument("--checksums", default=DEFAULT_CHECKSUMS_URL,
                           help="SHA-256 list (URL or file), '<sha256>  <name>' lines")  # fmt: skip
-    download.add_argument("--retries", type=int, default=5, help="retries per file (5)")
+    download.add_argument(
+        "--retries", type=non_negative_int, default=5, help="retries per file (5)"
+    )
     download.add_argument("--yes", action="store_true", help="go ahead when space looks short")
     download.add_argument("--quiet", action="store_true", help="no progress output")
     download.set_defaults(handler=run_download)

@@ -7,6 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import int_range, integer, non_negative_int, positive_int
+
+#: Pieces on a board, kings included.
+_pieces = int_range(2, 32)
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -43,9 +48,11 @@ def register(subparsers: Any) -> None:
     )
     shuffle.add_argument("input", type=Path, metavar="IN")
     shuffle.add_argument("output", type=Path, metavar="OUT")
-    shuffle.add_argument("--seed", type=int, required=True)
+    shuffle.add_argument("--seed", type=integer, required=True)
     shuffle.add_argument(
-        "--buckets", type=int, help="temporary buckets (default: about 250,000 records each)"
+        "--buckets",
+        type=positive_int,
+        help="temporary buckets (default: about 250,000 records each)",
     )
     shuffle.set_defaults(handler=run_shuffle)
 
@@ -58,7 +65,7 @@ def register(subparsers: Any) -> None:
     )
     interleave.add_argument("inputs", type=Path, nargs="+", metavar="IN")
     interleave.add_argument("--out", type=Path, required=True)
-    interleave.add_argument("--seed", type=int, required=True)
+    interleave.add_argument("--seed", type=integer, required=True)
     interleave.set_defaults(handler=run_interleave)
 
     _add_from_games(actions)
@@ -96,9 +103,15 @@ def _add_from_games(actions: Any) -> None:
         action="store_true",
         help="drop positions whose move captures or promotes",
     )
-    parser.add_argument("--from-ply", type=int, default=0, help="drop the first N plies (0)")
-    parser.add_argument("--min-pieces", type=int, default=2, help="fewest pieces on the board (2)")
-    parser.add_argument("--max-pieces", type=int, default=32, help="most pieces on the board (32)")
+    parser.add_argument(
+        "--from-ply", type=non_negative_int, default=0, help="drop the first N plies (0)"
+    )
+    parser.add_argument(
+        "--min-pieces", type=_pieces, default=2, help="fewest pieces on the board (2)"
+    )
+    parser.add_argument(
+        "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
+    )
     parser.set_defaults(handler=run_from_games)
 
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pipelines.endgames.dataset import write_label_set
+from pipelines.endgames.dataset import check_label_set_free, write_label_set
 from pipelines.endgames.from_games import GameScan, game_positions
 from pipelines.endgames.labeller import Labeller
-from pipelines.endgames.positions import Position, epd_positions, parse_materials, sample_positions
+from pipelines.endgames.positions import (
+    Position,
+    check_sample_size,
+    epd_positions,
+    parse_materials,
+    sample_positions,
+)
 from pipelines.endgames.probing import TablebaseError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.progress import ProgressCallback
@@ -18,10 +24,23 @@ from pipelines.warehouse.layout import check_month
 
 
 def sample_labels(
-    folders: Sequence[Path], materials: str, seed: int, out: Path, backend: str = "auto"
+    folders: Sequence[Path],
+    materials: str,
+    seed: int,
+    out: Path,
+    backend: str = "auto",
+    *,
+    overwrite: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Label uniformly random positions of each material into OUT/sample-seedN.parquet."""
+    """Label uniformly random positions of each material into OUT/sample-seedN.parquet.
+
+    `progress` is called with the positions sampled so far and the number asked for.
+    """
     pairs = parse_materials(materials)
+    for material, count in pairs:
+        check_sample_size(material, count)
+    check_label_set_free(out, f"sample-seed{seed}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     for material, _ in pairs:
         pieces = len(material) - 1
@@ -33,13 +52,25 @@ def sample_labels(
         if missing:
             raise TablebaseError(f"{material}: table {missing} is missing")
 
+    total = sum(count for _, count in pairs)
+
     def positions() -> Iterator[Position]:
+        done = 0
+
+        def report(found: int) -> None:
+            if progress is not None:
+                progress(done + found, total)
+
         for material, count in pairs:
-            yield from sample_positions(material, count, seed)
+            yield from sample_positions(material, count, seed, report)
+            done += count
+        report(0)
 
     settings = {"materials": dict(pairs), "seed": seed}
     with labeller:
-        return write_label_set(positions(), labeller, out, f"sample-seed{seed}", settings)
+        return write_label_set(
+            positions(), labeller, out, f"sample-seed{seed}", settings, overwrite=overwrite
+        )
 
 
 def epd_labels(
@@ -49,16 +80,25 @@ def epd_labels(
     backend: str = "auto",
     skip_uncovered: bool = False,
     name: str | None = None,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Label the positions of an EPD/FEN list into OUT/epd-STEM.parquet."""
     path = Path(path)
+    check_label_set_free(out, name or f"epd-{path.stem}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     # Read the whole list first: a bad line fails before anything is written.
     positions = list(epd_positions(path))
     settings = {"input": str(path), "skip_uncovered": skip_uncovered}
     with labeller:
         return write_label_set(
-            positions, labeller, out, name or f"epd-{path.stem}", settings, skip_uncovered
+            positions,
+            labeller,
+            out,
+            name or f"epd-{path.stem}",
+            settings,
+            skip_uncovered,
+            overwrite=overwrite,
         )
 
 
@@ -70,16 +110,25 @@ def game_labels(
     rules: GameFilter,
     backend: str = "auto",
     progress: ProgressCallback | None = None,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH."""
     check_month(month)
+    check_label_set_free(out, f"games-{month}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     scan = GameScan()
     positions = game_positions(source, rules, labeller.tables, scan, progress)
     settings = {"source": source, "month": month, "filter": _filter_dict(rules)}
     with labeller:
         return write_label_set(
-            positions, labeller, out, f"games-{month}", settings, extra=scan.summary
+            positions,
+            labeller,
+            out,
+            f"games-{month}",
+            settings,
+            extra=scan.summary,
+            overwrite=overwrite,
         )
 
 

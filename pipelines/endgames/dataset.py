@@ -112,6 +112,29 @@ def check_name(name: str) -> str:
     return name
 
 
+class LabelSetExists(ChesspipeError):
+    """A label set of that name is already in the folder, and overwriting was not asked for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} exists: not replaced (overwrite is off)")
+        self.path = path
+
+
+def label_set_paths(out_dir: Path, name: str) -> tuple[Path, Path]:
+    """Return the Parquet file and the manifest of the label set NAME in a folder."""
+    out_dir = Path(out_dir)
+    return out_dir / f"{check_name(name)}.parquet", out_dir / f"{name}.json"
+
+
+def check_label_set_free(out_dir: Path, name: str, *, overwrite: bool = False) -> None:
+    """Fail with LabelSetExists when NAME's files are in the folder, unless `overwrite`."""
+    if overwrite:
+        return
+    for path in label_set_paths(out_dir, name):
+        if path.exists():
+            raise LabelSetExists(path)
+
+
 def write_label_set(
     positions: Iterable[Position],
     labeller: Labeller,
@@ -120,12 +143,18 @@ def write_label_set(
     settings: dict[str, Any],
     skip_uncovered: bool = False,
     extra: Callable[[], dict[str, Any]] | None = None,
+    *,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
-    """Label positions into OUT/NAME.parquet + OUT/NAME.json; each appears whole or not at all."""
+    """Label positions into OUT/NAME.parquet + OUT/NAME.json; each appears whole or not at all.
+
+    An existing label set of that name is never replaced unless `overwrite` (LabelSetExists).
+    """
     started = time.monotonic()
     out_dir = Path(out_dir)
+    check_label_set_free(out_dir, name, overwrite=overwrite)
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / f"{check_name(name)}.parquet"
+    target, _ = label_set_paths(out_dir, name)
     counts: dict[str, int] = {}
     with atomic_path(target) as tmp:
         with pq.ParquetWriter(tmp, ENDGAME_LABELS_SCHEMA, compression="zstd") as writer:
@@ -146,6 +175,8 @@ def write_label_set(
         }
         if extra is not None:
             manifest.update(extra())
+        # Labelling can take long: a run that started meanwhile must not be replaced either.
+        check_label_set_free(out_dir, name, overwrite=overwrite)
     write_json_atomic(out_dir / f"{name}.json", manifest)
     return manifest
 

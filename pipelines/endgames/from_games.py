@@ -22,7 +22,7 @@ from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter
 from pipelines.ingest.scan import split_games
 from pipelines.progress import Progress, ProgressCallback
 from pipelines.sources.open import open_source
-from schemas.movetext import san_tokens
+from schemas.movetext import has_moves, san_tokens
 
 
 @dataclass
@@ -119,6 +119,9 @@ def game_positions(
     with open_source(source, rules.variant) as opened:
         for game in split_games(decompressed_chunks(opened.reader), stats):
             kept = filter_game(game, rules, stats)
+            if kept is not None and not has_moves(kept.movetext):
+                stats.drop("no_moves")  # as ingest drops it: not a kept game
+                kept = None
             if kept is not None:
                 stats.games_kept += 1
                 if kept.movetext.count(b"x") < need:
@@ -137,10 +140,10 @@ def game_positions(
                 if now - last_report >= 0.5:
                     last_report = now
                     progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                      scan.replayed, now - started))  # fmt: skip
+                                      stats.games_kept, now - started))  # fmt: skip
         if progress is not None:
             progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                              scan.replayed, time.monotonic() - started))  # fmt: skip
+                              stats.games_kept, time.monotonic() - started))  # fmt: skip
         scan.source = {
             "source_resolved": opened.name,
             "source_bytes_read": opened.reader.bytes_read,

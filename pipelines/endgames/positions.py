@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +65,44 @@ def random_position(material: str, rng: random.Random) -> chess.Board:
             return board
 
 
-def sample_positions(material: str, count: int, seed: int) -> Iterator[Position]:
-    """Yield `count` distinct uniformly random legal positions of a material, reproducibly."""
+def most_positions(material: str) -> int:
+    """Return a bound no material's distinct positions exceed: the placements of its pieces
+    (identical pieces interchangeable, pawns off the first and last ranks), both sides to move.
+    Legal positions are fewer (kings apart, the side not to move not in check)."""
+    white, black = material.split("v")
+    groups = Counter([("w", c) for c in white] + [("b", c) for c in black])
+    free, free_for_pawns, placements = 64, 48, 1
+    for (_, piece), k in sorted(groups.items(), key=lambda group: group[0][1] != "P"):
+        if piece == "P":
+            placements *= math.comb(free_for_pawns, k)
+            free_for_pawns -= k
+        else:
+            placements *= math.comb(free, k)
+        free -= k
+    return 2 * placements
+
+
+def check_sample_size(material: str, count: int) -> None:
+    """Fail at once when more distinct positions are asked for than a material can have."""
+    bound = most_positions(material)
+    if count > bound:
+        raise ChesspipeError(
+            f"{material} has at most {bound:,} distinct positions (placements of its pieces, "
+            f"both sides to move); {count:,} asked for"
+        )
+
+
+def sample_positions(
+    material: str,
+    count: int,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[Position]:
+    """Yield `count` distinct uniformly random legal positions of a material, reproducibly.
+
+    `progress` is called with the positions found so far, every 1,024 of them.
+    """
+    check_sample_size(material, count)
     rng = random.Random(f"chesspipe-sample:{seed}:{material}")
     seen: set[str] = set()
     attempts = 0
@@ -80,6 +118,8 @@ def sample_positions(material: str, count: int, seed: int) -> Iterator[Position]
         if fen in seen:
             continue
         seen.add(fen)
+        if progress is not None and not len(seen) & 0x3FF:
+            progress(len(seen))
         yield Position(board, "sample")
 
 

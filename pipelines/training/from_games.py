@@ -7,8 +7,9 @@ and the result from the side to move. Positions the tablebases cover take their 
 result from the tables (`Outcomes`, handed in by the caller), and every earlier position takes
 the outcome of the game's first covered position, as Leela's rescorer does.
 
-Games are skipped and counted: by the ingest filter's reasons, `missing_eval` (with
-`require_eval`, a move without an eval; also a game with no moves at all), `no_eval` (without
+Games are skipped and counted: by the ingest filter's reasons and `no_moves` (as ingest
+drops them, so `games_kept` counts the games ingest keeps), `missing_eval` (with
+`require_eval`, a move without an eval), `no_eval` (without
 `require_eval`: no eval in the game, and too few captures (SAN `x`) to reach the tables, so no
 position could have a score; such games are not replayed), `bad_eval` (an eval comment that does
 not parse), `no_moves`, `too_long` (more than 16,383 plies), `illegal_move`. Positions of the
@@ -43,7 +44,7 @@ from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import atomic_path
 from schemas.binpack import fen_prefix
-from schemas.movetext import san_tokens
+from schemas.movetext import has_moves, san_tokens
 from schemas.plain import PlainRecord
 from schemas.training_lineage import TRAINING_LINEAGE_SCHEMA, lineage_path_for
 from schemas.version import __version__
@@ -497,11 +498,14 @@ def export_games(
                         last_report = now
                         report = Progress(
                             opened.reader.bytes_read, opened.size, stats.games_read,
-                            run.exported, now - started,
+                            stats.games_kept, now - started,
                         )  # fmt: skip
                         progress(report)
                 kept = filter_game(raw, settings.rules, stats)
                 if kept is None:
+                    continue
+                if not has_moves(kept.movetext):
+                    stats.drop("no_moves")  # as ingest drops it: not a kept game
                     continue
                 stats.games_kept += 1
                 rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, run)
@@ -517,7 +521,7 @@ def export_games(
             lineage_writer.close()
             if progress is not None:
                 progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                  run.exported, time.monotonic() - started))  # fmt: skip
+                                  stats.games_kept, time.monotonic() - started))  # fmt: skip
     except OSError as exc:
         raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
     dropped = Counter(stats.dropped)

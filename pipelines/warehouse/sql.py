@@ -36,7 +36,11 @@ def run_query(
     """
     import duckdb
 
-    con = connect(Path(warehouse), chess_terms=uses_chess_terms(query))
+    warehouse = Path(warehouse)
+    if not warehouse.is_dir():
+        reason = "is not a folder" if warehouse.exists() else "does not exist"
+        raise ValueError(f"warehouse {warehouse} {reason}")
+    con = connect(warehouse, chess_terms=uses_chess_terms(query))
     try:
         if not allow_write:
             for statement in con.extract_statements(query):
