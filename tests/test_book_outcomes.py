@@ -247,3 +247,22 @@ def test_report_layout_in_chromium(built: tuple[Path, Path], tmp_path: Path) -> 
             assert text["left"] >= 0 and text["right"] <= chart["width"], text
     # The page's width is used: content reaches past two thirds of a wide window.
     assert found["right"] > found["inner"] * 2 / 3
+
+
+def test_a_published_monthly_book_finds_its_statistics(tmp_path: Path) -> None:
+    from pipelines.monthly.build import build_month
+    from pipelines.monthly.publish import published_paths
+    from pipelines.monthly.settings import MonthSettings
+
+    games = need(GAMES_2021, "real Lichess games (2021-10 sample)")
+    settings = MonthSettings(rules=GameFilter(min_rating=0), book=SETTINGS)
+    build_month(str(games), "2021-10", tmp_path / "wh", tmp_path / "books", settings)
+    book, _ = published_paths(tmp_path / "books", "2021-10")
+    board = chess.Board()
+    expected = recount(tmp_path / "wh", board)
+    shown = run_cli("book", "show", str(book), "--fen", board.fen()).stdout.splitlines()[1:]
+    lines = [line for line in shown if not line.startswith("opening ")]
+    assert len(lines) > 3
+    for line in lines:
+        move = board.parse_san(line.split()[0])
+        assert described(*expected[move.uci()]) in line

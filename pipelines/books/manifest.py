@@ -85,12 +85,17 @@ def book_manifest_path(book: Path) -> Path:
 
 
 def read_manifest_beside(book: Path) -> BookManifest | None:
-    """Return the manifest `book build` wrote beside this very book (same sha256), if any."""
+    """Return the manifest `book build` wrote beside this very book (same sha256), if any.
+
+    Beside a book `build-month` published, its run manifest holds the book's.
+    """
     try:
         data = json.loads(book_manifest_path(book).read_text())
         digest = file_sha256(Path(book))
     except (OSError, ValueError):
         return None
+    if isinstance(data, dict) and isinstance(data.get("book"), dict):
+        data = data["book"]  # a monthly build's manifest: the book's manifest is inside
     if not isinstance(data, dict) or data.get("sha256") != digest:
         return None
     try:
