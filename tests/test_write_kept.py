@@ -158,3 +158,10 @@ def test_cli_writes_kept_games_only_when_the_month_is_published(
     )  # fmt: skip
     assert proc.returncode != 0 and not refused.exists()
     assert list(tmp_path.glob("**/.*.tmp")) == []
+    # The source is never its own kept games file.
+    source = tmp_path / "source.pgn.zst"
+    source.write_bytes(games_2021.read_bytes())
+    args = ["ingest", str(source), "--month", "2021-11", "--warehouse", str(tmp_path / "wh")]
+    same = run_cli(*args, "--write-kept", str(source), check=False)
+    assert same.returncode == 1 and "is the source itself" in same.stderr
+    assert source.read_bytes() == games_2021.read_bytes()

@@ -90,6 +90,8 @@ def ingest(
             raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
         settings = settings or IngestSettings()
         check_month(month)
+        if write_kept is not None:
+            _check_kept_target(source, Path(write_kept))
         warehouse = Path(warehouse)
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         if not may_start_processes():
@@ -145,6 +147,14 @@ def ingest(
     finally:
         if counting is not None:
             counting.close()
+
+
+def _check_kept_target(source: str, target: Path) -> None:
+    """Refuse a kept games file that is the source itself (it would replace what it reads)."""
+    resolved = resolve(source)
+    local = source != "-" and not is_url(resolved) and Path(resolved).exists()
+    if local and target.exists() and target.samefile(resolved):
+        raise ChesspipeError(f"the kept games file {target} is the source itself")
 
 
 def _counting_for(
