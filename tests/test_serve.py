@@ -36,7 +36,8 @@ from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
-from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need, need_program
+from tests.browser import chromium_driver
+from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
 from tests.recount import keeps, read_text, speed
 
 berserk = pytest.importorskip("berserk")
@@ -376,22 +377,10 @@ def test_tablebase_mainline_and_uncovered(server: str) -> None:
 
 
 def test_page_in_chromium(server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    need(Path("/usr/bin/chromium"), "Debian's chromium")
-    driver_path = need_program("chromedriver")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    with chromium_driver(1100, 800) as driver:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--window-size=1100,800",
-    ):  # fmt: skip
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
         driver.get(server + "/")
         wait = WebDriverWait(driver, 20)
 
@@ -438,8 +427,6 @@ def test_page_in_chromium(server: str, tmp_path: Path, capsys: pytest.CaptureFix
         assert shot.stat().st_size > 1000
         with capsys.disabled():
             print(f"\nscreenshot of the page: {shot}")
-    finally:
-        driver.quit()
 
 
 def test_tablebase_on_the_page(server: str, tmp_path: Path) -> None:

@@ -27,8 +27,8 @@ ENTRIES_HEX = (
 )
 
 
-def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
-    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows."""
+def stats_filter(months: list[str], settings: BookSettings) -> tuple[list[str], list[Any]]:
+    """Return the conditions (and parameters) on move_stats rows that a book is built from."""
     where = ["month IN (SELECT unnest(?::VARCHAR[]))"]
     params: list[Any] = [months]
     if settings.speeds is not None:
@@ -37,6 +37,12 @@ def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any
     if settings.min_band is not None:
         where.append("rating_band >= ?")
         params.append(settings.min_band)
+    return where, params
+
+
+def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
+    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows."""
+    where, params = stats_filter(months, settings)
     # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score.
     sql = f"""
         WITH totals AS (
@@ -140,6 +146,7 @@ def build_book(
         sha256=file_sha256(out),
         seconds=round(time.monotonic() - started, 3),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        warehouse=str(Path(warehouse).resolve()),
     )
     manifest.write(book_manifest_path(out))
     return manifest

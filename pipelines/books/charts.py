@@ -10,6 +10,8 @@ _BAR = "#3b6ea8"
 _ACCENT = "#d08c2c"
 _INK = "#222222"
 _GRID = "#d9d9d9"
+#: A glyph's width, at most, in ems, for the digits, letters and signs of value texts.
+TEXT_EM = 0.62
 
 
 def esc(text: object) -> str:
@@ -26,12 +28,25 @@ def bar_chart_svg(
     bar_height: int = 22,
     color: str = _BAR,
 ) -> str:
-    """Return a horizontal bar chart as inline SVG, one labelled bar per value."""
+    """Return a horizontal bar chart as inline SVG, one labelled bar per value.
+
+    The bars take `width` less 200 px; the chart is widened when a value's text would not
+    fit after its bar.
+    """
     value_text = value_text or [f"{v:g}" for v in values]
     label_w, pad, top = 90, 8, 30
     plot_w = width - label_w - 110
     height = top + len(values) * (bar_height + pad) + pad
     peak = max(values) if values and max(values) > 0 else 1.0
+    # The text's room after each bar: an upper bound of 12 px sans-serif glyphs' widths.
+    needed = max(
+        (
+            label_w + (plot_w * v / peak if v > 0 else 0.0) + 6 + TEXT_EM * 12 * len(t) + pad
+            for v, t in zip(values, value_text, strict=True)
+        ),
+        default=0.0,
+    )
+    width = max(width, int(needed + 1))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" aria-label="{esc(title)}">',

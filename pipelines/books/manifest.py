@@ -18,7 +18,8 @@ class BookManifest:
 
     `entry_games` is the sum of the games behind each entry (a game counts once for every
     book move it played), not a number of games; files written before it had that name call
-    it `games`, and still read.
+    it `games`, and still read. `warehouse`, `months` and `settings` find the statistics
+    behind the book's moves again (pipelines.books.outcomes).
     """
 
     chesspipe_version: str
@@ -32,6 +33,8 @@ class BookManifest:
     sha256: str
     seconds: float
     finished_at: str
+    #: The warehouse the statistics came from (absolute); None in files written before it.
+    warehouse: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the manifest as the JSON object its file holds."""
@@ -47,6 +50,7 @@ class BookManifest:
             "sha256": self.sha256,
             "seconds": self.seconds,
             "finished_at": self.finished_at,
+            **({"warehouse": self.warehouse} if self.warehouse is not None else {}),
         }
 
     @classmethod
@@ -67,6 +71,7 @@ class BookManifest:
             sha256=str(data["sha256"]),
             seconds=float(data["seconds"]),
             finished_at=str(data["finished_at"]),
+            warehouse=str(data["warehouse"]) if data.get("warehouse") is not None else None,
         )
 
     def write(self, path: Path) -> None:
@@ -80,12 +85,17 @@ def book_manifest_path(book: Path) -> Path:
 
 
 def read_manifest_beside(book: Path) -> BookManifest | None:
-    """Return the manifest `book build` wrote beside this very book (same sha256), if any."""
+    """Return the manifest `book build` wrote beside this very book (same sha256), if any.
+
+    Beside a book `build-month` published, its run manifest holds the book's.
+    """
     try:
         data = json.loads(book_manifest_path(book).read_text())
         digest = file_sha256(Path(book))
     except (OSError, ValueError):
         return None
+    if isinstance(data, dict) and isinstance(data.get("book"), dict):
+        data = data["book"]  # a monthly build's manifest: the book's manifest is inside
     if not isinstance(data, dict) or data.get("sha256") != digest:
         return None
     try:

@@ -27,8 +27,10 @@ def register(subparsers: Any) -> None:
         "report",
         help="write an HTML report of a book: opening tree, coverage by ply, charts",
         description="Write one self-contained HTML page about any Polyglot book: the heaviest "
-        "lines from the start position in SAN with weights and percentages, book size, "
-        "coverage by ply, and charts.",
+        "lines from the start position in SAN with weights and percentages, games and "
+        "White/draw/Black per move (when the statistics the book was built from are at hand), "
+        "opening names, board diagrams of the top positions, book size, coverage by ply, and "
+        "charts.",
     )
     parser.add_argument("book", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="the HTML file to write")
@@ -58,11 +60,18 @@ def register(subparsers: Any) -> None:
         default=default.max_positions,
         help=f"position limit of the coverage walk ({default.max_positions})",
     )
+    parser.add_argument(
+        "--warehouse",
+        type=Path,
+        help="games and White/draw/Black per move from this warehouse's statistics; by "
+        "default from the one the book's manifest names, when it is at hand",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.books.report import write_report
+    from pipelines.books.show import statistics_for
     from schemas.polyglot import BookFormatError
 
     try:
@@ -72,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
             "--plies and --max-positions must be at least 1, --max-plies at least 0"
         ) from None
     try:
-        print(write_report(args.book, args.out, settings))
+        statistics = statistics_for(args.book, args.warehouse)
+        print(write_report(args.book, args.out, settings, statistics=statistics))
     except BookFormatError as exc:
         raise ChesspipeError(str(exc)) from None
     return 0

@@ -12,7 +12,9 @@ def register(subparsers: Any) -> None:
         "show",
         help="show a position's book moves, or summarise a book",
         description="Without a position, summarise the book. With --fen or --moves, list the "
-        "position's legal book moves in SAN with weights and percentages, heaviest first.",
+        "position's legal book moves in SAN with weights and percentages, heaviest first, "
+        "their games and White/draw/Black shares (when the statistics the book was built "
+        "from are at hand) and opening names.",
     )
     parser.add_argument("book", type=Path)
     where = parser.add_mutually_exclusive_group()
@@ -23,17 +25,32 @@ def register(subparsers: Any) -> None:
         '"e4 e5 Nf3", "e2e4 e7e5" or "1. e4 e5 2. Nf3 {comment} $1"',
     )
     parser.add_argument("--chess960", action="store_true", help="read --fen as Chess960")
+    parser.add_argument(
+        "--warehouse",
+        type=Path,
+        help="the statistics behind the moves (games, White/draw/Black) from this warehouse; "
+        "by default from the one the book's manifest names, when it is at hand",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.books.show import describe_book, describe_position, position_from
+    from pipelines.books.show import (
+        describe_book,
+        describe_position,
+        position_from,
+        statistics_for,
+    )
     from pipelines.errors import ChesspipeError
     from schemas.polyglot import BookFormatError
 
     board = position_from(args.fen, args.moves, args.chess960)
     try:
-        text = describe_book(args.book) if board is None else describe_position(args.book, board)
+        statistics = statistics_for(args.book, args.warehouse)
+        if board is None:
+            text = describe_book(args.book, statistics=statistics)
+        else:
+            text = describe_position(args.book, board, statistics=statistics)
     except BookFormatError as exc:
         raise ChesspipeError(str(exc)) from None
     print(text)

@@ -123,6 +123,13 @@ def register(subparsers: Any) -> None:
         help="replace a published month even with a run that read fewer than a tenth of its "
         "games (otherwise refused: a cut download or an empty file must not replace a month)",
     )
+    parser.add_argument(
+        "--write-kept",
+        type=Path,
+        metavar="FILE.pgn.zst",
+        help="also write the games kept, as the source has them, in its order, to FILE "
+        "(zstd-compressed when it ends in .zst): check the filter, or reuse its games",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             counting=counting,
             replace=args.force,
+            write_kept=args.write_kept,
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None

@@ -167,37 +167,45 @@ class MoveCounter:
         self.rows = MoveRows()
         self.batch_size = batch_size
         self.batched = not chess960 if batched is None else batched
-        self._pending: list[tuple[KeptGame, list[bytes]]] = []
+        self._pending: list[tuple[KeptGame, list[bytes], int]] = []
+        #: Games added so far: the next one's place (see ScanStats.rejected).
+        self.added = 0
 
     def add(self, game: KeptGame) -> None:
         """Count a kept game (perhaps later, in a batch)."""
+        place = self.added
+        self.added += 1
         if not self.batched or game.fen is not None:
-            self._count_one(game, None)
+            self._count_one(game, None, place)
             return
         sans = san_tokens(game.movetext, self.plies)
         if not sans:
-            self.stats.drop("no_moves")
+            self._reject("no_moves", place)
             return
         if not b"".join(sans).isascii():
-            self._count_one(game, sans)
+            self._count_one(game, sans, place)
             return
-        self._pending.append((game, sans))
+        self._pending.append((game, sans, place))
         if len(self._pending) >= self.batch_size:
             self.flush()
 
-    def _count_one(self, game: KeptGame, sans: list[bytes] | None) -> None:
+    def _reject(self, reason: str, place: int) -> None:
+        self.stats.drop(reason)
+        self.stats.rejected.append(place)
+
+    def _count_one(self, game: KeptGame, sans: list[bytes] | None, place: int) -> None:
         try:
             added = count_game(game, self.plies, self.tree, self.rows, self.chess960, sans)
         except IllegalMove:
-            self.stats.drop("illegal_move")
+            self._reject("illegal_move", place)
             return
         except BadFen:
-            self.stats.drop("bad_fen")
+            self._reject("bad_fen", place)
             return
         if added:
             self.stats.games_kept += 1
         else:
-            self.stats.drop("no_moves")
+            self._reject("no_moves", place)
 
     def take_rows(self) -> MoveRows:
         """Return the rows counted so far (waiting games included), and start new ones."""
@@ -214,16 +222,16 @@ class MoveCounter:
         from pipelines.ingest.replay import replay
 
         pending, self._pending = self._pending, []
-        replayed = replay([b" ".join(sans).decode("ascii") for _, sans in pending])
+        replayed = replay([b" ".join(sans).decode("ascii") for _, sans, _ in pending])
         rejected = set(replayed.rejected)
         games = replayed.games
         if len(games):
             starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
             first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
             white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-            speed = np.array([g.speed.ordinal for g, _ in pending], dtype=np.uint8)[games]
-            band = np.array([g.rating_band for g, _ in pending], dtype=np.uint16)[games]
-            white_points = np.array([g.result for g, _ in pending], dtype=np.uint8)[games]
+            speed = np.array([g.speed.ordinal for g, _, _ in pending], dtype=np.uint8)[games]
+            band = np.array([g.rating_band for g, _, _ in pending], dtype=np.uint16)[games]
+            white_points = np.array([g.result for g, _, _ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
             self.rows.keys.frombytes(replayed.keys.astype(np.uint64).tobytes())
             self.rows.moves.frombytes(replayed.moves.astype(np.uint16).tobytes())
@@ -232,5 +240,4 @@ class MoveCounter:
             self.rows.points.frombytes(points.tobytes())
         self.stats.games_kept += len(pending) - len(rejected)
         for index in sorted(rejected):
-            game, sans = pending[index]
-            self._count_one(game, sans)  # python-chess decides
+            self._count_one(*pending[index])  # python-chess decides

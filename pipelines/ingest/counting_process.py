@@ -157,6 +157,7 @@ class CountingProcess:
             raise
         stats.games_kept -= self.sent
         stats.merge(counted)
+        stats.rejected.extend(counted.rejected)  # the places of games sent, in order
         return hits, misses
 
     def write(self, target: Path) -> int:
@@ -283,12 +284,15 @@ def count_games(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
+    keep: Callable[[bytes], object] | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of the kept games into aggregated run files under staging.
 
     Return the run files and the opening tree used (None if no game was kept and none given).
+    `keep` is called with the text of each game that passes the filter (see
+    kept_games_in_blocks).
     """
-    kept = kept_games_in_blocks(blocks, settings.rules, stats)
+    kept = kept_games_in_blocks(blocks, settings.rules, stats, keep=keep)
     return count_kept(
         kept, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=tree
     )

@@ -29,12 +29,45 @@ class Frame:
 
 def write_framed_zstd(path: Path, data: bytes, frame_size: int = 1 << 20, level: int = 19) -> None:
     """Write data as independent zstd frames, each announced by a skippable size frame."""
-    cctx = zstandard.ZstdCompressor(level=level)
     with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        for start in range(0, len(data), frame_size):
-            frame = cctx.compress(data[start : start + frame_size])
-            handle.write(struct.pack("<III", SKIPPABLE_MAGIC_LOW, 4, len(frame)))
-            handle.write(frame)
+        writer = FramedWriter(handle, frame_size=frame_size, level=level)
+        writer.write(data)
+        writer.flush()
+
+
+class FramedWriter:
+    """Writes text to a binary file as pzstd-style frames of `frame_size` bytes of text.
+
+    What is written is held until a frame is full; `flush` writes the rest as a last frame.
+    """
+
+    def __init__(self, handle: BinaryIO, *, frame_size: int = 1 << 20, level: int = 19) -> None:
+        self._handle = handle
+        self._frame_size = frame_size
+        self._cctx = zstandard.ZstdCompressor(level=level)
+        self._pending = bytearray()
+
+    def write(self, data: bytes) -> None:
+        """Add text; write each frame it fills."""
+        self._pending += data
+        if len(self._pending) >= self._frame_size:
+            whole = len(self._pending) - len(self._pending) % self._frame_size
+            view = memoryview(self._pending)
+            for start in range(0, whole, self._frame_size):
+                self._frame(view[start : start + self._frame_size])
+            view.release()
+            del self._pending[:whole]
+
+    def flush(self) -> None:
+        """Write the text held as a last (shorter) frame."""
+        if self._pending:
+            self._frame(memoryview(self._pending))
+            self._pending = bytearray()
+
+    def _frame(self, text: memoryview) -> None:
+        frame = self._cctx.compress(text)
+        self._handle.write(struct.pack("<III", SKIPPABLE_MAGIC_LOW, 4, len(frame)))
+        self._handle.write(frame)
 
 
 def frame_index(handle: BinaryIO, size: int) -> list[Frame] | None:

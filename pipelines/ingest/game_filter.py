@@ -88,6 +88,12 @@ class ScanStats:
     unreadable_bytes: int = 0
     #: The text ended inside a game (no result after its movetext): the source was cut.
     ends_inside_game: bool = False
+    #: The text's line ends are CRLF (the scanner reads them as LF).
+    crlf: bool = False
+    #: Which games that passed the filter counting then dropped (no_moves, illegal_move,
+    #: bad_fen): their places among this scan's games that passed it, from 0. Local to one
+    #: scan of text in order (merge leaves it out).
+    rejected: list[int] = field(default_factory=list)
 
     @property
     def games_found(self) -> int:
@@ -106,6 +112,7 @@ class ScanStats:
         self.pgn_bytes += other.pgn_bytes
         self.unreadable_bytes += other.unreadable_bytes
         self.ends_inside_game = self.ends_inside_game or other.ends_inside_game
+        self.crlf = self.crlf or other.crlf
 
 
 def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:

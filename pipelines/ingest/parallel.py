@@ -14,6 +14,7 @@ from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.counting_process import count_games
 from pipelines.ingest.frames import Frame, unit_pieces
 from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
 from pipelines.ingest.processes import (
     StartMethod,
@@ -37,8 +38,13 @@ def scan_unit(
     settings: IngestSettings,
     staging: Path,
     flush_rows: int,
+    write_kept: bool = False,
 ) -> tuple[ScanStats, list[Path], int, int]:
-    """Count the games one unit owns; return its scan counts, run files and tree hits/misses."""
+    """Count the games one unit owns; return its scan counts, run files and tree hits/misses.
+
+    With `write_kept`, the text of the games kept is staged in `unit-NNNNNNN.kept` under
+    staging, and the scan counts name those counting dropped (ScanStats.rejected).
+    """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     stats = ScanStats()
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
@@ -50,9 +56,15 @@ def scan_unit(
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     prefix = f"unit-{unit.start:07d}"
-    runs, _TREE = count_games(
-        blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE
-    )
+    kept = KeptText(staging / f"{prefix}.kept") if write_kept else None
+    try:
+        runs, _TREE = count_games(
+            blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
+            keep=kept.add if kept is not None else None,
+        )  # fmt: skip
+    finally:
+        if kept is not None:
+            kept.close()
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     stats.pgn_bytes = own_length
     return stats, runs, after[0] - before[0], after[1] - before[1]
@@ -90,6 +102,7 @@ def count_units(
     hash_source = opened.kind == "file"
     frames = plan.frames
     runs: list[Path] = []
+    kept: dict[int, KeptPart] = {}
     hits = misses = 0
     done_bytes = 0
     own_pool = None
@@ -103,11 +116,14 @@ def count_units(
         )
     try:
         pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
+        units: dict[Future[tuple[ScanStats, list[Path], int, int]], range] = {}
         for unit in plan.units:
             future = executor.submit(
-                scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows
-            )
+                scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows,
+                job.write_kept is not None,
+            )  # fmt: skip
             pending[future] = sum(frames[i].size for i in unit)
+            units[future] = unit
         # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
         import pyarrow.parquet  # noqa: F401
 
@@ -126,6 +142,10 @@ def count_units(
                     unit_stats, unit_runs, unit_hits, unit_misses = future.result()
                     done_bytes += pending.pop(future)
                     stats.merge(unit_stats)
+                    if job.write_kept is not None:
+                        unit = units[future]
+                        path = job.staging / f"unit-{unit.start:07d}.kept"
+                        kept[unit.start] = KeptPart(path, unit_stats.rejected)
                     runs.extend(unit_runs)
                     hits += unit_hits
                     misses += unit_misses
@@ -151,4 +171,4 @@ def count_units(
     write = partial(
         merge_runs, sorted(runs), staging=job.staging, in_memory_rows=job.in_memory_rows
     )
-    return Counted(hits, misses, write)
+    return Counted(hits, misses, write, kept=[kept[start] for start in sorted(kept)])

@@ -23,6 +23,8 @@ from pipelines.sources.open import OpenSource
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from pipelines.ingest.kept_text import KeptPart
+
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
 
@@ -65,6 +67,8 @@ class Job:
     #: time.monotonic() when the run started, for progress reports and timings.
     started: float
     keep_partial: bool
+    #: Where the text of the kept games goes (ingest's `write_kept`), or None.
+    write_kept: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class Counted:
     write: Callable[[Path], int]
     #: Why reading stopped early, when a partial month is kept (keep_partial).
     error: str | None = None
+    #: The staged text of the kept games, in source order (when they are written).
+    kept: list[KeptPart] = field(default_factory=list)
 
 
 def plan_read(

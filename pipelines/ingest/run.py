@@ -23,6 +23,7 @@ from pipelines.ingest.counting_process import (
 )
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.kept_text import KeptPart, KeptText, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES, Counted, Job, ReadPlan, Strategy, plan_read
 from pipelines.ingest.processes import StartMethod, may_start_processes
@@ -32,6 +33,7 @@ from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, partition_file, publish_file, staging_dir
 from pipelines.warehouse.locks import month_lock
+from schemas.atomic_files import atomic_path
 from schemas.version import __version__
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ def ingest(
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     start_method: StartMethod | None = None,
     replace: bool = False,
+    write_kept: Path | None = None,
 ) -> IngestManifest:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
@@ -77,12 +80,18 @@ def ingest(
     `in_memory_rows`, the most rows of run files merged in memory (more are merged by DuckDB);
     `parallel_min_bytes`, the smallest file split among worker processes; `start_method`, how
     helper processes start (default: forked when this process has a single thread).
+
+    With `write_kept`, the games kept (those counted in the statistics) are also written there
+    as the source has them, in its order, when the month is published (see
+    pipelines.ingest.kept_text; a name ending in .zst gets zstd frames).
     """
     try:
         if executor is not None and expected_sha256 is not None and is_url(resolve(source)):
             raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
         settings = settings or IngestSettings()
         check_month(month)
+        if write_kept is not None:
+            _check_kept_target(source, Path(write_kept))
         warehouse = Path(warehouse)
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         if not may_start_processes():
@@ -101,6 +110,7 @@ def ingest(
             job = Job(
                 source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
                 progress, started, keep_partial,
+                Path(write_kept) if write_kept is not None else None,
             )  # fmt: skip
             try:
                 with ExitStack() as stack:
@@ -137,6 +147,14 @@ def ingest(
     finally:
         if counting is not None:
             counting.close()
+
+
+def _check_kept_target(source: str, target: Path) -> None:
+    """Refuse a kept games file that is the source itself (it would replace what it reads)."""
+    resolved = resolve(source)
+    local = source != "-" and not is_url(resolved) and Path(resolved).exists()
+    if local and target.exists() and target.samefile(resolved):
+        raise ChesspipeError(f"the kept games file {target} is the source itself")
 
 
 def _counting_for(
@@ -198,6 +216,34 @@ def _count_in_order(
             flush_rows=job.flush_rows,
             in_memory_rows=job.in_memory_rows,
         )
+    kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
+    errors: list[str] = []
+    try:
+        hits, misses, write = _scan_in_order(
+            opened, inline, job, stats, counting,
+            keep=kept_text.add if kept_text is not None else None, errors=errors,
+        )  # fmt: skip
+    finally:
+        if kept_text is not None:
+            kept_text.close()
+    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else []
+    return Counted(hits, misses, write, errors[0] if errors else None, kept)
+
+
+def _scan_in_order(
+    opened: OpenSource,
+    inline: bool,
+    job: Job,
+    stats: ScanStats,
+    counting: CountingProcess | None,
+    *,
+    keep: Callable[[bytes], object] | None,
+    errors: list[str],
+) -> tuple[int, int, Callable[[Path], int]]:
+    """Scan and count as _count_in_order says; return hits, misses and the partition writer.
+
+    `keep` gets the text of each game that passes the filter; `errors` why reading stopped.
+    """
     reader = opened.reader
     ahead = ReadAhead(
         decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
@@ -205,14 +251,15 @@ def _count_in_order(
     blocks = game_blocks(iter(ahead), stats, check_end=True)
     # Progress counts the bytes read for the text scanned, not how far the thread read.
     blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
-    errors: list[str] = []
     blocks = _until_corrupt(blocks, job.keep_partial, errors)
     if counting is not None:
-        for kept in kept_games_in_blocks(blocks, job.settings.rules, stats):
+        for kept in kept_games_in_blocks(blocks, job.settings.rules, stats, keep=keep):
             counting.add(kept)
         hits, misses = counting.finish()
-        return Counted(hits, misses, counting.write, errors[0] if errors else None)
-    runs, tree = count_games(blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows)
+        return hits, misses, counting.write
+    runs, tree = count_games(
+        blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, keep=keep
+    )
     hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
 
     def write(target: Path) -> int:
@@ -220,7 +267,7 @@ def _count_in_order(
 
         return merge_runs(runs, target, job.staging, in_memory_rows=job.in_memory_rows)
 
-    return Counted(hits, misses, write, errors[0] if errors else None)
+    return hits, misses, write
 
 
 def _until_corrupt(
@@ -325,7 +372,16 @@ def _publish(
             unreadable_bytes=stats.unreadable_bytes,
             warnings=_unreadable_warning(stats),
         )
-        publish_file(tmp, target)
+        if job.write_kept is None:
+            publish_file(tmp, target)
+        else:
+            # Both files or neither: the kept games appear right after the partition.
+            with atomic_path(job.write_kept) as kept_tmp:
+                write_kept_games(
+                    counted.kept, kept_tmp, crlf=stats.crlf, expected=stats.games_kept,
+                    compressed=job.write_kept.name.endswith(".zst"),
+                )  # fmt: skip
+                publish_file(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
     manifest.write(job.warehouse)

@@ -6,7 +6,7 @@ Games that fail the filter never reach python-chess: the scanner looks at raw by
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
@@ -89,7 +89,7 @@ def game_blocks(
             continue
         stats.pgn_bytes += len(chunk)
         if crlf is None:
-            crlf = b"\r\n" in chunk[:65536]
+            crlf = stats.crlf = b"\r\n" in chunk[:65536]
         if crlf:
             chunk = chunk.replace(b"\r\n", b"\n")
         if first:
@@ -214,11 +214,22 @@ def _open_comment(text: bytes) -> bool:
     return False
 
 
-def kept_games(games: Iterable[bytes], rules: GameFilter, stats: ScanStats) -> Iterator[KeptGame]:
-    """Yield the games that pass the filter, counting the others under their reasons."""
+def kept_games(
+    games: Iterable[bytes],
+    rules: GameFilter,
+    stats: ScanStats,
+    *,
+    keep: Callable[[bytes], object] | None = None,
+) -> Iterator[KeptGame]:
+    """Yield the games that pass the filter, counting the others under their reasons.
+
+    `keep` is called with the text of each game that passes, before it is yielded.
+    """
     for game in games:
         kept = filter_game(game, rules, stats)
         if kept is not None:
+            if keep is not None:
+                keep(game)
             yield kept
 
 
@@ -260,17 +271,21 @@ def kept_games_in_blocks(
     rules: GameFilter,
     stats: ScanStats,
     max_game_bytes: int = MAX_GAME_BYTES,
+    *,
+    keep: Callable[[bytes], object] | None = None,
 ) -> Iterator[KeptGame]:
     """Yield the games of blocks (from game_blocks) that pass the filter, counting the others.
 
     Each game is decided as filter_game decides it. Most games of a dump fail on ratings: one
     regex pass over the block counts those and cuts them out (each becomes a NUL byte), and
-    only the games left are looked at one by one.
+    only the games left are looked at one by one. `keep` is called with the text of each game
+    that passes (without its leading "["), before it is yielded.
     """
     low_rated = _low_rated_game(rules.min_rating)
     for block in blocks:
         if low_rated is None or len(block) > max_game_bytes + 3 or b"\x00" in block:
-            yield from kept_games(_block_games(block, stats, max_game_bytes), rules, stats)
+            games = _block_games(block, stats, max_game_bytes)
+            yield from kept_games(games, rules, stats, keep=keep)
             continue
         rest, low = low_rated.subn(b"\x00", block)
         if low:
@@ -290,5 +305,7 @@ def kept_games_in_blocks(
             if piece and not piece.isspace():
                 kept = filter_game(piece, rules, stats)
                 if kept is not None:
+                    if keep is not None:
+                        keep(piece)
                     yield kept
             start = following

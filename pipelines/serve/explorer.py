@@ -27,7 +27,7 @@ import chess
 import chess.polyglot
 
 from pipelines.warehouse.layout import available_months
-from pipelines.warehouse.openings import facts, openings_dir, read_lines
+from pipelines.warehouse.openings import names_by_key
 from pipelines.warehouse.sql import connect
 from schemas.polyglot import decode_move
 
@@ -203,17 +203,7 @@ class Explorer:
     def opening_names(self) -> dict[int, tuple[str, str]]:
         """Polyglot key -> (eco, name) of the named openings (the shortest line's name)."""
         if self._names is None:
-            folder = openings_dir()
-            names: dict[int, tuple[int, str, str]] = {}
-            known = facts(folder)
-            for row in read_lines(folder):
-                found = known.get(row["pgn"])
-                if found is None:
-                    continue
-                key, plies, _ = found
-                if key not in names or plies < names[key][0]:
-                    names[key] = (plies, row["eco"], row["name"])
-            self._names = {key: (eco, name) for key, (_, eco, name) in names.items()}
+            self._names = names_by_key()
         return self._names
 
     def opening(self, query: Query, path: list[chess.Board]) -> dict[str, str] | None:

@@ -25,6 +25,7 @@ CACHE_VERSION = "1"
 Facts = dict[str, tuple[int, int, str]]
 
 _loaded: dict[Path, Facts] = {}
+_names: dict[Path, dict[int, tuple[str, str]]] = {}
 _lock = threading.Lock()
 
 
@@ -99,3 +100,26 @@ def facts(folder: Path) -> Facts:
                 pass  # a read-only home: compute again next time
         _loaded[folder] = found
         return found
+
+
+def names_by_key(folder: Path | None = None) -> dict[int, tuple[str, str]]:
+    """Polyglot key -> (eco, name) of the named positions (a transposition: the shortest line's).
+
+    Empty when the files are absent. `folder` defaults to openings_dir().
+    """
+    folder = openings_dir() if folder is None else Path(folder)
+    if folder in _names:
+        return _names[folder]
+    known = facts(folder)
+    shortest: dict[int, tuple[int, str, str]] = {}
+    for row in read_lines(folder):
+        found = known.get(row["pgn"])
+        if found is None:
+            continue
+        key, plies, _ = found
+        if key not in shortest or plies < shortest[key][0]:
+            shortest[key] = (plies, row["eco"], row["name"])
+    names = {key: (eco, name) for key, (_, eco, name) in shortest.items()}
+    with _lock:
+        _names[folder] = names
+    return names
