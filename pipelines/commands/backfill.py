@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from contextlib import nullcontext
 from typing import Any
 
-from pipelines.commands.build_month import add_build_options
+from pipelines.commands.build_month import add_build_options, add_output_options
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +27,7 @@ def register(subparsers: Any) -> None:
     runner.add_argument("--dask-workers", type=int, help="start a local Dask cluster of N workers")
     runner.add_argument("--threads", type=int, default=2, help="months at once on threads (2)")
     add_build_options(parser)
+    add_output_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -54,17 +54,15 @@ def task_runner(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.build_month import location, options_from_args
-    from pipelines.flows.backfill import backfill_flow, shared_api_server
-    from pipelines.flows.monthly import quiet_user_errors
+    from pipelines.commands.build_month import flow_command, location
     from pipelines.warehouse.layout import month_range
 
     month_range(args.months)
-    options = options_from_args(args)
-    quiet_user_errors()
-    flow = backfill_flow.with_options(task_runner=task_runner(args))
-    dask = bool(args.dask_address or args.dask_workers)
-    with shared_api_server() if dask else nullcontext():
+    # One local Prefect server for this process and its Dask workers.
+    with flow_command(args) as options:
+        from pipelines.flows.backfill import backfill_flow
+
+        flow = backfill_flow.with_options(task_runner=task_runner(args))
         manifests = flow(
             months=args.months,
             source=args.source,

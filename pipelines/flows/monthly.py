@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,15 +11,18 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import ChesspipeError, Stopped
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month, month_to_build
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
-from pipelines.progress import Progress, ProgressCallback, format_progress
+from pipelines.progress import Progress, ProgressCallback, format_progress, stream_handlers
 
 
 class LoggedProgress:
-    """A progress callback that logs a line every few seconds and can also draw a bar."""
+    """A progress callback that logs a line every few seconds and can also draw a bar.
+
+    The last report of a run (its manifest's numbers) is always logged.
+    """
 
     def __init__(
         self, logger: Any, every: float, also: ProgressCallback | None = None, label: str = ""
@@ -32,7 +36,7 @@ class LoggedProgress:
     def __call__(self, report: Progress) -> None:
         if self.also is not None:
             self.also(report)
-        if report.seconds - self._last >= self.every:
+        if report.done or report.seconds - self._last >= self.every:
             self._last = report.seconds
             self.logger.info("%s%s", self.label, format_progress(report))
 
@@ -47,8 +51,29 @@ class QuietUserErrors(logging.Filter):
         return True
 
 
+class QuietStop(logging.Filter):
+    """Keeps from the terminal what is logged while an interruption unwinds (Ctrl-C, SIGTERM).
+
+    The command says in one line that it was stopped; the flow and task runs' crash is still
+    recorded on the Prefect server.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from prefect.exceptions import TerminationSignal
+
+        interrupted = (KeyboardInterrupt, Stopped, TerminationSignal)
+        raised = record.exc_info[1] if record.exc_info else None
+        return not isinstance(raised, interrupted) and not isinstance(sys.exception(), interrupted)
+
+
 def quiet_user_errors() -> None:
-    """Log ChesspipeError failures of task and flow runs without a traceback."""
+    """Log ChesspipeError failures of task and flow runs without a traceback.
+
+    Nothing logged while an interruption unwinds reaches the terminal (see QuietStop).
+    """
+    for handler in stream_handlers():
+        if not any(isinstance(f, QuietStop) for f in handler.filters):
+            handler.addFilter(QuietStop())
     for name in (
         "prefect.task_runs",
         "prefect.flow_runs",
