@@ -119,51 +119,6 @@ def prefect_console(args: argparse.Namespace) -> None:
         os.environ.setdefault(setting, "WARNING")
 
 
-#: Seconds a stopped command has to unwind before it ends anyway, as a kill would end it.
-STOP_GRACE = 5.0
-
-
-def stop_on_signals(*, grace: float = STOP_GRACE) -> None:
-    """Make Ctrl-C and SIGTERM end the command with its one line, outputs left unpublished.
-
-    Once a stop is asked, log records no longer reach the terminal (the flow and task runs'
-    crash is still recorded on the Prefect server); SIGTERM raises Stopped as SIGINT raises
-    KeyboardInterrupt, so the build unwinds the same way and its helpers are stopped. Work that
-    cannot be interrupted (a month ingesting on a thread of a backfill) does not hold the
-    command: `grace` seconds later, or at a second signal, it ends at once, leaving what a kill
-    leaves (nothing half-published; its helper processes die with it).
-    """
-    import logging
-    import signal
-    import threading
-
-    from pipelines.errors import Stopped
-    from pipelines.progress import stream_handlers
-
-    stopping: list[int] = []
-
-    def end_now(signum: int) -> None:
-        message = "interrupted" if signum == signal.SIGINT else str(Stopped(signum))
-        print(f"chesspipe: {message}", file=sys.stderr, flush=True)
-        os._exit(128 + signum)
-
-    def stop(signum: int, frame: object) -> None:
-        if stopping:
-            end_now(stopping[0])
-        stopping.append(signum)
-        for handler in stream_handlers():
-            handler.setLevel(logging.CRITICAL + 1)
-        watchdog = threading.Timer(grace, end_now, (signum,))
-        watchdog.daemon = True
-        watchdog.start()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Stopped(signum)
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-
-
 @contextmanager
 def flow_command(args: argparse.Namespace) -> Iterator[Any]:
     """Set up a command that runs a flow; yield the flows' BuildOptions its options describe.
@@ -172,6 +127,7 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
     and a local Prefect server boots (unless PREFECT_API_URL names one) while the flow's
     libraries are imported; it is stopped when the block ends.
     """
+    from pipelines.commands.stopping import stop_on_signals
     from pipelines.flows.server import LocalApi
 
     prefect_console(args)
