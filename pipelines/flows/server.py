@@ -100,14 +100,10 @@ class LocalApi:
     def __init__(self, *, startup_timeout: float | None = None) -> None:
         self.startup_timeout = startup_timeout
         self.url: str | None = None
+        self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._connected = False
         self._stack = ExitStack()
-
-    @property
-    def started(self) -> bool:
-        """Tell whether this command started a server of its own."""
-        return self._process is not None
 
     def __enter__(self) -> LocalApi:
         if os.environ.get("PREFECT_API_URL"):
