@@ -51,29 +51,30 @@ class QuietUserErrors(logging.Filter):
         return True
 
 
-class QuietStop(logging.Filter):
-    """Keeps from the terminal what is logged while an interruption unwinds (Ctrl-C, SIGTERM).
+class ReportedByTheCommand(logging.Filter):
+    """Keeps from the terminal the log records of what the command reports itself in one line.
 
-    The command says in one line that it was stopped; the flow and task runs' crash is still
-    recorded on the Prefect server.
+    That is, what is logged while a failure the user can act on (ChesspipeError) or an
+    interruption (Ctrl-C, SIGTERM) is raised or unwinds. The flow and task runs' logs and
+    states on the Prefect server keep them.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         from prefect.exceptions import TerminationSignal
 
-        interrupted = (KeyboardInterrupt, Stopped, TerminationSignal)
+        reported = (ChesspipeError, KeyboardInterrupt, Stopped, TerminationSignal)
         raised = record.exc_info[1] if record.exc_info else None
-        return not isinstance(raised, interrupted) and not isinstance(sys.exception(), interrupted)
+        return not isinstance(raised, reported) and not isinstance(sys.exception(), reported)
 
 
 def quiet_user_errors() -> None:
     """Log ChesspipeError failures of task and flow runs without a traceback.
 
-    Nothing logged while an interruption unwinds reaches the terminal (see QuietStop).
+    On the terminal, what the command reports itself is not logged (ReportedByTheCommand).
     """
     for handler in stream_handlers():
-        if not any(isinstance(f, QuietStop) for f in handler.filters):
-            handler.addFilter(QuietStop())
+        if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):
+            handler.addFilter(ReportedByTheCommand())
     for name in (
         "prefect.task_runs",
         "prefect.flow_runs",
