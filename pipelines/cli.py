@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import ChesspipeError, Stopped
 from schemas.version import __version__
 
 #: Subcommands and their modules, in the order `--help` lists them.
@@ -71,6 +71,9 @@ def _run(argv: list[str]) -> int:
     except KeyboardInterrupt:
         print("chesspipe: interrupted", file=sys.stderr)
         return 130
+    except Stopped as exc:
+        print(f"chesspipe: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except BrokenPipeError:
         return 0
     except OSError as exc:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -56,9 +58,10 @@ class ProgressBar:
         self.interval = tty_interval if self.tty else interval
         self._last = float("-inf")
         self._unprinted: str | None = None
+        self._open = False  # a line drawn on the terminal and not ended yet
 
     def __call__(self, report: Progress) -> None:
-        self.show(format_progress(report), report.seconds)
+        self.show(format_progress(report), report.seconds, force=report.done)
 
     def show(self, line: str, seconds: float, force: bool = False) -> None:
         """Draw a line now, or keep it for later if the last one was drawn too recently."""
@@ -72,28 +75,80 @@ class ProgressBar:
     def _write(self, line: str) -> None:
         if self.tty:
             self.stream.write("\r" + line + "\x1b[K")
+            self._open = True
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
+
+    def end_line(self) -> None:
+        """End the line drawn on a terminal, so that what is written next starts a line."""
+        if self._open:
+            self._open = False
+            self.stream.write("\n")
+            self.stream.flush()
 
     def close(self) -> None:
         """Draw the last line if it was held back, and end the progress line on a terminal."""
         if self._unprinted:
             self._write(self._unprinted)
-        if self.tty:
-            self.stream.write("\n")
+        self.end_line()
         self.stream.flush()
+
+    @contextmanager
+    def apart_from_logs(self) -> Iterator[ProgressBar]:
+        """While in the block, a log record written to a stream first ends the bar's line.
+
+        Applies to the stream handlers of every logger configured when the block starts.
+        """
+        keep_apart = _EndLineFirst(self)
+        handlers = stream_handlers()
+        for handler in handlers:
+            handler.addFilter(keep_apart)
+        try:
+            yield self
+        finally:
+            for handler in handlers:
+                handler.removeFilter(keep_apart)
+
+
+def stream_handlers() -> set[logging.StreamHandler[TextIO]]:
+    """Return the handlers of the configured loggers that write log records to a stream."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    return {
+        handler
+        for logger in loggers
+        if isinstance(logger, logging.Logger)
+        for handler in logger.handlers
+        if isinstance(handler, logging.StreamHandler)
+    }
+
+
+class _EndLineFirst(logging.Filter):
+    """A handler filter that ends a progress bar's open line before the record is written."""
+
+    def __init__(self, bar: ProgressBar) -> None:
+        super().__init__()
+        self.bar = bar
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.bar.end_line()
+        return True
 
 
 @dataclass(frozen=True)
 class Progress:
-    """A progress report: compressed bytes read of the total, games read and kept."""
+    """A progress report: compressed bytes read of the total, games read and kept.
+
+    `done` marks the last report of a run, whose numbers are the run's (its manifest's): it is
+    always shown.
+    """
 
     bytes_read: int
     bytes_total: int | None
     games_read: int
     games_kept: int
     seconds: float
+    done: bool = False
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,6 +97,9 @@ def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_202
     summary = json.loads(proc.stdout)
     assert summary["status"] == "built" and summary["games_read"] == 999
     assert "999 games (" in proc.stderr and "kept" in proc.stderr
+    # Quiet by default: the progress lines only, no Prefect log record, notice or docs link.
+    assert not re.search(r"\d\d:\d\d:\d\d\.\d{3} \| ", proc.stderr), proc.stderr
+    assert "prefect" not in proc.stderr.lower(), proc.stderr
     book, manifest_file = published_paths(books, "2021-10")
     manifest = json.loads(manifest_file.read_text())
     assert summary["games_kept"] == manifest["ingest"]["games_kept"]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.build_month import add_build_options
+from pipelines.commands.build_month import add_build_options, add_output_options
 from pipelines.commands.options import positive_int
 
 
@@ -44,6 +43,7 @@ def register(subparsers: Any) -> None:
         "--threads", type=positive_int, default=2, help="months at once on threads (2)"
     )
     add_build_options(parser)
+    add_output_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -70,9 +70,7 @@ def task_runner(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.build_month import location, options_from_args
-    from pipelines.flows.backfill import backfill_flow, shared_api_server
-    from pipelines.flows.monthly import quiet_user_errors
+    from pipelines.commands.build_month import flow_command, location
     from pipelines.monthly.publish import range_book_path
     from pipelines.sources.object_store import is_remote
     from pipelines.warehouse.layout import available_months
@@ -84,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
     months = ",".join(month_runs(wanted))
     if args.book is not None:
         range_book_path(Path(args.books), args.book, wanted)  # a bad name fails before the months
-    options = options_from_args(args)
-    quiet_user_errors()
-    flow = backfill_flow.with_options(task_runner=task_runner(args))
-    dask = bool(args.dask_address or args.dask_workers)
-    with shared_api_server() if dask else nullcontext():
+    # One local Prefect server for this process and its Dask workers.
+    with flow_command(args) as options:
+        from pipelines.flows.backfill import backfill_flow
+
+        flow = backfill_flow.with_options(task_runner=task_runner(args))
         manifests = flow(
             months=months,
             source=args.source,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -76,48 +79,101 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "build-month",
         help="Prefect flow: ingest a month, build its book, publish BOOKS/lichess-YYYY-MM.bin",
-        description="Run the monthly Prefect flow (local ephemeral mode unless PREFECT_API_URL "
-        "is set): stream SOURCE, ingest it into WAREHOUSE, build the month's book and publish "
-        "BOOKS/lichess-YYYY-MM.bin with a manifest BOOKS/lichess-YYYY-MM.json. Nothing is "
-        "rebuilt when the source and settings are unchanged.",
+        description="Run the monthly Prefect flow (on a local Prefect server started and stopped "
+        "with the command, unless PREFECT_API_URL names one): stream SOURCE, ingest it into "
+        "WAREHOUSE, build the month's book and publish BOOKS/lichess-YYYY-MM.bin with a "
+        "manifest BOOKS/lichess-YYYY-MM.json. Nothing is rebuilt when the source and settings "
+        "are unchanged. Ctrl-C or SIGTERM stops it within seconds, leaving the month as it was "
+        "(exit status 130 or 143).",
     )
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")
     parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
     parser.add_argument("--books", required=True, help="folder or s3://... URL")
     add_build_options(parser)
+    add_output_options(parser)
     parser.set_defaults(handler=run)
 
 
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Add --verbose (Prefect's log lines on the terminal) to a command that runs a flow."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Prefect's log lines (flow and task runs); by default only its warnings and "
+        "errors reach the terminal, and with --quiet only its errors",
+    )
+
+
+def prefect_console(args: argparse.Namespace) -> None:
+    """Set what of Prefect's logging reaches the terminal; call before Prefect is imported.
+
+    Only Prefect's console handler is set (PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL): the flow
+    run's logs on the Prefect server keep what PREFECT_LOGGING_LEVEL records.
+    """
+    setting = "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"
+    if args.quiet:
+        os.environ[setting] = "ERROR"
+    elif args.verbose:
+        os.environ[setting] = "NOTSET"
+    else:
+        os.environ.setdefault(setting, "WARNING")
+
+
+@contextmanager
+def flow_command(args: argparse.Namespace) -> Iterator[Any]:
+    """Set up a command that runs a flow; yield the flows' BuildOptions its options describe.
+
+    Prefect's terminal output follows --verbose/--quiet, Ctrl-C and SIGTERM stop it cleanly,
+    and a local Prefect server boots (unless PREFECT_API_URL names one) while the flow's
+    libraries are imported; it is stopped when the block ends.
+    """
+    from pipelines.commands.stopping import stop_on_signals
+    from pipelines.flows.server import LocalApi
+
+    prefect_console(args)
+    stop_on_signals()
+    with LocalApi() as api:
+        options = options_from_args(args)
+        from pipelines.flows.monthly import quiet_user_errors
+
+        api.connect()
+        quiet_user_errors()
+        yield options
+
+
 def run(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
     from pipelines.commands.ingest import progress_from_args
     from pipelines.errors import ChesspipeError
-    from pipelines.flows.monthly import build_month_flow, quiet_user_errors
-    from pipelines.ingest.run import WouldShrinkMonth
-    from pipelines.sources.http import CannotVerify
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
-    options = options_from_args(args)
-    quiet_user_errors()
-    bar = progress_from_args(args)
-    try:
-        manifest = build_month_flow(
-            source=args.source,
-            warehouse=location(args.warehouse),
-            books=location(args.books),
-            month=args.month,
-            options=options,
-            force=args.force,
-            progress=bar,
-        )
-    except CannotVerify as exc:
-        raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
-    except WouldShrinkMonth as exc:
-        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-    finally:
-        if bar is not None:
-            bar.close()
+    with flow_command(args) as options:
+        from pipelines.flows.monthly import build_month_flow
+        from pipelines.ingest.run import WouldShrinkMonth
+        from pipelines.sources.http import CannotVerify
+
+        bar = progress_from_args(args)
+        try:
+            with bar.apart_from_logs() if bar is not None else nullcontext():
+                manifest = build_month_flow(
+                    source=args.source,
+                    warehouse=location(args.warehouse),
+                    books=location(args.books),
+                    month=args.month,
+                    options=options,
+                    force=args.force,
+                    progress=bar,
+                )
+        except CannotVerify as exc:
+            raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
+        except WouldShrinkMonth as exc:
+            raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+        finally:
+            if bar is not None:
+                bar.close()
     if manifest["status"] == "up-to-date":
         print(
             f"chesspipe: {manifest['book_file']} is up to date (same source and settings); "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +17,6 @@ from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import range_book_path
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.months import select_months
-
-
-@contextmanager
-def shared_api_server() -> Iterator[str | None]:
-    """Without PREFECT_API_URL, run one local server for this process and its Dask workers.
-
-    In ephemeral mode every process would otherwise start a server of its own; the workers of a
-    local cluster are other processes. Yields the API URL (None when one is configured).
-    """
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    if PREFECT_API_URL.value():
-        yield None
-        return
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
-    server.start()
-    try:
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
-            try:
-                yield server.api_url
-            finally:
-                # Send what is queued while the server still listens.
-                APILogWorker.drain_all(timeout=30)
-                EventsWorker.drain_all(timeout=30)
-    finally:
-        server.stop()
 
 
 @task(name="build-month", cache_policy=NO_CACHE)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import build_month_flow
 from pipelines.flows.options import BuildOptions
+from pipelines.flows.server import wait_until_healthy
 
 #: The dumps of a month appear in the first days of the next: build on the 3rd at 06:00 UTC.
 MONTHLY_CRON = "0 6 3 * *"
@@ -69,7 +69,13 @@ def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
         raise ChesspipeError(f"cannot start a Prefect server ({exc})") from None
     url = f"http://127.0.0.1:{port}/api"
     try:
-        _wait_until_healthy(server, url, timeout)
+        wait_until_healthy(
+            server,
+            url,
+            timeout=timeout,
+            interval=0.5,
+            hint="port in use? use --port, or set PREFECT_API_URL to a running server",
+        )
         print(f"Prefect server and UI on http://127.0.0.1:{port}", file=sys.stderr)
         with temporary_settings(updates={PREFECT_API_URL: url}):
             yield url
@@ -80,27 +86,6 @@ def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-
-
-def _wait_until_healthy(server: subprocess.Popen[bytes], url: str, timeout: float) -> None:
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise ChesspipeError(
-                f"the Prefect server exited with status {server.returncode} (port in use? "
-                "use --port, or set PREFECT_API_URL to a running server)"
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.5)
-    raise ChesspipeError(f"the Prefect server did not answer on {url} within {timeout:.0f} s")
 
 
 def serve_monthly(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -10,15 +11,18 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import ChesspipeError, Stopped
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month, month_to_build
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
-from pipelines.progress import Progress, ProgressCallback, format_progress
+from pipelines.progress import Progress, ProgressCallback, format_progress, stream_handlers
 
 
 class LoggedProgress:
-    """A progress callback that logs a line every few seconds and can also draw a bar."""
+    """A progress callback that logs a line every few seconds and can also draw a bar.
+
+    The last report of a run (its manifest's numbers) is always logged.
+    """
 
     def __init__(
         self, logger: Any, every: float, also: ProgressCallback | None = None, label: str = ""
@@ -32,7 +36,7 @@ class LoggedProgress:
     def __call__(self, report: Progress) -> None:
         if self.also is not None:
             self.also(report)
-        if report.seconds - self._last >= self.every:
+        if report.done or report.seconds - self._last >= self.every:
             self._last = report.seconds
             self.logger.info("%s%s", self.label, format_progress(report))
 
@@ -47,8 +51,30 @@ class QuietUserErrors(logging.Filter):
         return True
 
 
+class ReportedByTheCommand(logging.Filter):
+    """Keeps from the terminal the log records of what the command reports itself in one line.
+
+    That is, what is logged while a failure the user can act on (ChesspipeError) or an
+    interruption (Ctrl-C, SIGTERM) is raised or unwinds. The flow and task runs' logs and
+    states on the Prefect server keep them.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from prefect.exceptions import TerminationSignal
+
+        reported = (ChesspipeError, KeyboardInterrupt, Stopped, TerminationSignal)
+        raised = record.exc_info[1] if record.exc_info else None
+        return not isinstance(raised, reported) and not isinstance(sys.exception(), reported)
+
+
 def quiet_user_errors() -> None:
-    """Log ChesspipeError failures of task and flow runs without a traceback."""
+    """Log ChesspipeError failures of task and flow runs without a traceback.
+
+    On the terminal, what the command reports itself is not logged (ReportedByTheCommand).
+    """
+    for handler in stream_handlers():
+        if not any(isinstance(f, ReportedByTheCommand) for f in handler.filters):
+            handler.addFilter(ReportedByTheCommand())
     for name in (
         "prefect.task_runs",
         "prefect.flow_runs",

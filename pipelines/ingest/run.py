@@ -129,7 +129,9 @@ def ingest(
                     )  # fmt: skip
                     counted = _check_scan(opened.name, stats, counted, keep_partial)
                     if progress is not None:
-                        progress(_progress(opened.reader.bytes_read, opened.size, stats, started))
+                        # The scan's and the counting's totals: the manifest's numbers.
+                        reader = opened.reader
+                        progress(_progress(reader.bytes_read, opened.size, stats, started, True))
                     used = workers if executor is None else "executor"
                     return _publish(
                         job,
@@ -408,9 +410,11 @@ def _reporting(
             job.progress(_progress(bytes_read(), total, stats, job.started))
 
 
-def _progress(bytes_read: int, total: int | None, stats: ScanStats, started: float) -> Progress:
+def _progress(
+    bytes_read: int, total: int | None, stats: ScanStats, started: float, done: bool = False
+) -> Progress:
     return Progress(
-        bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started
+        bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started, done
     )
 
 

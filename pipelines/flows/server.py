@@ -1,0 +1,203 @@
+"""A command's own local Prefect API: started early, silent, and never outliving the command.
+
+Without PREFECT_API_URL, Prefect starts a temporary server for each process that runs a flow,
+after the process has imported Prefect, in the process group of the terminal (Ctrl-C kills it
+before the flow can record the interruption) and without tying its life to the command's.
+`LocalApi` starts the same server (Prefect's app under uvicorn) itself:
+
+- before Prefect is imported, so the server boots while the command imports its libraries;
+- in a session of its own, so a Ctrl-C or SIGTERM to the command's process group reaches the
+  command, which records the run's end through the server and then stops it;
+- with the kernel told to kill it when the command dies (even by SIGKILL);
+- with its output discarded, and Prefect's log and event queues drained before it stops.
+
+With PREFECT_API_URL set (in the environment or the active Prefect profile), the configured
+server is used and nothing is started: a persistent server (`prefect server start`) saves the
+start-up of a temporary one on every command.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import ExitStack
+from types import TracebackType
+
+from pipelines.errors import ChesspipeError
+
+#: Seconds to wait for the server to answer, unless Prefect's own setting says otherwise.
+STARTUP_TIMEOUT = 60.0
+
+#: Run in the server's process before uvicorn: the kernel kills it when the command dies.
+_LAUNCH = """
+import ctypes, os, runpy, signal, sys
+try:
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+except (OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)  # the command died before the line above
+sys.argv = ["uvicorn", *sys.argv[2:]]
+runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+"""
+
+#: The settings Prefect gives its temporary server: no UI, the ephemeral server's services.
+_SERVER_ENV = {
+    "PREFECT_UI_ENABLED": "0",
+    "PREFECT__SERVER_EPHEMERAL": "1",
+    "PREFECT__SERVER_FINAL": "1",
+}
+
+
+def wait_until_healthy(
+    process: subprocess.Popen[bytes],
+    url: str,
+    *,
+    timeout: float,
+    interval: float = 0.05,
+    hint: str,
+) -> None:
+    """Wait until the Prefect server `process` answers on its API `url`; fail clearly if not.
+
+    `hint` says, in the message of a server that exited, what the user can do.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ChesspipeError(
+                f"the Prefect server exited with status {process.returncode} ({hint})"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(interval)
+    raise ChesspipeError(f"the Prefect server did not answer on {url} within {timeout:.0f} s")
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class LocalApi:
+    """The Prefect API a command's flow runs use: the configured one, or a local server.
+
+    Enter it before importing Prefect (the server starts booting), import what the command
+    needs, then call `connect()`, which waits for the server and points Prefect at it. Leaving
+    the block drains Prefect's log and event queues and stops the server.
+    """
+
+    def __init__(self, *, startup_timeout: float | None = None) -> None:
+        self.startup_timeout = startup_timeout
+        self.url: str | None = None
+        self.port: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._connected = False
+        self._stack = ExitStack()
+
+    def __enter__(self) -> LocalApi:
+        if os.environ.get("PREFECT_API_URL"):
+            return self  # a configured server: nothing to start
+        self._start()
+        return self
+
+    def _start(self) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/api"
+        env = {**os.environ, **_SERVER_ENV}
+        env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        if "prefect.settings" in sys.modules:  # settings changed in this process count too
+            from prefect.settings import get_current_settings
+
+            env.update(get_current_settings().to_environment_variables(exclude_unset=True))
+            env.update(_SERVER_ENV)
+        command = [sys.executable, "-c", _LAUNCH, str(os.getpid())]
+        command += ["--factory", "prefect.server.api.server:create_app"]
+        command += ["--host", "127.0.0.1", "--port", str(self.port)]
+        command += ["--log-level", "error", "--lifespan", "on"]
+        try:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ChesspipeError(f"cannot start a local Prefect server ({exc})") from None
+
+    def connect(self) -> str | None:
+        """Wait for the local server and point Prefect at it; return its URL (None: configured).
+
+        A server configured only in the active Prefect profile is used, and the one started
+        here stopped.
+        """
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        if self._process is None:
+            return None
+        if PREFECT_API_URL.value():
+            self._stop_server()
+            return None
+        self._wait_until_healthy()
+        assert self.url is not None
+        self._stack.enter_context(temporary_settings(updates={PREFECT_API_URL: self.url}))
+        # Processes this command starts (Dask workers) use the same server.
+        os.environ["PREFECT_API_URL"] = self.url
+        self._stack.callback(os.environ.pop, "PREFECT_API_URL", None)
+        self._connected = True
+        return self.url
+
+    def _wait_until_healthy(self) -> None:
+        assert self._process is not None and self.url is not None
+        timeout = self.startup_timeout
+        if timeout is None:
+            from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+            timeout = max(STARTUP_TIMEOUT, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value())
+        wait_until_healthy(
+            self._process,
+            self.url,
+            timeout=timeout,
+            hint="set PREFECT_API_URL to a running server to use that one",
+        )
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            if self._connected:
+                # Send what is queued while the server still listens.
+                from prefect.events.worker import EventsWorker
+                from prefect.logging.handlers import APILogWorker
+
+                APILogWorker.drain_all(timeout=10)
+                EventsWorker.drain_all(timeout=10)
+        finally:
+            self._stack.close()
+            self._stop_server()
+
+    def _stop_server(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

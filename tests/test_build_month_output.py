@@ -1,0 +1,82 @@
+"""What `chesspipe build-month --verbose` writes on a terminal: a bar apart from log lines,
+ending on the manifest's numbers (quiet by default: see test_flows.test_cli_and_flow_run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+from pathlib import Path
+
+from pipelines.monthly.publish import published_paths
+from tests.conftest import ROOT
+
+SAMPLE = ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"
+#: The start of a Prefect log record: `06:05:37.847 | INFO    | ...`.
+LOG_RECORD = re.compile(r"\d\d:\d\d:\d\d\.\d{3} \| ")
+COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def on_a_terminal(*args: str) -> tuple[str, str]:
+    """Run `chesspipe ARGS` with its stderr on a pseudo-terminal; return (stdout, terminal)."""
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("PREFECT_API_URL", None)
+    env["COLUMNS"] = "250"  # Prefect's console keeps its records on one line each
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pipelines", *args],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = bytearray()
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 600)
+            assert ready, "no output for ten minutes"
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the terminal closed: the command ended
+                break
+            if not chunk:
+                break
+            seen += chunk
+        assert process.stdout is not None
+        out = process.stdout.read().decode()
+        assert process.wait(60) == 0, seen.decode(errors="replace")
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+    return out, COLOURS.sub("", seen.decode())
+
+
+def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
+    tmp_path: Path,
+) -> None:
+    out, terminal = on_a_terminal(
+        "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
+        "--books", str(tmp_path / "books"), "--verbose",
+    )  # fmt: skip
+    manifest = json.loads(published_paths(tmp_path / "books", "2024-01")[1].read_text())
+    read, kept = manifest["ingest"]["games_read"], manifest["ingest"]["games_kept"]
+    assert json.loads(out)["games_read"] == read
+    lines = terminal.replace("\r\n", "\n").split("\n")
+    drawn = [line for line in lines if "\r[" in line]  # the bar, redrawn in place
+    assert drawn, terminal
+    # The bar never shares a line with a log record.
+    assert not [line for line in drawn if LOG_RECORD.search(line)], terminal
+    # --verbose shows Prefect's log lines; the last progress shown, drawn or logged, is the
+    # manifest's.
+    logged = [line for line in lines if LOG_RECORD.search(line)]
+    assert any("Finished in state Completed" in line for line in logged), terminal
+    last_drawn = drawn[-1].rsplit("\r", 1)[-1]
+    last_logged = [line for line in logged if " games (" in line][-1]
+    for shown in (last_drawn, last_logged):
+        assert f"{read:,} games (" in shown and f"{kept:,} kept" in shown, shown
