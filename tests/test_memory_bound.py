@@ -21,7 +21,7 @@ import zstandard
 
 from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW
 from pipelines.warehouse.layout import manifest_path
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SYZYGY_DIR, need
 
 #: Peak resident memory allowed for the largest process of a run (a bomb used to take 600+ MB).
 MEMORY_BOUND_MB = 300
@@ -146,3 +146,14 @@ def test_training_from_games_bomb(tmp_path: Path) -> None:
     manifest = json.loads(out.with_name(out.name + ".json").read_text())
     assert manifest["games_skipped"] == {"oversized": 1}
     assert manifest["records"] == 4
+
+
+def test_endgames_from_games_bomb(tmp_path: Path) -> None:
+    source = _bomb(tmp_path / "bomb.pgn.zst", b"x")
+    code, _, peak_mb = _measured(
+        "-m", "pipelines", "endgames", "from-games", str(source), "--month", "2024-01",
+        "--out", str(tmp_path / "out"), "--min-rating", "0", "--quiet",
+        "--syzygy", str(need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent),
+    )  # fmt: skip
+    assert code == 0
+    assert peak_mb < MEMORY_BOUND_MB, f"peak RSS {peak_mb} MB"
