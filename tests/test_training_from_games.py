@@ -424,3 +424,4 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
         k: v for k, v in unit_manifest.to_json().items() if k not in different
     }
     assert manifest.records > 1000 and manifest.games_read == 999
+    assert not list(tmp_path.glob(".from-games-*"))  # the units' spool files are gone

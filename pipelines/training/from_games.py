@@ -476,9 +476,10 @@ class _LineageWriter:
 #: What a kept game gives the output: its speed, rating band, game id and records.
 Exported = tuple[str, int, str, list[GameRecord]]
 
-#: Compressed bytes of a unit of frames exported by a worker (its records are held until
-#: written: about 1 MB of records for 100 KB).
+#: Compressed bytes of a unit of frames exported by a worker.
 UNIT_BYTES = 1 << 20
+#: Exported games a worker pickles at a time.
+SPOOL_BATCH = 256
 
 
 def _exported(
@@ -545,18 +546,44 @@ def export_unit(
     unit: range,
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
-) -> tuple[ScanStats, _Run, list[Exported]]:
-    """Export the games one unit of frames owns (in a worker process); return them and counts."""
+    spool: str,
+) -> tuple[ScanStats, _Run]:
+    """Export the games one unit of frames owns (in a worker process); return its counts.
+
+    The exported games go to the file `spool`, pickled a batch of SPOOL_BATCH games at a time
+    (a unit's records may be many more than its compressed size suggests).
+    """
+    import pickle
+
     from pipelines.ingest.frames import UnitText
     from pipelines.ingest.parallel import open_location
     from pipelines.ingest.scan import MAX_GAME_BYTES
 
     stats = ScanStats()
     run = _Run()
-    with open_location(location, frames[-1].offset + frames[-1].size) as handle:
+    with (
+        open_location(location, frames[-1].offset + frames[-1].size) as handle,
+        open(spool, "wb") as out,
+    ):
         text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
-        games = list(_exported(split_games(text, stats), settings, outcomes, stats, run))
-    return stats, run, games
+        games = _exported(split_games(text, stats), settings, outcomes, stats, run)
+        while batch := list(itertools.islice(games, SPOOL_BATCH)):
+            pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
+    return stats, run
+
+
+def _spooled(path: Path) -> Iterator[Exported]:
+    """Yield the exported games of a unit's spool file (see export_unit), then remove it."""
+    import pickle
+
+    with open(path, "rb") as handle:
+        while True:
+            try:
+                batch = pickle.load(handle)
+            except EOFError:
+                break
+            yield from batch
+    path.unlink()
 
 
 def _exported_by_units(
@@ -568,13 +595,16 @@ def _exported_by_units(
     run: _Run,
     *,
     workers: int,
+    spool: Path,
     started: float,
     progress: ProgressCallback | None,
 ) -> Iterator[Exported]:
     """Yield the exported games of units of frames exported by worker processes, in order.
 
-    At most two units a worker are exported ahead of the one written.
+    At most two units a worker are exported ahead of the one written, each spooled to a file
+    in a temporary folder under `spool` while it waits.
     """
+    import tempfile
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
 
@@ -583,34 +613,41 @@ def _exported_by_units(
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
     context = process_context(None)
+    folder = tempfile.TemporaryDirectory(prefix=".from-games-", dir=spool)
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
         initializer=die_with_parent,
         initargs=(forking_parent(context),),
     )
-    pending: deque[tuple[Future[tuple[ScanStats, _Run, list[Exported]]], int]] = deque()
+    pending: deque[tuple[Future[tuple[ScanStats, _Run]], Path, int]] = deque()
 
     def submit() -> None:
         for unit in itertools.islice(units, 1):
-            future = pool.submit(export_unit, opened.name, frames, unit, settings, outcomes)
-            pending.append((future, frames[unit.stop - 1].offset + frames[unit.stop - 1].size))
+            path = Path(folder.name) / f"unit-{unit.start:07d}.pickle"
+            future = pool.submit(
+                export_unit, opened.name, frames, unit, settings, outcomes, str(path)
+            )
+            pending.append(
+                (future, path, frames[unit.stop - 1].offset + frames[unit.stop - 1].size)
+            )
 
     try:
         for _ in range(2 * workers):
             submit()
         while pending:
-            future, done_bytes = pending.popleft()
-            unit_stats, unit_run, games = future.result()
+            future, path, done_bytes = pending.popleft()
+            unit_stats, unit_run = future.result()
             submit()
             stats.merge(unit_stats)
             run.merge(unit_run)
-            yield from games
+            yield from _spooled(path)
             if progress is not None:
                 progress(Progress(done_bytes, opened.size, stats.games_read, run.exported,
                                   time.monotonic() - started))  # fmt: skip
     finally:
         pool.shutdown(cancel_futures=True)
+        folder.cleanup()
 
 
 def export_games(
@@ -661,7 +698,7 @@ def export_games(
                 if plan.strategy is Strategy.UNITS:
                     games = _exported_by_units(
                         opened, plan.frames, settings, outcomes, stats, run, workers=workers,
-                        started=started, progress=progress,
+                        spool=out.parent, started=started, progress=progress,
                     )  # fmt: skip
                     used = workers
             if games is None:
