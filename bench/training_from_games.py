@@ -14,8 +14,8 @@ python-chess script is `bench/naive_training_from_games.py`, whose `.plain` outp
 chesspipe's byte for byte. chesspipe runs twice in each mode: on the samples as they are (one
 zstd frame: read in order), and on the samples rewritten as pzstd-style frames of 1 MB, read
 by units of frames in 2 worker processes (`export_games(workers=2, parallel_min_bytes=0)`:
-the command splits only files of 16 MB and more). Memory is also measured on each sample alone
-(flat: it does not grow with the input).
+the command splits only files of 16 MB and more); its CPU time includes the workers'. Memory is
+also measured on each sample alone (flat: it does not grow with the input).
 
 Stockfish's own `convert` (from its `tools` branch) is not compared: the Stockfish at hand
 (Debian's 15.1) is built without it.
@@ -62,7 +62,7 @@ def chesspipe(lichess: Path, syzygy: Path, out: Path, mode: str, months: tuple[s
 #: Exports argv[1] (a month's source) to argv[3] with tables argv[4] and options argv[5:] in
 #: 2 worker processes, any pzstd-style file split among them.
 UNITS = (
-    "import sys\n"
+    "import os, sys\n"
     "from pathlib import Path\n"
     "from pipelines.commands.training import TableOutcomes\n"
     "from pipelines.ingest.game_filter import GameFilter\n"
@@ -73,6 +73,12 @@ UNITS = (
     "manifest = export_games(sys.argv[1], sys.argv[2], Path(sys.argv[3]), settings,\n"
     "    TableOutcomes([Path(sys.argv[4])]), workers=2, parallel_min_bytes=0)\n"
     "assert manifest.workers == 2\n"
+    "# Workers started by a fork server are its children: their CPU time is in its cutime.\n"
+    "from multiprocessing import forkserver\n"
+    "pid = forkserver._forkserver._forkserver_pid\n"
+    "stat = open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split() if pid else []\n"
+    "ticks = sum(int(field) for field in stat[11:15])  # utime, stime, cutime, cstime\n"
+    "print('workers_cpu', ticks / os.sysconf('SC_CLK_TCK'))\n"
 )
 
 
@@ -121,6 +127,12 @@ def main() -> None:
                 naive_bytes = (work / "naive.plain").read_bytes()
                 assert ours_bytes == naive_bytes, "the outputs differ"
                 by_units = measure(units(framed, args.syzygy, work / "units", mode))
+                # (not waited for by the command: a fork server's children, counted by it)
+                by_units["cpu"] += sum(
+                    float(line.split()[1])
+                    for line in by_units["stdout"].splitlines()
+                    if line.startswith("workers_cpu")
+                )
                 units_bytes = b"".join(
                     (work / f"units.{month}.plain").read_bytes() for month in months
                 )
