@@ -425,3 +425,28 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
     }
     assert manifest.records > 1000 and manifest.games_read == 999
     assert not list(tmp_path.glob(".from-games-*"))  # the units' spool files are gone
+
+
+def test_a_cut_dump_read_by_units_fails_and_leaves_nothing(tmp_path: Path) -> None:
+    from pipelines.errors import CorruptInput
+    from pipelines.ingest.frames import frame_index, write_framed_zstd
+    from pipelines.training.from_games import FromGamesSettings, export_games
+    from tests.recount import read_text
+
+    framed = tmp_path / "framed.pgn.zst"
+    text = read_text(need(GAMES_2021, "real Lichess games")).encode()
+    write_framed_zstd(framed, text, frame_size=150_000, level=1)
+    with open(framed, "rb") as handle:
+        frames = frame_index(handle, framed.stat().st_size)
+    assert frames is not None
+    cut = tmp_path / "cut.pgn.zst"
+    middle = frames[len(frames) // 2]
+    data = framed.read_bytes()
+    # The middle frame's compressed bytes garbled: its unit's worker fails.
+    cut.write_bytes(data[: middle.offset + 20] + b"\xff" * 64 + data[middle.offset + 84 :])
+    out = tmp_path / "out" / "x.binpack"
+    out.parent.mkdir()
+    with pytest.raises(CorruptInput, match="corrupt zstd"):
+        export_games(str(cut), "2021-10", out, FromGamesSettings(), workers=2,
+                     parallel_min_bytes=0)  # fmt: skip
+    assert list(out.parent.iterdir()) == []

@@ -613,6 +613,10 @@ def _exported_by_units(
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
     context = process_context(None)
+    if context.get_start_method() == "forkserver":
+        # What the workers need, imported once by the fork server rather than by each worker.
+        needed = [__name__] + ([type(outcomes).__module__] if outcomes is not None else [])
+        context.set_forkserver_preload(needed)
     folder = tempfile.TemporaryDirectory(prefix=".from-games-", dir=spool)
     pool = ProcessPoolExecutor(
         max_workers=workers,
