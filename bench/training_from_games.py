@@ -16,7 +16,7 @@ zstd frame: read in order), and on the samples rewritten as pzstd-style frames o
 by units of frames in 2 worker processes (`export_games(workers=2, parallel_min_bytes=0)`:
 the command splits only files of 16 MB and more); its CPU time includes the workers'. Start-up
 dominates such small inputs, so the units also export the 2013 sample's text 4 times over as one
-framed file (about 100 MB of PGN), whose output must be the 2013 output 4 times; its ratio is
+framed file (78 MB of PGN), whose output must be the 2013 output 4 times; its ratio is
 records/s over the script's records/s in the same mode. Memory is also measured on each sample
 alone (flat: it does not grow with the input).
 
