@@ -41,3 +41,24 @@ def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
     assert next(reader) == b"x" * 1000
     reader.close()  # joins the producer: it must notice and stop
     assert not any(t.name == "chesspipe-read-ahead" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("read_size", [7, 1000, 1 << 20])
+@pytest.mark.parametrize("checksum", [True, False])
+def test_decompressor_is_fed_a_bounded_number_of_blocks(read_size: int, checksum: bool) -> None:
+    """Each call makes at most BLOCKS_PER_FEED blocks of text (128 KB each), whatever the ratio."""
+    import io
+
+    import zstandard
+
+    from pipelines.ingest.decompress import BLOCKS_PER_FEED, feeds, zstd_chunks
+
+    text = b"\x00" * (20 << 20) + bytes(range(256)) * 5000 + b"\n" * (9 << 20)
+    cctx = zstandard.ZstdCompressor(level=3, write_checksum=checksum, write_content_size=checksum)
+    # Two frames and a skippable one between them, as pzstd writes.
+    skippable = (0x184D2A50).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"abcd"
+    data = cctx.compress(text) + skippable + cctx.compress(text[:300_000])
+    assert b"".join(feeds(io.BytesIO(data), read_size)) == data
+    chunks = list(zstd_chunks(io.BytesIO(data), read_size))
+    assert b"".join(chunks) == text + text[:300_000]
+    assert max(map(len, chunks)) <= BLOCKS_PER_FEED * (128 << 10)

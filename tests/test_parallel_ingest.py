@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest.frames import Frame, frame_index, plan_units, unit_pieces, write_framed_zstd
+from pipelines.ingest.frames import Frame, UnitText, frame_index, plan_units, write_framed_zstd
 from pipelines.ingest.game_filter import GameFilter, ScanStats
 from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
@@ -101,12 +101,12 @@ def test_units_own_every_game_once(
     stats = ScanStats()
     own_total = 0
     for unit in plan_units(frames, workers, max_unit_bytes=frame_size * unit_frames // 3):
-        default_pieces, own_length = unit_pieces(blob, frames, unit, max_game_bytes=10_000)
-        owned = b"".join(default_pieces)
-        pieces, _ = unit_pieces(blob, frames, unit, 10_000, piece_size=piece_size)
+        default = UnitText(blob, frames, unit, max_game_bytes=10_000)
+        owned = b"".join(default)
+        pieces = list(UnitText(blob, frames, unit, 10_000, piece_size=piece_size))
         assert b"".join(pieces) == owned
         assert all(0 < len(piece) <= piece_size for piece in pieces)
-        own_total += own_length
+        own_total += default.own_length
         got.extend(split_games(pieces, stats, max_game_bytes=10_000))
     assert own_total == len(text)
     assert got == expected

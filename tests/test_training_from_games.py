@@ -387,3 +387,67 @@ def test_progress_ends_with_the_manifests_counts(tmp_path: Path) -> None:
     quiet = run_cli("training", "from-games", str(source), "--month", "2021-10", "--out",
                     str(tmp_path / "q.plain"), "--no-tables", "--quiet")  # fmt: skip
     assert quiet.stderr == ""
+
+
+@pytest.mark.parametrize("suffix", ["binpack", "plain"])
+def test_units_of_frames_in_workers_write_the_same_bytes(
+    tmp_path: Path, syzygy_dir: Path, suffix: str
+) -> None:
+    """A pzstd-style dump exported by worker processes, a unit of frames each, is the same."""
+    from pipelines.commands.training import TableOutcomes
+    from pipelines.ingest.frames import frame_index, write_framed_zstd
+    from pipelines.ingest.game_filter import GameFilter
+    from pipelines.training.from_games import FromGamesSettings, export_games
+    from schemas.speed import Speed
+    from tests.recount import read_text
+
+    framed = tmp_path / "framed.pgn.zst"
+    text = read_text(need(GAMES_2021, "real Lichess games")).encode()
+    write_framed_zstd(framed, text, frame_size=150_000, level=1)
+    with open(framed, "rb") as handle:
+        frames = frame_index(handle, framed.stat().st_size)
+    assert frames is not None and len(frames) > 10
+    settings = FromGamesSettings(GameFilter(0, frozenset(Speed), allow_bots=True),
+                                 require_eval=False)  # fmt: skip
+    outcomes = TableOutcomes([syzygy_dir])
+    runs = []
+    for workers in (1, 2):
+        out = tmp_path / f"{workers}.{suffix}"
+        manifest = export_games(str(framed), "2021-10", out, settings, outcomes,
+                                workers=workers, parallel_min_bytes=0)  # fmt: skip
+        runs.append((out.read_bytes(), Path(manifest.lineage).read_bytes(), manifest))
+    outcomes.close()
+    (ordered, lineage, manifest), (by_units, unit_lineage, unit_manifest) = runs
+    assert by_units == ordered and unit_lineage == lineage
+    assert (manifest.workers, unit_manifest.workers) == (1, 2)
+    different = {"output", "lineage", "output_sha256", "seconds", "finished_at", "workers"}
+    assert {k: v for k, v in manifest.to_json().items() if k not in different} == {
+        k: v for k, v in unit_manifest.to_json().items() if k not in different
+    }
+    assert manifest.records > 1000 and manifest.games_read == 999
+    assert not list(tmp_path.glob(".from-games-*"))  # the units' spool files are gone
+
+
+def test_a_cut_dump_read_by_units_fails_and_leaves_nothing(tmp_path: Path) -> None:
+    from pipelines.errors import CorruptInput
+    from pipelines.ingest.frames import frame_index, write_framed_zstd
+    from pipelines.training.from_games import FromGamesSettings, export_games
+    from tests.recount import read_text
+
+    framed = tmp_path / "framed.pgn.zst"
+    text = read_text(need(GAMES_2021, "real Lichess games")).encode()
+    write_framed_zstd(framed, text, frame_size=150_000, level=1)
+    with open(framed, "rb") as handle:
+        frames = frame_index(handle, framed.stat().st_size)
+    assert frames is not None
+    cut = tmp_path / "cut.pgn.zst"
+    middle = frames[len(frames) // 2]
+    data = framed.read_bytes()
+    # The middle frame's compressed bytes garbled: its unit's worker fails.
+    cut.write_bytes(data[: middle.offset + 20] + b"\xff" * 64 + data[middle.offset + 84 :])
+    out = tmp_path / "out" / "x.binpack"
+    out.parent.mkdir()
+    with pytest.raises(CorruptInput, match="corrupt zstd"):
+        export_games(str(cut), "2021-10", out, FromGamesSettings(), workers=2,
+                     parallel_min_bytes=0)  # fmt: skip
+    assert list(out.parent.iterdir()) == []

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +114,12 @@ def _add_from_games(actions: Any) -> None:
     parser.add_argument(
         "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
     )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
+    )
     parser.set_defaults(handler=run_from_games)
 
 
@@ -129,6 +137,8 @@ class TableOutcomes:
         from pipelines.endgames.labeller import open_backend
         from pipelines.endgames.tables import TableSet
 
+        self.folders = [str(folder) for folder in folders]
+        self.backend_name = backend
         self.tables = TableSet(folders)
         self.largest = self.tables.largest
         self.backend = open_backend(folders, backend)
@@ -153,6 +163,16 @@ class TableOutcomes:
 
     def close(self) -> None:
         self.backend.close()
+
+    def __reduce__(self) -> tuple[Any, tuple[tuple[str, ...], str]]:
+        # Sent to a worker process as where the tables are: each process opens them once.
+        return _opened_outcomes, (tuple(self.folders), self.backend_name)
+
+
+@functools.lru_cache(maxsize=4)
+def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
+    """Return the tables of `folders`, opened once in this process."""
+    return TableOutcomes([Path(folder) for folder in folders], backend)
 
 
 def run_from_games(args: argparse.Namespace) -> int:
@@ -190,6 +210,7 @@ def run_from_games(args: argparse.Namespace) -> int:
             outcomes,
             [str(f) for f in folders],
             progress=bar,
+            workers=args.workers or os.cpu_count() or 1,
         )
     finally:
         if bar is not None:

@@ -18,6 +18,14 @@ SKIPPABLE_MAGIC_LOW = 0x184D2A50
 
 _FEED = 1 << 16
 
+#: Most zstd blocks fed to a decompressor in one call. A block decompresses to at most 128 KB
+#: however few bytes it takes (a bomb's blocks take 4), so one call makes at most about 4 MB.
+BLOCKS_PER_FEED = 32
+
+#: Frame_Content_Size field lengths by its flag (single segment frames: 1 for flag 0).
+_FCS_LENGTH = (0, 2, 4, 8)
+_DICT_ID_LENGTH = (0, 1, 2, 4)
+
 
 def is_zstd(head: bytes) -> bool:
     """Tell whether bytes start a zstd stream (a data frame or a skippable frame)."""
@@ -26,6 +34,99 @@ def is_zstd(head: bytes) -> bool:
     return (
         len(head) >= 4 and (int.from_bytes(head[:4], "little") & 0xFFFFFFF0) == SKIPPABLE_MAGIC_LOW
     )
+
+
+class BlockCuts:
+    """Cuts a zstd stream into pieces that start at most BLOCKS_PER_FEED blocks each.
+
+    A decompressor fed one piece at a time then makes a bounded amount of text per call,
+    whatever the compression ratio (zstandard's decompressobj has no output limit). The frame
+    and block headers are read here as the bytes go by; text that is not zstd is left to the
+    decompressor to refuse (pieces are then cut at nothing but the input's own size).
+    """
+
+    def __init__(self, blocks_per_feed: int = BLOCKS_PER_FEED) -> None:
+        self.blocks_per_feed = blocks_per_feed
+        self._seen = 0  # stream offset of the next byte to come
+        self._next = 0  # stream offset of the next header
+        self._head = bytearray()  # that header's bytes so far
+        self._state = "frame"  # "frame", "block" or "lost"
+        self._checksum = False  # the current frame ends with a 4-byte checksum
+        self._blocks = 0  # block headers in the piece being cut
+
+    def pieces(self, data: memoryview) -> Iterator[memoryview]:
+        """Yield `data`, the stream's next bytes, in pieces."""
+        start = self._seen
+        end = start + len(data)
+        cut = start
+        while self._state != "lost" and self._next < end:
+            offset = self._next + len(self._head)
+            needed = self._needed()
+            take = min(needed - len(self._head), end - offset)
+            self._head += data[offset - start : offset - start + take]
+            if len(self._head) < needed:
+                break  # the header goes on in the next bytes
+            if self._needed() > needed:
+                continue  # its first bytes tell that it is longer
+            header_start = self._next
+            if self._state == "block" and self._blocks >= self.blocks_per_feed:
+                if header_start > cut:
+                    yield data[cut - start : header_start - start]
+                    cut = header_start
+                self._blocks = 0
+            self._parse(header_start)
+        self._seen = end
+        if cut < end:
+            yield data[cut - start :]
+
+    def _needed(self) -> int:
+        """Return how many bytes the header at self._next takes (as far as known)."""
+        head = self._head
+        if self._state == "block":
+            return 3
+        if len(head) < 4:
+            return 4
+        if head[:4] == ZSTD_MAGIC:
+            if len(head) < 5:
+                return 5
+            descriptor = head[4]
+            single = (descriptor >> 5) & 1
+            fcs = _FCS_LENGTH[descriptor >> 6] or single
+            return 5 + (1 - single) + _DICT_ID_LENGTH[descriptor & 3] + fcs
+        return 8  # a skippable frame: magic and payload size
+
+    def _parse(self, header_start: int) -> None:
+        """Read the complete header in self._head; set where the next one starts."""
+        head = bytes(self._head)
+        self._head.clear()
+        if self._state == "block":
+            value = int.from_bytes(head, "little")
+            kind, size = (value >> 1) & 3, value >> 3
+            if kind == 3:  # reserved: the decompressor says what is wrong
+                self._state = "lost"
+                return
+            self._blocks += 1
+            self._next = header_start + 3 + (1 if kind == 1 else size)
+            if value & 1:  # the frame's last block
+                self._next += 4 if self._checksum else 0
+                self._state = "frame"
+        elif head[:4] == ZSTD_MAGIC:
+            self._checksum = bool(head[4] & 4)
+            self._next = header_start + len(head)
+            self._state = "block"
+        elif is_zstd(head):
+            self._next = header_start + 8 + int.from_bytes(head[4:8], "little")
+        else:
+            self._state = "lost"
+
+
+def feeds(stream: Readable, read_size: int = 1 << 20) -> Iterator[memoryview]:
+    """Yield a zstd stream's bytes in pieces to feed a decompressor: each makes at most ~4 MB."""
+    cuts = BlockCuts()
+    while block := stream.read(read_size):
+        for view in cuts.pieces(memoryview(block)):
+            for start in range(0, len(view), _FEED):
+                yield view[start : start + _FEED]
 
 
 def zstd_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
@@ -40,31 +141,27 @@ def zstd_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
     frame = dctx.decompressobj()
     frame_started = False
     offset = 0
-    while block := stream.read(read_size):
-        view = memoryview(block)
-        while view:
-            piece = view[:_FEED]
-            view = view[_FEED:]
-            while piece:
-                try:
-                    out = frame.decompress(piece)
-                except zstandard.ZstdError as exc:
-                    raise CorruptInput(
-                        f"corrupt zstd data near compressed byte {offset}: {exc}"
-                    ) from None
-                frame_started = True
-                if out:
-                    yield out
-                if frame.eof:
-                    rest = frame.unused_data
-                    frame = dctx.decompressobj()
-                    frame_started = False
-                    consumed = len(piece) - len(rest)
-                    offset += consumed
-                    piece = memoryview(rest) if rest else memoryview(b"")
-                else:
-                    offset += len(piece)
-                    piece = memoryview(b"")
+    for piece in feeds(stream, read_size):
+        while piece:
+            try:
+                out = frame.decompress(piece)
+            except zstandard.ZstdError as exc:
+                raise CorruptInput(
+                    f"corrupt zstd data near compressed byte {offset}: {exc}"
+                ) from None
+            frame_started = True
+            if out:
+                yield out
+            if frame.eof:
+                rest = frame.unused_data
+                frame = dctx.decompressobj()
+                frame_started = False
+                consumed = len(piece) - len(rest)
+                offset += consumed
+                piece = memoryview(rest) if rest else memoryview(b"")
+            else:
+                offset += len(piece)
+                piece = memoryview(b"")
     if frame_started:
         raise CorruptInput(f"truncated zstd stream: the last frame ends early at byte {offset}")
 

@@ -15,7 +15,7 @@ from typing import BinaryIO
 import zstandard
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW
+from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW, BlockCuts
 from schemas.atomic_files import atomic_path
 
 
@@ -97,6 +97,7 @@ def frame_pieces(handle: BinaryIO, frame: Frame, read_size: int = 1 << 14) -> It
     """Yield a data frame's decompressed bytes as they come, failing if cut short or corrupt."""
     handle.seek(frame.offset)
     decompressor = zstandard.ZstdDecompressor().decompressobj()
+    cuts = BlockCuts()  # a bomb's few bytes make at most a few MB at a time
     left = frame.size
     while left > 0:
         data = handle.read(min(left, read_size))
@@ -105,12 +106,13 @@ def frame_pieces(handle: BinaryIO, frame: Frame, read_size: int = 1 << 14) -> It
                 f"truncated zstd stream: the frame at byte {frame.offset} is cut short"
             )
         left -= len(data)
-        try:
-            out = decompressor.decompress(data)
-        except zstandard.ZstdError as exc:
-            raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
-        if out:
-            yield out
+        for piece in cuts.pieces(memoryview(data)):
+            try:
+                out = decompressor.decompress(piece)
+            except zstandard.ZstdError as exc:
+                raise CorruptInput(f"corrupt zstd frame at byte {frame.offset}: {exc}") from None
+            if out:
+                yield out
     if not decompressor.eof or decompressor.unused_data:
         raise CorruptInput(
             f"corrupt zstd frame at byte {frame.offset}: size does not match its index"
@@ -139,62 +141,98 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
 BOUNDARY = b"\n\n["
 
 
-def unit_pieces(
-    handle: BinaryIO,
-    frames: list[Frame],
-    unit: range,
-    max_game_bytes: int,
-    piece_size: int = 256 << 10,
-) -> tuple[list[bytes], int]:
-    """Return the text of the games a unit owns in pieces, and the length of its own text.
+class UnitText:
+    """The text of the games a unit owns, read a piece at a time: iterate once.
 
     A game belongs to the unit holding the first byte of the blank line before it (the first game
     of the file to the first unit). The owner reads on into the next frames to finish its last game,
-    at most `max_game_bytes` past its end. The text is cut into pieces of about `piece_size`
-    bytes without ever being joined whole.
+    at most `max_game_bytes` past its end. The text comes in pieces of at most `piece_size` bytes
+    and is never held whole: memory stays bounded whatever a frame decompresses to. Once
+    iterated, `own_length` is the length of the unit's own frames' text.
     """
-    # Decompressed a little at a time: each part is a fresh piece of about `piece_size`, never
-    # a whole frame joined and cut again (that copying cost more than the decompression).
-    feed = max(1, piece_size // 4)  # PGN compresses about fourfold
-    parts = [part for i in unit for part in frame_pieces(handle, frames[i], feed)]
-    own_length = sum(map(len, parts))
-    # Read on only as far as the next game that starts in the following unit.
-    read_on = 0
-    window = _tail(parts)
-    for piece in _pieces_after(handle, frames, unit.stop):
-        joined = window + piece
-        window_start = own_length + read_on - len(window)
-        found = joined.find(BOUNDARY, own_length - window_start)
-        parts.append(piece)
-        read_on += len(piece)
-        if found >= 0 or read_on > max_game_bytes + 3:
-            break
-        window = joined[-2:]
-    total = own_length + read_on
-    end = _find(parts, own_length)
-    if end < 0:
-        end = total
-    start = 0 if unit.start == 0 else _find(parts, 0)
-    if start < 0 or start >= own_length:
-        return [], own_length
-    pieces: list[bytes] = []
-    offset = 0
-    for part in parts:
-        low, high = max(start, offset), min(end, offset + len(part))
-        for cut in range(low, high, piece_size):
-            pieces.append(part[cut - offset : min(high, cut + piece_size) - offset])
-        offset += len(part)
-    return pieces, own_length
+
+    def __init__(
+        self,
+        handle: BinaryIO,
+        frames: list[Frame],
+        unit: range,
+        max_game_bytes: int,
+        *,
+        piece_size: int = 256 << 10,
+    ) -> None:
+        self.handle = handle
+        self.frames = frames
+        self.unit = unit
+        self.max_game_bytes = max_game_bytes
+        self.piece_size = piece_size
+        self.own_length = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        start = 0 if self.unit.start == 0 else -1  # where the unit's first game starts
+        position = 0  # the text's offset of the part at hand
+        carry = b""  # the text's last two bytes before that part
+        size = self.piece_size
+        for part in self._own_parts():
+            base, position = position, position + len(part)
+            if start < 0:
+                start = _find_in(carry, part, base, 0)
+                if 0 <= start < base:  # the boundary began in the carry
+                    yield carry[start - base :]
+            if start >= 0:
+                yield from _slices(part, base, start, position, size)
+            carry = (carry + part[-2:])[-2:]  # not carry + part: that copies the whole part
+        own = self.own_length = position
+        # Read on only as far as the next game that starts in the following unit (a boundary
+        # whose first byte is this unit's starts its game): at most max_game_bytes, held here.
+        text = [carry] if carry else []  # from offset own - len(carry)
+        window = carry
+        for part in _pieces_after(self.handle, self.frames, self.unit.stop):
+            base, position = position, position + len(part)
+            text.append(part)
+            if _find_in(window, part, base, own) >= 0 or position - own > self.max_game_bytes + 3:
+                break
+            window = (window + part[-2:])[-2:]
+        first = own - len(carry)
+        if start < 0:
+            found = _find(text, 0)
+            if found < 0 or first + found >= own:
+                return
+            start = first + found
+        else:
+            start = own  # (the text before was given)
+        found = _find(text, len(carry))
+        end = first + found if found >= 0 else position
+        offset = first
+        for part in text:
+            yield from _slices(part, offset, start, min(end, offset + len(part)), size)
+            offset += len(part)
+
+    def _own_parts(self) -> Iterator[bytes]:
+        # Decompressed a little at a time: each part is a fresh piece of about `piece_size`, never
+        # a whole frame joined and cut again (that copying cost more than the decompression).
+        feed = max(1, self.piece_size // 4)  # PGN compresses about fourfold
+        for index in self.unit:
+            yield from frame_pieces(self.handle, self.frames[index], feed)
 
 
-def _tail(parts: list[bytes]) -> bytes:
-    """Return the last two bytes of the parts' text."""
-    tail = b""
-    for part in reversed(parts):
-        tail = part[-2:] + tail
-        if len(tail) >= 2:
-            return tail[-2:]
-    return tail
+def _find_in(carry: bytes, part: bytes, base: int, low: int) -> int:
+    """Return the text offset of the first game boundary at or after `low`, or -1.
+
+    `part` is the text from offset `base`, `carry` the bytes just before it.
+    """
+    first = base - len(carry)
+    window = carry + part[:2]
+    found = window.find(BOUNDARY, max(0, low - first))
+    if 0 <= found < len(carry):
+        return first + found
+    found = part.find(BOUNDARY, max(0, low - base))
+    return base + found if found >= 0 else -1
+
+
+def _slices(part: bytes, base: int, start: int, stop: int, size: int) -> Iterator[bytes]:
+    """Yield the text of `part` (from offset `base`) from `start` to `stop`, `size` at a time."""
+    for cut in range(max(0, start - base), max(0, stop - base), size):
+        yield part[cut : min(stop - base, cut + size)]
 
 
 def _find(parts: list[bytes], start_at: int) -> int:
@@ -202,15 +240,10 @@ def _find(parts: list[bytes], start_at: int) -> int:
     offset = 0
     carry = b""  # the last bytes before this part, for a boundary across parts
     for part in parts:
-        if carry:
-            window = carry + part[:2]
-            found = window.find(BOUNDARY, max(0, start_at - (offset - len(carry))))
-            if 0 <= found < len(carry):
-                return offset - len(carry) + found
-        found = part.find(BOUNDARY, max(0, start_at - offset))
+        found = _find_in(carry, part, offset, start_at)
         if found >= 0:
-            return offset + found
-        carry = (carry + part[-2:])[-2:]  # not carry + part: that copies the whole part
+            return found
+        carry = (carry + part[-2:])[-2:]
         offset += len(part)
     return -1
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.counting_process import count_games
-from pipelines.ingest.frames import Frame, unit_pieces
+from pipelines.ingest.frames import Frame, UnitText
 from pipelines.ingest.game_filter import ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
@@ -47,26 +47,27 @@ def scan_unit(
     """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     stats = ScanStats()
-    with open_location(location, frames[-1].offset + frames[-1].size) as handle:
-        # Pieces about the size a stream decompresses to: the scanner's work stays in the caches.
-        pieces, own_length = unit_pieces(handle, frames, unit, MAX_GAME_BYTES)
-    # Only the last unit's text ends where the source ends: its tail tells a cut source.
-    blocks = game_blocks(pieces, stats, check_end=unit.stop == len(frames))
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     prefix = f"unit-{unit.start:07d}"
     kept = KeptText(staging / f"{prefix}.kept") if write_kept else None
     try:
-        runs, _TREE = count_games(
-            blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
-            keep=kept.add if kept is not None else None,
-        )  # fmt: skip
+        with open_location(location, frames[-1].offset + frames[-1].size) as handle:
+            # Pieces about the size a stream decompresses to: the scanner's work stays in the
+            # caches.
+            text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
+            # Only the last unit's text ends where the source ends: its tail tells a cut source.
+            blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
+            runs, _TREE = count_games(
+                blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows,
+                tree=_TREE, keep=kept.add if kept is not None else None,
+            )  # fmt: skip
     finally:
         if kept is not None:
             kept.close()
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    stats.pgn_bytes = own_length
+    stats.pgn_bytes = text.own_length
     return stats, runs, after[0] - before[0], after[1] - before[1]
 
 

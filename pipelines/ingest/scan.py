@@ -99,29 +99,42 @@ def game_blocks(
             first = False
             # Text before the first tag is read as a game with no tags.
             chunk = (b"\n\n" if chunk[:1] == b"[" else b"\n\n[") + chunk
+        before = ending[-2:]
         ending = (ending + chunk[-16:])[-16:]
         pending.append(chunk)
         pending_size += len(chunk)
-        if _BOUNDARY not in chunk and pending_size < max_game_bytes + len(chunk):
-            # No boundary in this chunk (or straddling it): look at the joined tail only.
-            tail = b"".join(pending[-2:]) if len(pending) > 1 else chunk
-            if _BOUNDARY not in tail:
-                if pending_size > max_game_bytes and not skipping:
-                    skipping = True
-                    stats.games_read += 1
-                    stats.drop("oversized")
-                    stats.unreadable_bytes += pending_size - len(chunk)
-                if skipping:
-                    stats.unreadable_bytes += len(chunk)
-                    keep = pending[-1][-2:]
-                    pending = [keep]
-                    pending_size = len(keep)
-                continue
+        # No boundary in this chunk, nor across its start (the pending game's own boundary is
+        # not a new one): nothing to cut.
+        if (
+            _BOUNDARY not in chunk
+            and pending_size < max_game_bytes + len(chunk)
+            and _BOUNDARY not in before + chunk[:2]
+        ):
+            if pending_size > max_game_bytes and not skipping:
+                skipping = True
+                stats.games_read += 1
+                stats.drop("oversized")
+                stats.unreadable_bytes += pending_size - len(chunk)
+            if skipping:
+                stats.unreadable_bytes += len(chunk)
+                keep = pending[-1][-2:]
+                pending = [keep]
+                pending_size = len(keep)
+            continue
         buffer = b"".join(pending)
         hold = len(buffer)
         if not skipping:  # (the state of a skipped game's comments is unknown)
             buffer, hold = _without_boundaries_in_comments(buffer, at_end=False)
         last = buffer.rfind(_BOUNDARY, 0, hold)
+        if last <= 0 and hold > max_game_bytes and not skipping:
+            # One game, held back by a comment's brace, is already too long: skip the rest.
+            skipping = True
+            stats.games_read += 1
+            stats.drop("oversized")
+            stats.unreadable_bytes += len(buffer)
+            pending = [buffer[-2:]]
+            pending_size = len(pending[0])
+            continue
         if last < 0:
             pending = [buffer]
             pending_size = len(buffer)

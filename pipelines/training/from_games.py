@@ -25,7 +25,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,10 +36,12 @@ import chess
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json_atomic
 from pipelines.ingest.decompress import decompressed_chunks
+from pipelines.ingest.frames import Frame
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
+from pipelines.ingest.plan import PARALLEL_MIN_BYTES
 from pipelines.ingest.scan import split_games
 from pipelines.progress import Progress, ProgressCallback
-from pipelines.sources.open import open_source
+from pipelines.sources.open import OpenSource, open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import atomic_path
@@ -161,6 +163,8 @@ class FromGamesManifest:
     output_sha256: str = ""
     seconds: float = 0.0
     finished_at: str = ""
+    #: Worker processes that exported units of frames (1: read in order here).
+    workers: int = 1
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -249,6 +253,18 @@ class _Run:
     records: int = 0
     records_changed: int = 0
     records_tb: int = 0
+
+    def merge(self, other: _Run) -> None:
+        """Add another part's counts to these."""
+        self.skipped.update(other.skipped)
+        self.positions_skipped.update(other.positions_skipped)
+        self.changed.update(other.changed)
+        self.positions += other.positions
+        self.exported += other.exported
+        self.reaching += other.reaching
+        self.records += other.records
+        self.records_changed += other.records_changed
+        self.records_tb += other.records_tb
 
 
 _RESULT_WORDS = {1: "win", 0: "draw", -1: "loss"}
@@ -458,6 +474,190 @@ class _LineageWriter:
         self._writer.close()
 
 
+#: What a kept game gives the output: its speed, rating band, game id and records.
+Exported = tuple[str, int, str, list[GameRecord]]
+
+#: Compressed bytes of a unit of frames exported by a worker.
+UNIT_BYTES = 1 << 20
+#: Exported games a worker pickles at a time.
+SPOOL_BATCH = 256
+
+
+def _exported(
+    games: Iterable[bytes],
+    settings: FromGamesSettings,
+    outcomes: Outcomes | None,
+    stats: ScanStats,
+    run: _Run,
+) -> Iterator[Exported]:
+    """Yield the records of the games that pass the filter and give any, counting the rest."""
+    for raw in games:
+        kept = filter_game(raw, settings.rules, stats)
+        if kept is None:
+            continue
+        if not has_moves(kept.movetext):
+            stats.drop("no_moves")  # as ingest drops it: not a kept game
+            continue
+        stats.games_kept += 1
+        rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, run)
+        if not rows:
+            continue
+        run.exported += 1
+        run.records += len(rows)
+        run.records_changed += sum(row.result_changed for row in rows)
+        yield kept.speed.value, kept.rating_band, game_id(_site(raw)), rows
+
+
+def _exported_in_order(
+    opened: OpenSource,
+    settings: FromGamesSettings,
+    outcomes: Outcomes | None,
+    stats: ScanStats,
+    run: _Run,
+    started: float,
+    progress: ProgressCallback | None,
+) -> Iterator[Exported]:
+    """Yield the exported games of a source read in order, reporting progress."""
+    games = split_games(decompressed_chunks(opened.reader), stats)
+    if progress is not None:
+        games = _reporting(games, opened, stats, run, started, progress)
+    return _exported(games, settings, outcomes, stats, run)
+
+
+def _reporting(
+    games: Iterator[bytes],
+    opened: OpenSource,
+    stats: ScanStats,
+    run: _Run,
+    started: float,
+    progress: ProgressCallback,
+) -> Iterator[bytes]:
+    """Pass games through, telling `progress` how far the run is at most twice a second."""
+    last_report = started
+    for raw in games:
+        if stats.games_read & 0x3FF == 0:
+            now = time.monotonic()
+            if now - last_report >= 0.5:
+                last_report = now
+                progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
+                                  stats.games_kept, now - started))  # fmt: skip
+        yield raw
+
+
+def export_unit(
+    location: str,
+    frames: list[Frame],
+    unit: range,
+    settings: FromGamesSettings,
+    outcomes: Outcomes | None,
+    spool: str,
+) -> tuple[ScanStats, _Run]:
+    """Export the games one unit of frames owns (in a worker process); return its counts.
+
+    The exported games go to the file `spool`, pickled a batch of SPOOL_BATCH games at a time
+    (a unit's records may be many more than its compressed size suggests).
+    """
+    import pickle
+
+    from pipelines.ingest.frames import UnitText
+    from pipelines.ingest.parallel import open_location
+    from pipelines.ingest.scan import MAX_GAME_BYTES
+
+    stats = ScanStats()
+    run = _Run()
+    with (
+        open_location(location, frames[-1].offset + frames[-1].size) as handle,
+        open(spool, "wb") as out,
+    ):
+        text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
+        games = _exported(split_games(text, stats), settings, outcomes, stats, run)
+        while batch := list(itertools.islice(games, SPOOL_BATCH)):
+            pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
+    return stats, run
+
+
+def _spooled(path: Path) -> Iterator[Exported]:
+    """Yield the exported games of a unit's spool file (see export_unit), then remove it."""
+    import pickle
+
+    with open(path, "rb") as handle:
+        while True:
+            try:
+                batch = pickle.load(handle)
+            except EOFError:
+                break
+            yield from batch
+    path.unlink()
+
+
+def _exported_by_units(
+    opened: OpenSource,
+    frames: list[Frame],
+    settings: FromGamesSettings,
+    outcomes: Outcomes | None,
+    stats: ScanStats,
+    run: _Run,
+    *,
+    workers: int,
+    spool: Path,
+    started: float,
+    progress: ProgressCallback | None,
+) -> Iterator[Exported]:
+    """Yield the exported games of units of frames exported by worker processes, in order.
+
+    At most two units a worker are exported ahead of the one written, each spooled to a file
+    in a temporary folder under `spool` while it waits.
+    """
+    import tempfile
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from pipelines.ingest.frames import plan_units
+    from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+
+    units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
+    context = process_context(None)
+    if context.get_start_method() == "forkserver":
+        # What the workers need, imported once by the fork server rather than by each worker.
+        needed = [__name__] + ([type(outcomes).__module__] if outcomes is not None else [])
+        context.set_forkserver_preload(needed)
+    folder = tempfile.TemporaryDirectory(prefix=".from-games-", dir=spool)
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=die_with_parent,
+        initargs=(forking_parent(context),),
+    )
+    pending: deque[tuple[Future[tuple[ScanStats, _Run]], Path, int]] = deque()
+
+    def submit() -> None:
+        for unit in itertools.islice(units, 1):
+            path = Path(folder.name) / f"unit-{unit.start:07d}.pickle"
+            future = pool.submit(
+                export_unit, opened.name, frames, unit, settings, outcomes, str(path)
+            )
+            pending.append(
+                (future, path, frames[unit.stop - 1].offset + frames[unit.stop - 1].size)
+            )
+
+    try:
+        for _ in range(2 * workers):
+            submit()
+        while pending:
+            future, path, done_bytes = pending.popleft()
+            unit_stats, unit_run = future.result()
+            submit()
+            stats.merge(unit_stats)
+            run.merge(unit_run)
+            yield from _spooled(path)
+            if progress is not None:
+                progress(Progress(done_bytes, opened.size, stats.games_read, stats.games_kept,
+                                  time.monotonic() - started))  # fmt: skip
+    finally:
+        pool.shutdown(cancel_futures=True)
+        folder.cleanup()
+
+
 def export_games(
     source: str,
     month: str,
@@ -467,13 +667,19 @@ def export_games(
     tables: list[str] | None = None,
     *,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> FromGamesManifest:
     """Write every position of the kept games of `source` as training records; return the run.
 
     Writes `out` (.plain or .binpack), its lineage `OUT.lineage.parquet` and the manifest
     `OUT.json`, each whole or not at all. Without `outcomes`, results are the games' own.
-    The source is read in order, one game at a time; `progress` hears of it twice a second
-    (games kept counts the games that gave records).
+    A pzstd-style file of at least `parallel_min_bytes` is read as ingest reads it with
+    `workers` processes: units of frames exported at once, their records written in game
+    order, a few units at a time (the output is the same byte for byte). Otherwise the source
+    is read in order, one game at a time. Worker processes get `outcomes` pickled: it must
+    reopen its tables there (as the command's do). `progress` hears of the run twice a
+    second (games kept counts the games that gave records).
     """
     started = time.monotonic()
     settings = settings or FromGamesSettings()
@@ -483,7 +689,6 @@ def export_games(
     lineage = Path(lineage_path_for(str(out)))
     stats = ScanStats()
     run = _Run()
-    last_report = started
     try:
         with (
             open_source(source, settings.rules.variant) as opened,
@@ -491,37 +696,31 @@ def export_games(
             training_writer(out) as write,
         ):
             lineage_writer = _LineageWriter(lineage_tmp)
-            for raw in split_games(decompressed_chunks(opened.reader), stats):
-                if progress is not None and stats.games_read & 0x3FF == 0:
-                    now = time.monotonic()
-                    if now - last_report >= 0.5:
-                        last_report = now
-                        report = Progress(
-                            opened.reader.bytes_read, opened.size, stats.games_read,
-                            stats.games_kept, now - started,
-                        )  # fmt: skip
-                        progress(report)
-                kept = filter_game(raw, settings.rules, stats)
-                if kept is None:
-                    continue
-                if not has_moves(kept.movetext):
-                    stats.drop("no_moves")  # as ingest drops it: not a kept game
-                    continue
-                stats.games_kept += 1
-                rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, run)
-                if not rows:
-                    continue
-                run.exported += 1
+            games: Iterator[Exported] | None = None
+            used = 1
+            if workers > 1:
+                from pipelines.ingest.plan import Strategy, plan_read
+
+                plan = plan_read(opened, workers=workers, executor=None, keep_partial=False,
+                                 parallel_min_bytes=parallel_min_bytes)  # fmt: skip
+                if plan.strategy is Strategy.UNITS:
+                    games = _exported_by_units(
+                        opened, plan.frames, settings, outcomes, stats, run, workers=workers,
+                        spool=out.parent, started=started, progress=progress,
+                    )  # fmt: skip
+                    used = workers
+            if games is None:
+                games = _exported_in_order(opened, settings, outcomes, stats, run, started,
+                                           progress)  # fmt: skip
+            for speed, band, gid, rows in games:
                 for row in rows:
                     write(row.record)
-                run.records += len(rows)
-                run.records_changed += sum(row.result_changed for row in rows)
-                lineage_writer.add(month, kept.speed.value, kept.rating_band,
-                                   game_id(_site(raw)), rows)  # fmt: skip
+                lineage_writer.add(month, speed, band, gid, rows)
             lineage_writer.close()
             if progress is not None:
-                progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                  stats.games_kept, time.monotonic() - started))  # fmt: skip
+                done = opened.reader.bytes_read if opened.size is None else opened.size
+                progress(Progress(done, opened.size, stats.games_read, stats.games_kept,
+                                  time.monotonic() - started))  # fmt: skip
     except OSError as exc:
         raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
     dropped = Counter(stats.dropped)
@@ -548,6 +747,7 @@ def export_games(
         output_sha256=file_sha256(out),
         seconds=round(time.monotonic() - started, 3),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        workers=used,
     )
     write_json_atomic(manifest_path_for(out), manifest.to_json())
     return manifest
