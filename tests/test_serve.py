@@ -541,6 +541,44 @@ def test_tablebase_on_the_page(server: str, tmp_path: Path) -> None:
     assert status == 200 and position["pieces"] == 3 and position["tablebase"]
 
 
+# --- several processes -----------------------------------------------------------------------
+
+
+def test_worker_processes_answer_alike(
+    server: str, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    """`chesspipe serve --workers 2` (uvicorn's worker processes, settings handed over by the
+    environment) answers as the in-process server; a bad worker count is a one-line error."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, run_cli
+
+    bad = run_cli("serve", "--warehouse", str(warehouse[0]), "--workers", "0", check=False)
+    assert bad.returncode != 0 and "--workers" in bad.stderr and "Traceback" not in bad.stderr
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pipelines", "serve", "--warehouse", str(warehouse[0]),
+               "--port", str(port), "--workers", "2"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "no server"
+                time.sleep(0.1)
+        for query in ("play=e2e4&history=true", "play=d2d4,d7d5&ratings=1800,2000"):
+            url = f"/lichess?{query}"
+            assert get(f"http://127.0.0.1:{port}{url}") == get(f"{server}{url}")
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
 # --- read-only -------------------------------------------------------------------------------
 
 

@@ -55,8 +55,22 @@ def run(args: argparse.Namespace) -> int:
         uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
         return 0
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
-    uvicorn.run(
+    config = uvicorn.Config(
         "pipelines.serve.app:app_from_environment", factory=True, workers=args.workers,
         host=args.host, port=args.port, log_level="warning",
     )  # fmt: skip
+    _serve_workers(config)
     return 0
+
+
+def _serve_workers(config: Any) -> None:
+    """uvicorn's worker processes over one listening socket, made a TCP socket in name too:
+    uvicorn binds it without a protocol number, so asyncio in the workers does not set
+    TCP_NODELAY on its connections and each answer waits for a delayed ACK (40 ms)."""
+    import socket
+
+    from uvicorn.supervisors import Multiprocess
+
+    bound = config.bind_socket()
+    sock = socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
+    Multiprocess(config, sockets=[sock]).run()

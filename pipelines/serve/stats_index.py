@@ -102,6 +102,7 @@ class StatsIndex:
         con = connect(warehouse)
         try:
             con.execute("SET threads = 2")
+            con.execute("SET enable_progress_bar = false")
             found = con.execute(
                 sql,
                 {"months": months, "speeds": list(SPEED_NAMES), "groups": list(RATING_GROUPS)},
