@@ -348,6 +348,11 @@ def test_months_ingested_before_rating_groups(
     recent = explorer.lichess({"play": "e2e4", "ratings": "1600", "since": "2021-10"})
     assert shown(recent) == expected(truth, board, months={"2021-10"}, groups={1600})
     assert "notes" not in recent
+    only_old = tmp_path / "only-old"
+    write_legacy_partition(partition_file(folder, "2013-01"), partition_file(only_old, "2013-01"))
+    alone = Explorer(only_old).lichess({"play": "e2e4"})
+    assert alone["moves"] and all(m["averageRating"] is None for m in alone["moves"])
+    assert "2013-01" in alone["notes"][0]
 
 
 def test_explorer_opening_names(client: Any) -> None:

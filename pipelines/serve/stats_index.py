@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipelines.warehouse.layout import available_months, partition_file
+from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.sql import connect
 from schemas.dimensions import RATING_GROUPS
 from schemas.speed import Speed
@@ -73,15 +73,10 @@ class StatsIndex:
 
     @classmethod
     def load(cls, warehouse: Path) -> StatsIndex:
-        """Read every month of a warehouse (read-only)."""
-        import pyarrow.parquet as pq
-
+        """Read every month of a warehouse (read-only). A month is rated when all its rows
+        have a rating group (months written before the column read it as null)."""
         warehouse = Path(warehouse)
         months = available_months(warehouse)
-        rated = [
-            "rating_group" in pq.read_schema(partition_file(warehouse, month)).names
-            for month in months
-        ]
         dtypes = {
             "key": np.uint64, "move": np.uint16, "month": np.uint16, "speed": np.uint8,
             "group": np.uint8, "wins": np.uint32, "draws": np.uint32, "losses": np.uint32,
@@ -89,20 +84,22 @@ class StatsIndex:
         }  # fmt: skip
         if not months:
             return cls([], [], {name: np.zeros(0, dtype=t) for name, t in dtypes.items()})
-        group = "rating_group" if any(rated) else "NULL::USMALLINT"
-        rating_sum = "rating_sum" if any(rated) else "NULL::UBIGINT"
-        sql = f"""
-            SELECT key, move, list_position($months, month) - 1 AS month,
-                list_position($speeds, speed) - 1 AS speed,
-                coalesce(list_position($groups, {group}) - 1, {NO_GROUP}) AS "group",
-                sum(wins) AS wins, sum(draws) AS draws, sum(losses) AS losses,
-                coalesce(sum({rating_sum}), 0) AS rating_sum
-            FROM move_stats GROUP BY ALL ORDER BY key
-        """
         con = connect(warehouse)
         try:
             con.execute("SET threads = 2")
             con.execute("SET enable_progress_bar = false")
+            names = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
+            rated_rows = "rating_group" in names
+            group = "rating_group" if rated_rows else "NULL::USMALLINT"
+            rating_sum = "rating_sum" if rated_rows else "NULL::UBIGINT"
+            sql = f"""
+                SELECT key, move, list_position($months, month) - 1 AS month,
+                    list_position($speeds, speed) - 1 AS speed,
+                    coalesce(list_position($groups, {group}) - 1, {NO_GROUP}) AS "group",
+                    sum(wins) AS wins, sum(draws) AS draws, sum(losses) AS losses,
+                    coalesce(sum({rating_sum}), 0) AS rating_sum
+                FROM move_stats GROUP BY ALL ORDER BY key
+            """
             found = con.execute(
                 sql,
                 {"months": months, "speeds": list(SPEED_NAMES), "groups": list(RATING_GROUPS)},
@@ -110,7 +107,9 @@ class StatsIndex:
         finally:
             con.close()
         columns = {name: np.asarray(found[name], dtype=t) for name, t in dtypes.items()}
-        return cls(months, rated, columns)
+        unrated = columns["month"][columns["group"] == NO_GROUP]
+        rated = np.bincount(unrated, minlength=len(months)) == 0
+        return cls(months, rated.tolist(), columns)
 
     def select(
         self,
