@@ -3,6 +3,10 @@
 #: Width of a rating band: the lower-rated player's rating floored to this step.
 RATING_BAND_WIDTH = 100
 
+#: The largest rating kept in rating sums (16 bits, as Lichess keeps ratings); a header with a
+#: larger number counts as this.
+MAX_RATING = 65535
+
 #: Lichess's explorer rating groups (lower bounds), as lila-openingexplorer's `RatingGroup`
 #: defines them: a game belongs to the group of its players' average rating (the midpoint,
 #: rounded down). Lichess's groups 2800 and 3200 answer as 2500, so 2500 holds 2500 and above.

@@ -13,6 +13,7 @@ import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.movetext import san_tokens
+from schemas.dimensions import MAX_RATING
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 
@@ -115,7 +116,7 @@ class MoveRows:
     bands: array[int] = field(default_factory=lambda: array("H"))
     points: array[int] = field(default_factory=lambda: array("B"))
     groups: array[int] = field(default_factory=lambda: array("H"))
-    ratings: array[int] = field(default_factory=lambda: array("I"))
+    ratings: array[int] = field(default_factory=lambda: array("H"))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -149,7 +150,7 @@ def count_game(
         rows.bands.append(band)
         rows.points.append(white_points if white_to_move else 2 - white_points)
         rows.groups.append(group)
-        rows.ratings.append(game.white_elo if white_to_move else game.black_elo)
+        rows.ratings.append(min(game.white_elo if white_to_move else game.black_elo, MAX_RATING))
         white_to_move = not white_to_move
     return len(walked)
 
@@ -232,9 +233,11 @@ class MoveCounter:
             white_points = np.array([g.result for g, _ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
             group = np.array([g.rating_group for g, _ in pending], dtype=np.uint16)[games]
-            white_elo = np.array([g.white_elo for g, _ in pending], dtype=np.uint32)[games]
-            black_elo = np.array([g.black_elo for g, _ in pending], dtype=np.uint32)[games]
-            rating = np.where(white_moves, white_elo, black_elo).astype(np.uint32)
+            elos = [
+                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, _ in pending
+            ]
+            elo = np.array(elos, dtype=np.uint16)[games]
+            rating = np.where(white_moves, elo[:, 0], elo[:, 1]).astype(np.uint16)
             self.rows.keys.frombytes(replayed.keys.astype(np.uint64).tobytes())
             self.rows.moves.frombytes(replayed.moves.astype(np.uint16).tobytes())
             self.rows.speeds.frombytes(speed.tobytes())

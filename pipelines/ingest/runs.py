@@ -93,7 +93,7 @@ def from_rows(rows: MoveRows) -> StatsColumns:
             (points == 2).astype(np.uint64),
             (points == 1).astype(np.uint64),
             (points == 0).astype(np.uint64),
-            np.frombuffer(rows.ratings, dtype=np.uint32).astype(np.uint64),
+            np.frombuffer(rows.ratings, dtype=np.uint16).astype(np.uint64),
         )
     )
 
