@@ -51,22 +51,25 @@ def month_of_rows(rows: int, seed: int) -> pa.Table:
     losses = games - wins - draws
     speed = np.array([speed.value for speed in Speed])[rng.integers(2, 6, len(row_move))]
     band = (rng.integers(22, 30, len(row_move)) * 100).astype(np.uint16)
+    group = np.where(band >= 2500, 2500, np.where(band >= 2200, 2200, 2000)).astype(np.uint16)
     table = pa.table(
         {
             "key": keys[position[row_move]],
             "move": move[row_move],
             "speed": speed,
             "rating_band": band,
+            "rating_group": group,
             "games": games,
             "wins": wins,
             "draws": draws,
             "losses": losses,
+            "rating_sum": games * (band.astype(np.uint64) + 50),
         },
         schema=MOVE_STATS_SCHEMA,
     )
-    # One row per (key, move, speed, band), as ingest writes them.
-    return table.group_by(["key", "move", "speed", "rating_band"]).aggregate(
-        [("games", "sum"), ("wins", "sum"), ("draws", "sum"), ("losses", "sum")]
+    # One row per (key, move, speed, band, group), as ingest writes them.
+    return table.group_by(["key", "move", "speed", "rating_band", "rating_group"]).aggregate(
+        [(name, "sum") for name in ("games", "wins", "draws", "losses", "rating_sum")]
     )
 
 
@@ -82,7 +85,7 @@ def main() -> int:
     partition = warehouse / "move_stats" / "month=2000-01"
     partition.mkdir(parents=True)
     grouped = month_of_rows(args.rows, args.seed)
-    names = {f"{c}_sum": c for c in ("games", "wins", "draws", "losses")}
+    names = {f"{c}_sum": c for c in ("games", "wins", "draws", "losses", "rating_sum")}
     grouped = grouped.rename_columns([names.get(n, n) for n in grouped.column_names])
     table = grouped.select([f.name for f in MOVE_STATS_SCHEMA]).cast(MOVE_STATS_SCHEMA)
     pq.write_table(table, partition / "part-0.parquet", compression="zstd")

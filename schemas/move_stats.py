@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-#: One row per (key, move, speed, rating band) in a month; results from the mover's view.
+#: One row per (key, move, speed, rating band, rating group) in a month; results from the
+#: mover's view. Months ingested before `rating_group` and `rating_sum` existed lack both
+#: columns (readers take them as null); books use neither.
 MOVE_STATS_SCHEMA = pa.schema(
     [
         pa.field("key", pa.uint64(), nullable=False),
         pa.field("move", pa.uint16(), nullable=False),
         pa.field("speed", pa.string(), nullable=False),
         pa.field("rating_band", pa.uint16(), nullable=False),
+        pa.field("rating_group", pa.uint16(), nullable=False),
         pa.field("games", pa.uint64(), nullable=False),
         pa.field("wins", pa.uint64(), nullable=False),
         pa.field("draws", pa.uint64(), nullable=False),
         pa.field("losses", pa.uint64(), nullable=False),
+        pa.field("rating_sum", pa.uint64(), nullable=False),
     ],
     metadata={
         b"description": b"Polyglot key of the position before the move, Polyglot move, "
-        b"speed category, rating band of the lower-rated player, and game counts with "
-        b"wins/draws/losses for the side that played the move.",
+        b"speed category, rating band of the lower-rated player, Lichess rating group of the "
+        b"players' average rating (schemas.dimensions.RATING_GROUPS), game counts with "
+        b"wins/draws/losses for the side that played the move, and the sum of the mover's "
+        b"rating over the games (Lichess's averageRating is rating_sum / games).",
     },
 )

@@ -85,6 +85,20 @@ def test_huge_game_is_dropped_and_the_rest_counted(tmp_path: Path) -> None:
     assert manifest.games_read == 3
 
 
+def test_absurd_rating_is_counted_not_fatal(tmp_path: Path) -> None:
+    """A rating beyond 16 bits counts as 65535 in the rating sums (its game's group is 2500)."""
+    import chess
+    import chess.polyglot
+    import pyarrow.parquet as pq
+
+    manifest = run(tmp_path, game(WhiteElo="99999999999") + game())
+    assert manifest.games_kept == 2
+    rows = pq.read_table(partition_file(tmp_path / "wh", "2024-01")).to_pylist()
+    start = chess.polyglot.zobrist_hash(chess.Board())
+    first = sorted((r["rating_group"], r["rating_sum"]) for r in rows if r["key"] == start)
+    assert first == [(2200, 2300), (2500, 65535)]
+
+
 def zst(data: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=3).compress(data)
 

@@ -193,6 +193,8 @@ def test_counter_batches_equal_one_by_one(games_2021: Path) -> None:
                 bytes(counter.rows.points),
                 bytes(counter.rows.bands),
                 bytes(counter.rows.speeds),
+                bytes(counter.rows.groups),
+                bytes(counter.rows.ratings),
             )
         )
     assert results[0] == results[1]

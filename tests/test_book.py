@@ -28,6 +28,7 @@ from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.polyglot import read_entries
 from schemas.speed import Speed
 from tests.conftest import need_program, run_cli
+from tests.legacy_partition import write_legacy_partition
 from tests.random_moves import chess960_games
 from tests.recount import pgn_extract_elo, read_text
 
@@ -141,10 +142,12 @@ def synthetic_month(
             "move": [r[1] for r in rows],
             "speed": ["blitz"] * len(rows),
             "rating_band": [2200] * len(rows),
+            "rating_group": [2200] * len(rows),
             "games": [sum(r[2:]) for r in rows],
             "wins": [r[2] for r in rows],
             "draws": [r[3] for r in rows],
             "losses": [r[4] for r in rows],
+            "rating_sum": [2250 * sum(r[2:]) for r in rows],
         },
         schema=MOVE_STATS_SCHEMA,
     )
@@ -317,6 +320,30 @@ def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_
     assert blitz and strong and blitz != strong
 
 
+def test_rating_groups_and_sums_leave_books_unchanged(tmp_path: Path, games_2021: Path) -> None:
+    """A month written with rating groups and sums gives the same book bytes as the same month
+    written without them (as before they were kept), alone or beside such a month."""
+    new = tmp_path / "new"
+    ingest(str(games_2021), "2021-10", new, IngestSettings(GameFilter(0, ALL, True)))
+    old = tmp_path / "old"
+    write_legacy_partition(partition_file(new, "2021-10"), partition_file(old, "2021-10"))
+    assert "rating_group" in pq.read_schema(partition_file(new, "2021-10")).names
+    for settings in (BookSettings(2, 0.0), BookSettings(1, 0.3, min_band=1800)):
+        build_book(new, "2021-10", new / "book.bin", settings)
+        build_book(old, "2021-10", old / "book.bin", settings)
+        assert (new / "book.bin").read_bytes() == (old / "book.bin").read_bytes()
+        assert (new / "book.bin").stat().st_size > 1000
+    mixed = partition_file(old, "2021-11")
+    mixed.parent.mkdir(parents=True)
+    mixed.write_bytes(partition_file(new, "2021-10").read_bytes())
+    build_book(old, "2021-10..2021-11", old / "two.bin", BookSettings(2, 0.0))
+    doubled = tmp_path / "doubled"
+    write_legacy_partition(partition_file(new, "2021-10"), partition_file(doubled, "2021-10"))
+    write_legacy_partition(partition_file(new, "2021-10"), partition_file(doubled, "2021-11"))
+    build_book(doubled, "2021-10..2021-11", doubled / "two.bin", BookSettings(2, 0.0))
+    assert (old / "two.bin").read_bytes() == (doubled / "two.bin").read_bytes()
+
+
 def book_entries(warehouse: Path, settings: BookSettings) -> set[tuple[int, int, int]]:
     out = warehouse / "tmp.bin"
     build_book(warehouse, "2021-10", out, settings)
@@ -439,10 +466,12 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
             "move": np.tile(np.array([1, 2], dtype=np.uint16), n // 2),
             "speed": ["blitz"] * n,
             "rating_band": np.full(n, 2200, dtype=np.uint16),
+            "rating_group": np.full(n, 2200, dtype=np.uint16),
             "games": wins.astype(np.uint64),
             "wins": wins.astype(np.uint64),
             "draws": np.zeros(n, dtype=np.uint64),
             "losses": np.zeros(n, dtype=np.uint64),
+            "rating_sum": 2250 * wins.astype(np.uint64),
         },
         schema=MOVE_STATS_SCHEMA,
     )

@@ -293,5 +293,8 @@ def test_duckdb_and_in_memory_merges_write_the_same_table(tmp_path: Path, games_
     in_memory, by_duckdb = tables
     assert by_duckdb.num_rows == in_memory.num_rows > 1000
     assert by_duckdb.to_pylist() == in_memory.to_pylist()  # same rows, same order
-    keys = [(r["key"], r["move"], r["speed"], r["rating_band"]) for r in in_memory.to_pylist()]
+    keys = [
+        (r["key"], r["move"], r["speed"], r["rating_band"], r["rating_group"])
+        for r in in_memory.to_pylist()
+    ]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)

@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.browser import chromium_driver
 from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
+from tests.legacy_partition import write_legacy_partition
 from tests.recount import keeps, read_text, speed
 
 berserk = pytest.importorskip("berserk")
@@ -48,8 +50,17 @@ ALL_SPEEDS = {s.value for s in Speed}
 LICHESS_SPEEDS = {"ultrabullet": "ultraBullet"}
 MONTHS = {"2013-01": GAMES_2013, "2021-10": GAMES_2021}
 
-#: (key, uci) -> Counter of (month, speed, band, white-view result)
-Truth = dict[tuple[int, str], Counter[tuple[str, str, int, str]]]
+#: (key, uci) -> Counter of (month, speed, band, rating group, white-view result, mover's rating)
+Truth = dict[tuple[int, str], Counter[tuple[str, str, int, int, str, int]]]
+
+#: lila-openingexplorer's `RatingGroup::select_avg` bounds, written again from its source: a game
+#: belongs to the group of (white + black) / 2 rounded down; 2500 and above answer as 2500.
+LICHESS_GROUPS = (0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500)
+
+
+def lichess_group(white: int, black: int) -> int:
+    average = (white + black) // 2
+    return max(bound for bound in LICHESS_GROUPS if average >= bound)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -71,13 +82,17 @@ def recount(path: Path, month: str, truth: Truth, lines: list[list[str]]) -> Non
         moves = list(game.mainline_moves())[:PLIES]
         if not moves:
             continue
-        band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 100 * 100
+        white_elo, black_elo = int(headers["WhiteElo"]), int(headers["BlackElo"])
+        band = min(white_elo, black_elo) // 100 * 100
+        group = lichess_group(white_elo, black_elo)
         result = {"1-0": "white", "0-1": "black", "1/2-1/2": "draws"}[headers["Result"]]
         kind = speed(headers["TimeControl"]) or ""
         board = game.board()
         for move in moves:
             key = chess.polyglot.zobrist_hash(board)
-            truth.setdefault((key, move.uci()), Counter())[(month, kind, band, result)] += 1
+            rating = white_elo if board.turn == chess.WHITE else black_elo
+            found = truth.setdefault((key, move.uci()), Counter())
+            found[(month, kind, band, group, result, rating)] += 1
             board.push(move)
         lines.append([m.uci() for m in moves])
 
@@ -121,10 +136,10 @@ def server(
     """A real uvicorn server on a free port, in a thread; its base URL."""
     import uvicorn
 
-    from pipelines.serve.app import open_app
+    from pipelines.serve.app import ServeSettings, open_app
 
-    syzygy = [SYZYGY_DIR] if (SYZYGY_DIR / "KQvK.rtbw").exists() else None
-    app = open_app(warehouse[0], syzygy)
+    syzygy = [str(SYZYGY_DIR)] if (SYZYGY_DIR / "KQvK.rtbw").exists() else []
+    app = open_app(ServeSettings(str(warehouse[0]), syzygy))
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     uv = uvicorn.Server(config)
@@ -164,8 +179,10 @@ def expected(
     board: chess.Board,
     months: set[str] | None = None,
     speeds: set[str] | None = None,
-    bands: tuple[int, int] | None = None,
+    groups: set[int] | None = None,
 ) -> dict[str, dict[str, int]]:
+    """Counts per move from White's view and the movers' mean rating rounded half up (as
+    lila-openingexplorer's `Stats::average_rating`)."""
     key = chess.polyglot.zobrist_hash(board)
     found: dict[str, dict[str, int]] = {}
     for move in board.legal_moves:
@@ -173,21 +190,26 @@ def expected(
         if not counts:
             continue
         row = {"white": 0, "draws": 0, "black": 0}
-        for (month, kind, band, result), n in counts.items():
+        ratings = 0
+        for (month, kind, _, group, result, rating), n in counts.items():
             if months is not None and month not in months:
                 continue
             if speeds is not None and kind not in speeds:
                 continue
-            if bands is not None and not bands[0] <= band < bands[1]:
+            if groups is not None and group not in groups:
                 continue
             row[result] += n
-        if sum(row.values()):
-            found[move.uci()] = row
+            ratings += rating * n
+        games = sum(row.values())
+        if games:
+            average = int(Fraction(ratings, games) + Fraction(1, 2))
+            found[move.uci()] = {**row, "averageRating": average}
     return found
 
 
 def shown(answer: dict[str, Any]) -> dict[str, dict[str, int]]:
-    return {m["uci"]: {k: m[k] for k in ("white", "draws", "black")} for m in answer["moves"]}
+    fields = ("white", "draws", "black", "averageRating")
+    return {m["uci"]: {k: m[k] for k in fields} for m in answer["moves"]}
 
 
 def early_paths(lines: list[list[str]], plies: int = 6, count: int = 40) -> list[list[str]]:
@@ -214,7 +236,6 @@ def test_explorer_counts_every_move(
             assert answer[key] == sum(row[key] for row in want.values())
         for move in answer["moves"]:
             assert move["san"] == board.san(chess.Move.from_uci(move["uci"]))
-            assert move["averageRating"] is None
         assert answer["topGames"] == [] and answer["recentGames"] == []
 
 
@@ -246,13 +267,15 @@ def test_explorer_filters_and_history(
     answer = client.opening_explorer.get_lichess_games(
         play=["e2e4"], speeds=["blitz", "ultraBullet"], ratings=["1600", "1800"]
     )
-    want = expected(truth, board, speeds={"blitz", "ultrabullet"}, bands=(1600, 2000))
+    want = expected(truth, board, speeds={"blitz", "ultrabullet"}, groups={1600, 1800})
     assert shown(answer) == want and want
     answer = client.opening_explorer.get_lichess_games(
         play=["e2e4"], since="2021-01", until="2021-12", history=True, moves=2
     )
     want = expected(truth, board, months={"2021-10"})
-    top = sorted(want.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:2]
+    top = sorted(
+        want.items(), key=lambda kv: (-(kv[1]["white"] + kv[1]["draws"] + kv[1]["black"]), kv[0])
+    )[:2]
     assert shown(answer) == dict(top)
     assert [h["month"] for h in answer["history"]] == ["2021-10"]
     total = {k: sum(r[k] for r in want.values()) for k in ("white", "draws", "black")}
@@ -260,6 +283,77 @@ def test_explorer_filters_and_history(
     assert {k: answer[k] for k in total} == total
     both = client.opening_explorer.get_lichess_games(play=["e2e4"], history=True)
     assert [h["month"] for h in both["history"]] == ["2013-01", "2021-10"]
+
+
+def test_explorer_rating_groups_are_lichess_averages(
+    client: Any, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    """`ratings` selects games by the group of the players' average rating (not the weaker
+    player's), one group or several; a number names the group it falls in, as on Lichess."""
+    _, truth, lines = warehouse
+    checked = 0
+    for path in early_paths(lines, plies=4, count=12):
+        board = chess.Board()
+        for uci in path:
+            board.push_uci(uci)
+        for group in LICHESS_GROUPS:
+            answer = client.opening_explorer.get_lichess_games(
+                play=path or None, ratings=[str(group)]
+            )
+            want = expected(truth, board, groups={group})
+            assert shown(answer) == want, (path, group)
+            checked += bool(want)
+        answer = client.opening_explorer.get_lichess_games(
+            play=path or None, ratings=["1800", "2200"], speeds=["blitz"]
+        )
+        assert shown(answer) == expected(truth, board, groups={1800, 2200}, speeds={"blitz"})
+    assert checked >= 30
+    weaker = client.opening_explorer.get_lichess_games(ratings=["1500"])
+    assert shown(weaker) == expected(truth, chess.Board(), groups={1400})
+    assert client.opening_explorer.get_lichess_games(ratings=["2900"])["moves"] == []
+
+
+def test_months_ingested_before_rating_groups(
+    warehouse: tuple[Path, Truth, list[list[str]]], tmp_path: Path
+) -> None:
+    """A warehouse whose 2013-01 partition predates the rating columns: counts as before,
+    averageRating null with a note for those moves, `ratings` refused unless since/until
+    leaves that month out."""
+    from pipelines.serve.explorer import BadRequest, Explorer
+    from pipelines.warehouse.layout import partition_file
+
+    folder, truth, _ = warehouse
+    old = tmp_path / "warehouse"
+    write_legacy_partition(partition_file(folder, "2013-01"), partition_file(old, "2013-01"))
+    new = partition_file(old, "2021-10")
+    new.parent.mkdir(parents=True)
+    new.write_bytes(partition_file(folder, "2021-10").read_bytes())
+    explorer = Explorer(old)
+    board = chess.Board()
+    board.push_uci("e2e4")
+    answer = explorer.lichess({"play": "e2e4"})
+    want = expected(truth, board)
+    assert {u: {k: r[k] for k in ("white", "draws", "black")} for u, r in want.items()} == {
+        m["uci"]: {k: m[k] for k in ("white", "draws", "black")} for m in answer["moves"]
+    }
+    old_moves = expected(truth, board, months={"2013-01"})
+    recent_only = expected(truth, board, months={"2021-10"})
+    for move in answer["moves"]:
+        if move["uci"] in old_moves:
+            assert move["averageRating"] is None
+        else:
+            assert move["averageRating"] == recent_only[move["uci"]]["averageRating"]
+    assert "2013-01" in answer["notes"][0] and "re-ingest" in answer["notes"][0]
+    with pytest.raises(BadRequest, match="2013-01.*re-ingest"):
+        explorer.lichess({"play": "e2e4", "ratings": "1600"})
+    recent = explorer.lichess({"play": "e2e4", "ratings": "1600", "since": "2021-10"})
+    assert shown(recent) == expected(truth, board, months={"2021-10"}, groups={1600})
+    assert "notes" not in recent
+    only_old = tmp_path / "only-old"
+    write_legacy_partition(partition_file(folder, "2013-01"), partition_file(only_old, "2013-01"))
+    alone = Explorer(only_old).lichess({"play": "e2e4"})
+    assert alone["moves"] and all(m["averageRating"] is None for m in alone["moves"])
+    assert "2013-01" in alone["notes"][0]
 
 
 def test_explorer_opening_names(client: Any) -> None:
@@ -278,7 +372,8 @@ def test_bad_requests(server: str) -> None:
         ("play=e2e5", "illegal move"),
         ("play=e2e4,e2e4", "illegal move"),
         ("speeds=hyperbullet", "unknown speed"),
-        ("ratings=1500", "unknown rating group"),
+        ("ratings=high", "unknown rating group"),
+        ("ratings=-1", "unknown rating group"),
         ("since=2021-13", "since"),
         ("variant=atomic", "variant"),
         ("moves=-1", "moves"),
@@ -436,6 +531,44 @@ def test_tablebase_on_the_page(server: str, tmp_path: Path) -> None:
     fen = "4k3/8/8/8/8/8/8/4K2Q w - - 0 1"
     status, position = get(f"{server}/position?fen={urllib.parse.quote(fen)}")
     assert status == 200 and position["pieces"] == 3 and position["tablebase"]
+
+
+# --- several processes -----------------------------------------------------------------------
+
+
+def test_worker_processes_answer_alike(
+    server: str, warehouse: tuple[Path, Truth, list[list[str]]]
+) -> None:
+    """`chesspipe serve --workers 2` (uvicorn's worker processes, settings handed over by the
+    environment) answers as the in-process server; a bad worker count is a one-line error."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, run_cli
+
+    bad = run_cli("serve", "--warehouse", str(warehouse[0]), "--workers", "0", check=False)
+    assert bad.returncode != 0 and "--workers" in bad.stderr and "Traceback" not in bad.stderr
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "pipelines", "serve", "--warehouse", str(warehouse[0]),
+               "--port", str(port), "--workers", "2"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "no server"
+                time.sleep(0.1)
+        for query in ("play=e2e4&history=true", "play=d2d4,d7d5&ratings=1800,2000"):
+            url = f"/lichess?{query}"
+            assert get(f"http://127.0.0.1:{port}{url}") == get(f"{server}{url}")
+    finally:
+        process.terminate()
+        process.wait(30)
 
 
 # --- read-only -------------------------------------------------------------------------------

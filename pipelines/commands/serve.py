@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import port
+from pipelines.commands.options import non_negative_int, port, positive_int
 from pipelines.errors import ChesspipeError
 
 
@@ -23,6 +23,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--syzygy", help="Syzygy table folders (':'-separated)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port, default=9002)
+    parser.add_argument(
+        "--cache", type=non_negative_int, default=None, metavar="N",
+        help="explorer answers kept in memory (default 4096; 0: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--workers", type=positive_int, default=1,
+        help="server processes (default 1); each loads the warehouse's index",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
@@ -30,12 +38,40 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from pipelines.endgames.tables import split_paths
-    from pipelines.serve.app import open_app
+    from pipelines.serve.app import SETTINGS_VARIABLE, ServeSettings, open_app
+    from pipelines.serve.explorer import CACHE_SIZE
 
     if not args.warehouse.is_dir():
         raise ChesspipeError(f"warehouse {args.warehouse} does not exist")
     spec = args.syzygy or os.environ.get("SYZYGY_PATH")
-    folders = split_paths(spec) if spec else None
-    app = open_app(args.warehouse, folders)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    folders = [str(p) for p in split_paths(spec)] if spec else []
+    cache = CACHE_SIZE if args.cache is None else args.cache
+    if cache < 0:
+        raise ChesspipeError(f"--cache must be 0 or more, not {cache}")
+    if args.workers < 1:
+        raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
+    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache)
+    if args.workers == 1:
+        app = open_app(settings)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        return 0
+    os.environ[SETTINGS_VARIABLE] = settings.to_json()
+    config = uvicorn.Config(
+        "pipelines.serve.app:app_from_environment", factory=True, workers=args.workers,
+        host=args.host, port=args.port, log_level="warning",
+    )  # fmt: skip
+    _serve_workers(config)
     return 0
+
+
+def _serve_workers(config: Any) -> None:
+    """uvicorn's worker processes over one listening socket, made a TCP socket in name too:
+    uvicorn binds it without a protocol number, so asyncio in the workers does not set
+    TCP_NODELAY on its connections and each answer waits for a delayed ACK (40 ms)."""
+    import socket
+
+    from uvicorn.supervisors import Multiprocess
+
+    bound = config.bind_socket()
+    sock = socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
+    Multiprocess(config, sockets=[sock]).run()

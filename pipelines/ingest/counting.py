@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
+from schemas.dimensions import MAX_RATING
 from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
@@ -106,13 +107,16 @@ class OpeningTree:
 
 @dataclass
 class MoveRows:
-    """Growing columns of per-ply rows: key, move, speed, rating band, mover's points."""
+    """Growing columns of per-ply rows: key, move, speed, rating band, mover's points, rating
+    group of the game and the mover's rating."""
 
     keys: array[int] = field(default_factory=lambda: array("Q"))
     moves: array[int] = field(default_factory=lambda: array("H"))
     speeds: array[int] = field(default_factory=lambda: array("B"))
     bands: array[int] = field(default_factory=lambda: array("H"))
     points: array[int] = field(default_factory=lambda: array("B"))
+    groups: array[int] = field(default_factory=lambda: array("H"))
+    ratings: array[int] = field(default_factory=lambda: array("H"))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -137,6 +141,7 @@ def count_game(
         white_to_move = game.fen.split()[1:2] != ["b"]
     speed = game.speed.ordinal
     band = game.rating_band
+    group = game.rating_group
     white_points = game.result
     for key, raw in walked:
         rows.keys.append(key)
@@ -144,6 +149,8 @@ def count_game(
         rows.speeds.append(speed)
         rows.bands.append(band)
         rows.points.append(white_points if white_to_move else 2 - white_points)
+        rows.groups.append(group)
+        rows.ratings.append(min(game.white_elo if white_to_move else game.black_elo, MAX_RATING))
         white_to_move = not white_to_move
     return len(walked)
 
@@ -233,11 +240,19 @@ class MoveCounter:
             band = np.array([g.rating_band for g, _, _ in pending], dtype=np.uint16)[games]
             white_points = np.array([g.result for g, _, _ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
+            group = np.array([g.rating_group for g, _ in pending], dtype=np.uint16)[games]
+            elos = [
+                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, _ in pending
+            ]
+            elo = np.array(elos, dtype=np.uint16)[games]
+            rating = np.where(white_moves, elo[:, 0], elo[:, 1]).astype(np.uint16)
             self.rows.keys.frombytes(replayed.keys.astype(np.uint64).tobytes())
             self.rows.moves.frombytes(replayed.moves.astype(np.uint16).tobytes())
             self.rows.speeds.frombytes(speed.tobytes())
             self.rows.bands.frombytes(band.tobytes())
             self.rows.points.frombytes(points.tobytes())
+            self.rows.groups.frombytes(group.tobytes())
+            self.rows.ratings.frombytes(rating.tobytes())
         self.stats.games_kept += len(pending) - len(rejected)
         for index in sorted(rejected):
             self._count_one(*pending[index])  # python-chess decides

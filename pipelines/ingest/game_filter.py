@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas.dimensions import RATING_BAND_WIDTH
+from schemas.dimensions import RATING_BAND_WIDTH, average_rating_group
 from schemas.speed import Speed
 
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
@@ -67,6 +67,11 @@ class KeptGame:
     def rating_band(self) -> int:
         """The lower-rated player's rating, floored to the band width."""
         return min(self.white_elo, self.black_elo) // RATING_BAND_WIDTH * RATING_BAND_WIDTH
+
+    @property
+    def rating_group(self) -> int:
+        """Lichess's rating group of the players' average rating."""
+        return average_rating_group(self.white_elo, self.black_elo)
 
 
 @dataclass

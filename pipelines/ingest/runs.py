@@ -1,6 +1,7 @@
 """Runs of move statistics: partial counts written while ingesting, merged into a month's file.
 
-A run holds (key, move, speed index, rating band, wins, draws, losses), summed and sorted. Small
+A run holds (key, move, speed index, rating band, rating group, wins, draws, losses, rating sum),
+summed and sorted. Small
 months are merged in memory with NumPy and written with pyarrow; large ones are merged by DuckDB,
 which spills to disk and keeps memory bounded.
 """
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
 
     from pipelines.ingest.counting import MoveRows
 
-#: The summed columns.
-_COUNT_COLUMNS = ("wins", "draws", "losses")
+#: The dimensions, in sort order, and the summed columns.
+_DIMENSIONS = ("key", "move", "speed", "rating_band", "rating_group")
+_COUNT_COLUMNS = ("wins", "draws", "losses", "rating_sum")
 
 #: Sort rank of each speed index, so that runs sort by speed name as the month's file does.
 _SPEED_RANK = np.argsort(np.argsort(np.array([speed.value for speed in Speed]))).astype(np.uint8)
@@ -35,9 +37,11 @@ class StatsColumns:
     move: np.ndarray
     speed: np.ndarray
     rating_band: np.ndarray
+    rating_group: np.ndarray
     wins: np.ndarray
     draws: np.ndarray
     losses: np.ndarray
+    rating_sum: np.ndarray
 
     def __len__(self) -> int:
         return len(self.key)
@@ -49,18 +53,24 @@ _DTYPES = {
     "move": np.uint16,
     "speed": np.uint8,
     "rating_band": np.uint16,
+    "rating_group": np.uint16,
     "wins": np.uint64,
     "draws": np.uint64,
     "losses": np.uint64,
+    "rating_sum": np.uint64,
 }
 
 
 def summed(columns: StatsColumns) -> StatsColumns:
-    """Return the columns summed per (key, move, speed, band), sorted as a month's file is."""
+    """Return the columns summed per (key, move, speed, band, group), sorted as a month's file
+    is."""
     if not len(columns):
         return columns
-    order = np.lexsort((columns.rating_band, _SPEED_RANK[columns.speed], columns.move, columns.key))
-    dims = [getattr(columns, name)[order] for name in ("key", "move", "speed", "rating_band")]
+    order = np.lexsort(
+        (columns.rating_group, columns.rating_band, _SPEED_RANK[columns.speed], columns.move,
+         columns.key)
+    )  # fmt: skip
+    dims = [getattr(columns, name)[order] for name in _DIMENSIONS]
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
     for values in dims:
@@ -79,9 +89,11 @@ def from_rows(rows: MoveRows) -> StatsColumns:
             np.frombuffer(rows.moves, dtype=np.uint16),
             np.frombuffer(rows.speeds, dtype=np.uint8),
             np.frombuffer(rows.bands, dtype=np.uint16),
+            np.frombuffer(rows.groups, dtype=np.uint16),
             (points == 2).astype(np.uint64),
             (points == 1).astype(np.uint64),
             (points == 0).astype(np.uint64),
+            np.frombuffer(rows.ratings, dtype=np.uint16).astype(np.uint64),
         )
     )
 
@@ -161,10 +173,12 @@ def write_month(columns: StatsColumns, path: Path) -> None:
         _arrow(columns.move),
         _speed_names(columns.speed),
         _arrow(columns.rating_band),
+        _arrow(columns.rating_group),
         _arrow(games),
         _arrow(columns.wins),
         _arrow(columns.draws),
         _arrow(columns.losses),
+        _arrow(columns.rating_sum),
     ]
     table = pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
     pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
@@ -201,15 +215,16 @@ def _merge_runs_duckdb(runs: list[Path], target: Path, staging: Path) -> int:
     speeds = "[" + ", ".join(f"'{speed.value}'" for speed in Speed) + "]"
     files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in runs) + "]"
     source = (
-        f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, "
-        "sum(wins)::UBIGINT AS w, sum(draws)::UBIGINT AS d, sum(losses)::UBIGINT AS l "
-        f"FROM read_parquet({files}) GROUP BY key, move, speed, rating_band"
+        f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, rating_group, "
+        "sum(wins)::UBIGINT AS w, sum(draws)::UBIGINT AS d, sum(losses)::UBIGINT AS l, "
+        "sum(rating_sum)::UBIGINT AS r "
+        f"FROM read_parquet({files}) GROUP BY key, move, speed, rating_band, rating_group"
     )
     query = (
         "SELECT key::UBIGINT AS key, move::USMALLINT AS move, speed, "
-        "rating_band::USMALLINT AS rating_band, (w + d + l)::UBIGINT AS games, "
-        f"w AS wins, d AS draws, l AS losses FROM ({source}) "
-        "ORDER BY key, move, speed, rating_band"
+        "rating_band::USMALLINT AS rating_band, rating_group::USMALLINT AS rating_group, "
+        "(w + d + l)::UBIGINT AS games, w AS wins, d AS draws, l AS losses, r AS rating_sum "
+        f"FROM ({source}) ORDER BY key, move, speed, rating_band, rating_group"
     )
     con = duckdb.connect()
     try:

@@ -1,11 +1,16 @@
 """The HTTP server: `/lichess`, `/standard`, `/standard/mainline`, `/` and `/board.svg`.
 
-Read-only over the warehouse (DuckDB in memory over the Parquet files). Bad requests answer
-400 with the reason as JSON (`{"error": ...}`), unknown paths 404.
+Read-only over the warehouse (an in-memory index of its months, `stats_index`). Bad requests
+answer 400 with the reason as JSON (`{"error": ...}`), unknown paths 404. Several worker
+processes (uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
+(`app_from_environment`).
 """
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from pipelines.serve.explorer import BadRequest, Explorer
+from pipelines.serve.explorer import CACHE_SIZE, BadRequest, Explorer
 from pipelines.serve.page import PAGE
 from pipelines.serve.tablebase import NotCovered, Tablebase
 
@@ -41,7 +46,9 @@ def _board(request: Request) -> chess.Board:
 def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlette:
     """The application over an explorer (a warehouse) and optional Syzygy tables."""
 
-    def lichess(request: Request) -> Response:
+    # The handlers answer on the event loop (async): each answer is a few milliseconds of
+    # in-memory work, cheaper than a hop to the thread pool.
+    async def lichess(request: Request) -> Response:
         if explorer is None:
             return _error(404, "no warehouse")
         try:
@@ -63,10 +70,10 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
             return _error(404, str(exc))
         return JSONResponse(answer)
 
-    def standard(request: Request) -> Response:
+    async def standard(request: Request) -> Response:
         return _tablebase(request, mainline=False)
 
-    def mainline(request: Request) -> Response:
+    async def mainline(request: Request) -> Response:
         return _tablebase(request, mainline=True)
 
     def _played(request: Request) -> chess.Board:
@@ -114,8 +121,34 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
     return Starlette(routes=routes)
 
 
-def open_app(warehouse: Path, syzygy: list[Path] | None) -> Starlette:
+#: The environment variable that hands `ServeSettings` to worker processes.
+SETTINGS_VARIABLE = "CHESSPIPE_SERVE_SETTINGS"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """What the server opens: the warehouse, Syzygy table folders (none: no tablebase), and
+    how many explorer answers to keep in memory (0: none)."""
+
+    warehouse: str
+    syzygy: list[str] = field(default_factory=list)
+    cache_size: int = CACHE_SIZE
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ServeSettings:
+        return cls(**json.loads(text))
+
+
+def open_app(settings: ServeSettings) -> Starlette:
     """Open the warehouse (and tables, when given) and return the application."""
-    explorer = Explorer(warehouse)
-    tablebase = Tablebase(syzygy) if syzygy else None
+    explorer = Explorer(Path(settings.warehouse), cache_size=settings.cache_size)
+    tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
     return make_app(explorer, tablebase)
+
+
+def app_from_environment() -> Starlette:
+    """The application of the settings in `SETTINGS_VARIABLE` (for uvicorn's workers)."""
+    return open_app(ServeSettings.from_json(os.environ[SETTINGS_VARIABLE]))

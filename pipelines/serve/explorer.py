@@ -2,14 +2,14 @@
 
 What the statistics allow, and where the answer differs from explorer.lichess.ovh:
 
-- `ratings` picks Lichess rating groups (0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500).
-  Lichess files a game under the group of the players' *average* rating; the warehouse keeps
-  the *lower* player's rating floored to 100 (`rating_band`). A group is answered with the
-  bands inside it (group 1600: bands 1600 and 1700; group 2500: bands 2500 and above), so a
-  game counts under its weaker player's group.
-- `averageRating` is null: the bands cannot give Lichess's mean rating of the games. It needs
-  a `rating_sum` column (sum of both players' average rating per row) and a re-ingest of every
-  month.
+- `ratings` picks Lichess rating groups (0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500) of
+  the players' *average* rating, as lila-openingexplorer's `RatingGroup`: any number names the
+  group it falls in (1500 is 1400; 2800 and above select nothing, as on Lichess).
+- `averageRating` of a move is the mean rating of the players who played it, rounded
+  (lila-openingexplorer sums the mover's rating), from `rating_sum / games`.
+- Months ingested before the statistics kept `rating_group` and `rating_sum`: their moves have
+  `averageRating` null and the answer's `notes` says which months to re-ingest; a `ratings`
+  filter over them is refused (400) with the same advice, or can be narrowed with since/until.
 - `topGames` and `recentGames` are empty (no game ids are kept); moves after the counted plies
   (20 by default) have no statistics.
 - Counts are from White's view (`white`, `draws`, `black`), converted from the mover's view.
@@ -21,15 +21,14 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import chess
-import chess.polyglot
 
-from pipelines.warehouse.layout import available_months
+from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.openings import names_by_key
-from pipelines.warehouse.sql import connect
-from schemas.polyglot import decode_move
+from schemas.dimensions import RATING_GROUPS, rating_group
+from schemas.polyglot import decode_move, polyglot_key, push_with_key
 
 #: Lichess's explorer speeds and the warehouse's names for them.
 SPEEDS = {
@@ -40,9 +39,10 @@ SPEEDS = {
     "classical": "classical",
     "correspondence": "correspondence",
 }
-#: Lichess's rating groups (lower bounds); a group ends where the next begins.
-RATING_GROUPS = (0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500)
+#: Answers kept in memory (least recently used dropped first).
 CACHE_SIZE = 4096
+#: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
+NO_SUCH_GROUP = 3200
 
 
 class BadRequest(ValueError):
@@ -92,12 +92,13 @@ def parse_query(params: dict[str, str]) -> Query:
     groups = []
     for text in (params.get("ratings") or "").split(","):
         if text:
-            if not text.isdigit() or int(text) not in RATING_GROUPS:
+            if not text.isdigit() or int(text) > 65535:
                 raise BadRequest(
                     f"unknown rating group {text!r}; choose from "
                     f"{', '.join(map(str, RATING_GROUPS))}"
                 )
-            groups.append(int(text))
+            value = int(text)
+            groups.append(NO_SUCH_GROUP if value >= 2800 else rating_group(value))
     moves = params.get("moves")
     if moves is not None and moves != "":
         if not moves.isdigit():
@@ -113,92 +114,56 @@ def parse_query(params: dict[str, str]) -> Query:
     )  # fmt: skip
 
 
-def board_of(query: Query) -> tuple[chess.Board, list[chess.Board]]:
-    """The position asked for and every position on the way (the FEN's first)."""
+class Position(NamedTuple):
+    """The position asked for, its Polyglot key, and the keys of every position on the way
+    (the FEN's first, the position's last); whether the FEN is the start position."""
+
+    board: chess.Board
+    key: int
+    path: list[int]
+    from_start: bool
+
+
+def board_of(query: Query) -> Position:
+    """The position a query asks for (FEN, then `play`)."""
     try:
         board = chess.Board(query.fen, chess960=query.variant == "chess960")
     except ValueError as exc:
         raise BadRequest(f"invalid fen: {exc}") from None
     if board.status() != chess.STATUS_VALID:
         raise BadRequest(f"invalid fen: not a legal position ({query.fen})")
-    path = [board.copy(stack=False)]
+    from_start = board.board_fen() == chess.STARTING_BOARD_FEN
+    key = polyglot_key(board)
+    path = [key]
     for text in query.play:
         try:
             move = board.parse_uci(text)
         except ValueError:
             raise BadRequest(f"illegal move {text!r} in play from {board.fen()}") from None
-        board.push(move)
-        path.append(board.copy(stack=False))
-    return board, path
+        key = push_with_key(board, move, key)
+        path.append(key)
+    return Position(board, key, path, from_start)
 
 
-def band_ranges(groups: tuple[int, ...]) -> list[tuple[int, int]]:
-    """The rating bands (lower bound, upper bound exclusive) a list of groups covers."""
-    ranges = []
-    for group in groups:
-        index = RATING_GROUPS.index(group)
-        upper = RATING_GROUPS[index + 1] if index + 1 < len(RATING_GROUPS) else 100_000
-        ranges.append((group, upper))
-    return ranges
+def average_rating(rating_sum: int, games: int) -> int:
+    """A mean rating rounded half up, as lila-openingexplorer rounds it."""
+    return (2 * rating_sum + games) // (2 * games)
 
 
 class Explorer:
-    """Answers `/lichess` requests from a warehouse, read-only."""
+    """Answers `/lichess` requests from a warehouse, read-only, from an in-memory index."""
 
-    def __init__(self, warehouse: Path) -> None:
+    def __init__(self, warehouse: Path, *, cache_size: int = CACHE_SIZE) -> None:
         self.warehouse = Path(warehouse)
-        self.months = available_months(self.warehouse)
-        self.con = connect(self.warehouse)
-        self._local = threading.local()
-        self._cache: OrderedDict[tuple[Any, ...], list[tuple[Any, ...]]] = OrderedDict()
+        self.index = StatsIndex.load(self.warehouse)
+        self.months = self.index.months
+        self.cache_size = cache_size
+        self._cache: OrderedDict[Query, dict[str, Any]] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._names: dict[int, tuple[str, str]] | None = None
 
     def close(self) -> None:
-        self.con.close()
-
-    def _cursor(self) -> Any:
-        cursor = getattr(self._local, "cursor", None)
-        if cursor is None:
-            cursor = self._local.cursor = self.con.cursor()
-        return cursor
-
-    def rows(self, key: int, query: Query) -> list[tuple[Any, ...]]:
-        """(move, month, wins, draws, losses) of a position under the request's filters."""
-        cache_key = (key, query.speeds, query.groups, query.since, query.until)
-        with self._cache_lock:
-            found = self._cache.get(cache_key)
-            if found is not None:
-                self._cache.move_to_end(cache_key)
-                return found
-        where = ["key = ?"]
-        args: list[Any] = [key]
-        if query.speeds:
-            where.append(f"speed IN ({', '.join('?' for _ in query.speeds)})")
-            args.extend(query.speeds)
-        if query.groups:
-            ranges = band_ranges(query.groups)
-            where.append(
-                "(" + " OR ".join("(rating_band >= ? AND rating_band < ?)" for _ in ranges) + ")"
-            )
-            for low, high in ranges:
-                args.extend((low, high))
-        if query.since:
-            where.append("month >= ?")
-            args.append(query.since)
-        if query.until:
-            where.append("month <= ?")
-            args.append(query.until)
-        sql = (
-            "SELECT move, month, sum(wins)::BIGINT, sum(draws)::BIGINT, sum(losses)::BIGINT "
-            f"FROM move_stats WHERE {' AND '.join(where)} GROUP BY move, month"
-        )
-        result = [tuple(row) for row in self._cursor().execute(sql, args).fetchall()]
-        with self._cache_lock:
-            self._cache[cache_key] = result
-            if len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return result
+        """Nothing to release: the index lives in memory."""
 
     def opening_names(self) -> dict[int, tuple[str, str]]:
         """Polyglot key -> (eco, name) of the named openings (the shortest line's name)."""
@@ -206,39 +171,65 @@ class Explorer:
             self._names = names_by_key()
         return self._names
 
-    def opening(self, query: Query, path: list[chess.Board]) -> dict[str, str] | None:
+    def opening(self, query: Query, position: Position) -> dict[str, str] | None:
         """The deepest named position on the way, when the FEN is the start position."""
-        if query.variant != "standard" or path[0].board_fen() != chess.STARTING_BOARD_FEN:
+        if query.variant != "standard" or not position.from_start:
             return None
         names = self.opening_names()
-        for board in reversed(path):
-            found = names.get(chess.polyglot.zobrist_hash(board))
+        for key in reversed(position.path):
+            found = names.get(key)
             if found:
                 return {"eco": found[0], "name": found[1]}
         return None
 
     def lichess(self, params: dict[str, str]) -> dict[str, Any]:
-        """The `/lichess` answer for a query string."""
+        """The `/lichess` answer for a query string (answers are cached per query)."""
         query = parse_query(params)
-        board, path = board_of(query)
-        rows = self.rows(chess.polyglot.zobrist_hash(board), query)
+        with self._cache_lock:
+            found = self._cache.get(query)
+            if found is not None:
+                self._cache.move_to_end(query)
+                return found
+        answer = self.answer(query)
+        if self.cache_size:
+            with self._cache_lock:
+                self._cache[query] = answer
+                if len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return answer
+
+    def answer(self, query: Query) -> dict[str, Any]:
+        """The `/lichess` answer for a validated query."""
+        position = board_of(query)
+        board = position.board
+        index = self.index
+        selection = index.select(
+            since=query.since, until=query.until, speeds=query.speeds, groups=query.groups
+        )
+        unrated = index.unrated_months(selection)
+        if query.groups and unrated:
+            raise BadRequest(
+                f"ratings cannot filter months {', '.join(unrated)}: they were ingested before "
+                "the statistics kept rating groups; re-ingest them, or choose since/until "
+                "without them"
+            )
+        totals = index.totals(position.key, selection)
         white_moves = board.turn == chess.WHITE
-        per_move: dict[int, list[int]] = {}
-        per_month: dict[str, list[int]] = {}
-        for raw, month, wins, draws, losses in rows:
-            white, black = (wins, losses) if white_moves else (losses, wins)
-            for table, name in ((per_move, raw), (per_month, month)):
-                counts = table.setdefault(name, [0, 0, 0])
-                counts[0] += white
-                counts[1] += draws
-                counts[2] += black
         moves: list[dict[str, Any]] = []
-        for raw, (white, draws, black) in per_move.items():
+        for i, raw in enumerate(totals.moves.tolist()):
             move = decode_move(board, raw)
             if move is None:  # a key collision: not a move of this position
                 continue
+            wins, draws, losses = int(totals.wins[i]), int(totals.draws[i]), int(totals.losses[i])
+            games = wins + draws + losses
+            if not games:
+                continue
+            rating = None
+            if not totals.unrated[i]:
+                rating = average_rating(int(totals.rating_sum[i]), games)
+            white, black = (wins, losses) if white_moves else (losses, wins)
             moves.append(
-                {"uci": board.uci(move), "san": board.san(move), "averageRating": None,
+                {"uci": board.uci(move), "san": board.san(move), "averageRating": rating,
                  "white": white, "draws": draws, "black": black, "game": None}
             )  # fmt: skip
         moves.sort(key=lambda m: (-(m["white"] + m["draws"] + m["black"]), m["uci"]))
@@ -252,18 +243,20 @@ class Explorer:
             "moves": moves,
             "topGames": [],
             "recentGames": [],
-            "opening": self.opening(query, path),
+            "opening": self.opening(query, position),
         }
         if query.history:
-            months = [
-                m
-                for m in self.months
-                if (query.since is None or m >= query.since)
-                and (query.until is None or m <= query.until)
-            ]
+            wins, losses = totals.month_wins.tolist(), totals.month_losses.tolist()
+            whites, blacks = (wins, losses) if white_moves else (losses, wins)
+            draws = totals.month_draws.tolist()
             answer["history"] = [
-                {"month": m, "white": c[0], "draws": c[1], "black": c[2]}
-                for m in months
-                for c in [per_month.get(m, [0, 0, 0])]
+                {"month": m, "white": whites[i], "draws": draws[i], "black": blacks[i]}
+                for i, m in enumerate(self.months)
+                if selection.months[i]
+            ]
+        if unrated:
+            answer["notes"] = [
+                f"averageRating is null for moves played in {', '.join(unrated)}: those months "
+                "were ingested before the statistics kept rating sums; re-ingest them"
             ]
         return answer

@@ -88,16 +88,17 @@ class Tablebase:
         root = self.labeller.backend.root(board)
         return root.wdl, root.dtz
 
-    def _info(self, board: chess.Board, wdl: int, dtz: int) -> dict[str, Any]:
+    def _info(
+        self, board: chess.Board, wdl: int, dtz: int, mate: bool, stalemate: bool
+    ) -> dict[str, Any]:
         exact = precise(dtz)
-        mate = board.is_checkmate()
         return {
             "category": "loss" if mate else category(wdl, dtz, exact, board.halfmove_clock),
             "dtz": dtz,
             "precise_dtz": dtz if exact else None,
             "dtm": None,
             "checkmate": mate,
-            "stalemate": board.is_stalemate(),
+            "stalemate": stalemate,
             "variant_win": False,
             "variant_loss": False,
             "insufficient_material": board.is_insufficient_material(),
@@ -106,25 +107,32 @@ class Tablebase:
     def standard(self, board: chess.Board) -> dict[str, Any]:
         """The `/standard` answer: the position and every legal move, best first (ranked as
         the labeller ranks them: mates, then wins within the 50-move budget shortest first,
-        draws, losses longest first)."""
+        draws, losses longest first).
+
+        One root probe answers for the position and, through each move's DTZ, for the
+        positions after its moves (`child_wdl_dtz`); only positions after zeroing moves, whose
+        move DTZ says only the result, are probed again."""
         self._check(board)
         with self.lock:
             wdl, dtz = self._wdl_dtz(board)
-            answer = self._info(board, wdl, dtz)
-            ranks: dict[chess.Move, int] = {}
-            if any(board.legal_moves):
-                root = self.labeller.backend.root(board)
-                ranks = {move: move_rank(v, board.halfmove_clock) for move, v in root.moves}
+            answer = self._info(board, wdl, dtz, board.is_checkmate(), board.is_stalemate())
+            root = self.labeller.backend.root(board) if any(board.legal_moves) else None
             moves = []
-            for move in board.legal_moves:
+            for move, v in root.moves if root else ():
+                zeroing = board.is_zeroing(move)
+                san = board.san(move)
                 child = board.copy(stack=False)
-                san = child.san(move)
-                zeroing = child.is_zeroing(move)
                 child.push(move)
-                child_wdl, child_dtz = self._wdl_dtz(child)
+                stuck = not any(child.generate_legal_moves())
+                mate = stuck and child.is_check()
+                stalemate = stuck and not mate
+                if zeroing or stuck:
+                    child_wdl, child_dtz = self._wdl_dtz(child)
+                else:
+                    child_wdl, child_dtz = child_wdl_dtz(v)
                 entry: dict[str, Any] = {"uci": move.uci(), "san": san, "zeroing": zeroing}
-                entry.update(self._info(child, child_wdl, child_dtz))
-                rank = 10_000 if entry["checkmate"] else ranks.get(move, 0)
+                entry.update(self._info(child, child_wdl, child_dtz, mate, stalemate))
+                rank = 10_000 if mate else move_rank(v, board.halfmove_clock)
                 moves.append((entry, (-rank, *_tie_key(move))))
         moves.sort(key=lambda item: item[1])
         answer["moves"] = [entry for entry, _ in moves]
@@ -156,6 +164,19 @@ class Tablebase:
                 board.push(label.best_move)
         return {"dtz": dtz, "precise_dtz": dtz if precise(dtz) else None, "mainline": line,
                 "winner": winner}  # fmt: skip
+
+
+def child_wdl_dtz(move_dtz: int) -> tuple[int, int]:
+    """WDL and DTZ (halfmove clock as 0, from the side to move there) of the position after a
+    move that does not zero the halfmove clock, from the move's DTZ: a backend gives such a move
+    the child's DTZ negated and moved one ply away from 0 (`probing.RootProbe`). The WDL follows
+    from the DTZ as python-chess's `probe_dtz` documents it: 1..100 a win, above 100 a cursed
+    win, and the same negated for losses."""
+    if move_dtz == 0:
+        return 0, 0
+    dtz = -(move_dtz - 1) if move_dtz > 0 else -(move_dtz + 1)
+    wdl = 2 if abs(dtz) <= 100 else 1
+    return (wdl if dtz > 0 else -wdl), dtz
 
 
 def _tie_key(move: chess.Move) -> tuple[int, int, int]:

@@ -117,13 +117,15 @@ def connect(
     if available_months(Path(warehouse)):
         con.execute(
             "CREATE VIEW move_stats AS SELECT * FROM read_parquet("
-            f"'{_sql_path(files)}', hive_partitioning = true, hive_types = {{'month': VARCHAR}})"
+            f"'{_sql_path(files)}', hive_partitioning = true, hive_types = {{'month': VARCHAR}}, "
+            "union_by_name = true)"
         )
     else:
         con.execute(
             "CREATE VIEW move_stats AS SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, "
-            "NULL::VARCHAR AS speed, NULL::USMALLINT AS rating_band, NULL::UBIGINT AS games, "
-            "NULL::UBIGINT AS wins, NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, "
+            "NULL::VARCHAR AS speed, NULL::USMALLINT AS rating_band, "
+            "NULL::USMALLINT AS rating_group, NULL::UBIGINT AS games, NULL::UBIGINT AS wins, "
+            "NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, NULL::UBIGINT AS rating_sum, "
             "NULL::VARCHAR AS month WHERE false"
         )
     return con

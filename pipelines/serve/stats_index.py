@@ -1,0 +1,169 @@
+"""The explorer's in-memory index: every month's move statistics in NumPy columns sorted by key.
+
+Loaded once when the server starts (DuckDB reads the Parquet files and sums the rating bands
+away: the explorer filters by Lichess's rating groups, not by bands). A request finds its
+position's rows by binary search on the sorted keys and sums them with NumPy, without touching
+the files again.
+
+Months ingested before `rating_group` and `rating_sum` were kept are loaded too; their rows
+have no group (`NO_GROUP`) and no rating sum, and `Totals` says which moves are missing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from pipelines.warehouse.layout import available_months
+from pipelines.warehouse.sql import connect
+from schemas.dimensions import RATING_GROUPS
+from schemas.speed import Speed
+
+#: The group index of rows from months without rating groups.
+NO_GROUP = 255
+#: Speed names in index order.
+SPEED_NAMES = tuple(speed.value for speed in Speed)
+
+
+class Totals(NamedTuple):
+    """A position's counts under a filter, per move and per month (mover's view)."""
+
+    moves: np.ndarray  # Polyglot moves, ascending
+    wins: np.ndarray  # per move
+    draws: np.ndarray
+    losses: np.ndarray
+    rating_sum: np.ndarray  # per move, over the rows that have one
+    unrated: np.ndarray  # per move: games from months without rating sums
+    month_wins: np.ndarray  # per month of `StatsIndex.months`
+    month_draws: np.ndarray
+    month_losses: np.ndarray
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which rows a request counts: boolean tables indexed by month, speed and group index."""
+
+    months: np.ndarray
+    speeds: np.ndarray
+    groups: np.ndarray
+
+
+class StatsIndex:
+    """Every month's rows, summed per (key, move, month, speed, rating group), sorted by key."""
+
+    def __init__(self, months: list[str], rated: list[bool], columns: dict[str, np.ndarray]):
+        self.months = months
+        #: Per month: whether its rows have rating groups and rating sums.
+        self.rated = np.array(rated, dtype=bool)
+        self.keys = columns["key"]
+        self.move = columns["move"]
+        self.month = columns["month"]
+        self.speed = columns["speed"]
+        self.group = columns["group"]
+        self.wins = columns["wins"]
+        self.draws = columns["draws"]
+        self.losses = columns["losses"]
+        self.rating_sum = columns["rating_sum"]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @classmethod
+    def load(cls, warehouse: Path) -> StatsIndex:
+        """Read every month of a warehouse (read-only). A month is rated when all its rows
+        have a rating group (months written before the column read it as null)."""
+        warehouse = Path(warehouse)
+        months = available_months(warehouse)
+        dtypes = {
+            "key": np.uint64, "move": np.uint16, "month": np.uint16, "speed": np.uint8,
+            "group": np.uint8, "wins": np.uint32, "draws": np.uint32, "losses": np.uint32,
+            "rating_sum": np.uint64,
+        }  # fmt: skip
+        if not months:
+            return cls([], [], {name: np.zeros(0, dtype=t) for name, t in dtypes.items()})
+        con = connect(warehouse)
+        try:
+            con.execute("SET threads = 2")
+            con.execute("SET enable_progress_bar = false")
+            names = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
+            rated_rows = "rating_group" in names
+            group = "rating_group" if rated_rows else "NULL::USMALLINT"
+            rating_sum = "rating_sum" if rated_rows else "NULL::UBIGINT"
+            sql = f"""
+                SELECT key, move, list_position($months, month) - 1 AS month,
+                    list_position($speeds, speed) - 1 AS speed,
+                    coalesce(list_position($groups, {group}) - 1, {NO_GROUP}) AS "group",
+                    sum(wins) AS wins, sum(draws) AS draws, sum(losses) AS losses,
+                    coalesce(sum({rating_sum}), 0) AS rating_sum
+                FROM move_stats GROUP BY ALL ORDER BY key
+            """
+            found = con.execute(
+                sql,
+                {"months": months, "speeds": list(SPEED_NAMES), "groups": list(RATING_GROUPS)},
+            ).fetchnumpy()
+        finally:
+            con.close()
+        columns = {name: np.asarray(found[name], dtype=t) for name, t in dtypes.items()}
+        unrated = columns["month"][columns["group"] == NO_GROUP]
+        rated = np.bincount(unrated, minlength=len(months)) == 0
+        return cls(months, rated.tolist(), columns)
+
+    def select(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        speeds: tuple[str, ...] = (),
+        groups: tuple[int, ...] = (),
+    ) -> Selection:
+        """The rows of the months inside since/until, of the speeds and groups (all if empty)."""
+        months = np.array(
+            [(since is None or m >= since) and (until is None or m <= until) for m in self.months],
+            dtype=bool,
+        )
+        speed_ok = np.array([not speeds or name in speeds for name in SPEED_NAMES], dtype=bool)
+        group_ok = np.zeros(NO_GROUP + 1, dtype=bool)
+        for index, bound in enumerate(RATING_GROUPS):
+            group_ok[index] = not groups or bound in groups
+        group_ok[NO_GROUP] = not groups
+        return Selection(months, speed_ok, group_ok)
+
+    def totals(self, key: int, selection: Selection) -> Totals:
+        """A position's counts per move and per month under a selection."""
+        value = np.uint64(key)
+        low = int(np.searchsorted(self.keys, value, "left"))
+        high = int(np.searchsorted(self.keys, value, "right"))
+        month = self.month[low:high]
+        keep = (
+            selection.months[month]
+            & selection.speeds[self.speed[low:high]]
+            & selection.groups[self.group[low:high]]
+        )
+        month = month[keep]
+        moves, inverse = np.unique(self.move[low:high][keep], return_inverse=True)
+        counts = []
+        for column in (self.wins, self.draws, self.losses):
+            values = column[low:high][keep]
+            counts.append(np.bincount(inverse, weights=values, minlength=len(moves)))
+            counts.append(np.bincount(month, weights=values, minlength=len(self.months)))
+        games = sum(column[low:high][keep].astype(np.int64) for column in
+                    (self.wins, self.draws, self.losses))  # fmt: skip
+        unrated = np.bincount(
+            inverse, weights=np.where(self.rated[month], 0, games), minlength=len(moves)
+        )
+        rating_sum = np.bincount(
+            inverse, weights=self.rating_sum[low:high][keep], minlength=len(moves)
+        )
+        as_int = [np.rint(c).astype(np.int64) for c in counts]
+        return Totals(
+            moves, as_int[0], as_int[2], as_int[4], rating_sum, np.rint(unrated).astype(np.int64),
+            as_int[1], as_int[3], as_int[5],
+        )  # fmt: skip
+
+    def unrated_months(self, selection: Selection) -> list[str]:
+        """The selected months whose rows have no rating groups nor rating sums."""
+        chosen = zip(self.months, selection.months, self.rated, strict=True)
+        return [month for month, on, rated in chosen if on and not rated]
