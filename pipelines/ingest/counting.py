@@ -240,9 +240,9 @@ class MoveCounter:
             band = np.array([g.rating_band for g, _, _ in pending], dtype=np.uint16)[games]
             white_points = np.array([g.result for g, _, _ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
-            group = np.array([g.rating_group for g, _ in pending], dtype=np.uint16)[games]
+            group = np.array([g.rating_group for g, _, _ in pending], dtype=np.uint16)[games]
             elos = [
-                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, _ in pending
+                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, _, _ in pending
             ]
             elo = np.array(elos, dtype=np.uint16)[games]
             rating = np.where(white_moves, elo[:, 0], elo[:, 1]).astype(np.uint16)
