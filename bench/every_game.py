@@ -65,7 +65,9 @@ def chesspipe(
 
     With `checkout`, the chesspipe of that checkout runs (an earlier version, to compare).
     """
-    py = f"PYTHONPATH='{checkout}' {PY}" if checkout is not None else PY
+    py = PY
+    if checkout is not None:  # python -m puts the working folder first on the path
+        py = f"cd '{checkout}' && PYTHONPATH='{checkout}' {PY}"
     return (
         f"rm -rf '{warehouse}' && {py} -m pipelines ingest '{path}' --month {month} "
         f"--warehouse '{warehouse}' --quiet --min-rating 0 --speeds {ALL_SPEEDS} --allow-bots "
