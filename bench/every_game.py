@@ -165,7 +165,7 @@ def layout_copies(warehouse: Path) -> dict[str, Path]:
     return copies
 
 
-def year(mb: int, repeat: int) -> dict:
+def year(mb: int, repeat: int, lichess: Path) -> dict:
     """Twelve generated months: book over the year, position queries, by layout."""
     import pyarrow.parquet as pq
 
@@ -177,7 +177,7 @@ def year(mb: int, repeat: int) -> dict:
             dump = WORK / f"year-{index}.pgn.zst"
             subprocess.run(
                 [PY, str(HERE / "make_dump.py"), str(dump), "--mb", str(mb), "--seed",
-                 str(100 + index)],
+                 str(100 + index), "--lichess", str(lichess)],
                 check=True, capture_output=True,
             )  # fmt: skip
             subprocess.run(
@@ -307,11 +307,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--mb", type=int, default=200, help="generated dump, MB of PGN")
+    parser.add_argument("--mb", type=int, default=200, help="generated dump, MB of PGN (0: none)")
     parser.add_argument("--plies", default="20,40,60")
     parser.add_argument("--year-mb", type=int, default=50, help="MB of PGN per generated month")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-year", action="store_true")
+    parser.add_argument("--no-real", action="store_true", help="leave out the real samples")
     parser.add_argument(
         "--before", type=Path, help="another checkout of chesspipe, measured beside (d)"
     )
@@ -321,7 +322,9 @@ def main() -> int:
     args = parser.parse_args()
     plies = [int(p) for p in args.plies.split(",")]
     WORK.mkdir(exist_ok=True)
-    inputs = [run_input(real_input(args.lichess), "real", plies, args.repeat, args.before)]
+    inputs = []
+    if not args.no_real:
+        inputs.append(run_input(real_input(args.lichess), "real", plies, args.repeat, args.before))
     if args.mb:
         dump = WORK / f"dump-{args.mb}.pgn.zst"
         if not dump.exists():
@@ -331,7 +334,7 @@ def main() -> int:
                 check=True,
             )  # fmt: skip
         inputs.append(run_input(dump, f"dump-{args.mb}", plies, args.repeat, args.before))
-    year_result = None if args.no_year else year(args.year_mb, args.repeat)
+    year_result = None if args.no_year else year(args.year_mb, args.repeat, args.lichess)
     ran_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     text = report(inputs, year_result, ran_at)
     args.out.write_text(text + "\n")
