@@ -257,6 +257,7 @@ def merge_runs(
             if len(merged):
                 writer.write_table(_month_table(merged), row_group_size=row_group_rows)
                 total += len(merged)
-        if total == 0:
-            writer.write_table(MOVE_STATS_SCHEMA.empty_table())
+        if total == 0:  # (not MOVE_STATS_SCHEMA.empty_table(): it imports pandas)
+            empty = StatsColumns(*(np.zeros(0, dtype=dtype) for dtype in _DTYPES.values()))
+            writer.write_table(_month_table(empty))
     return total
