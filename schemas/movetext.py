@@ -44,3 +44,28 @@ def has_moves(movetext: bytes) -> bool:
     """Whether a movetext holds a move: a game without one is dropped as `no_moves`, by every
     command that reads kept games, so that "kept" means the same games everywhere."""
     return bool(san_tokens(movetext, 1))
+
+
+def opening_text(movetext: bytes, plies: int) -> bytes | None:
+    """Return the movetext cut where the move after the first `plies` plies is numbered.
+
+    The cut is at the whitespace before the number of full move (plies + 1) // 2 + 1, and only
+    where it is known to fall between tokens of the mainline: no variation, rest-of-line comment
+    or escape line before it, and no brace comment open at it. The text returned then starts with
+    the game's first `plies` moves, if it holds that many (a game numbered wrongly holds fewer).
+    None when there is no such number or the cut is not known to be safe.
+    """
+    number = b"%d." % ((plies + 1) // 2 + 1)
+    cut = movetext.find(b" " + number)
+    newline = movetext.find(b"\n" + number, 0, cut if cut >= 0 else len(movetext))
+    if newline >= 0:
+        cut = newline
+    if cut < 0:
+        return None
+    head = movetext[:cut]
+    if b"(" in head or b";" in head or b"\n%" in head or head[:1] == b"%":
+        return None
+    braces = head.count(b"{")
+    if braces != head.count(b"}") or (braces and head.rfind(b"{") > head.rfind(b"}")):
+        return None  # a comment may be open at the cut
+    return head

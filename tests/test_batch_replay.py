@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import random
 from pathlib import Path
 
@@ -124,13 +126,19 @@ def test_mangled_games_are_rejected_exactly_when_python_chess_rejects(
     rng = random.Random(seed)
     tokens = random_game_tokens(rng, 40)
     tokens = tokens[:cut] + [junk] + tokens[cut + 1 :]
+    assert_batched_counts_as_plain(
+        KeptGame(2300, 2300, Speed.BLITZ, 2, None, b" ".join(tokens)), 20
+    )
+
+
+def assert_batched_counts_as_plain(game: KeptGame, plies: int) -> None:
+    """Counting a game in a batch gives the rows and drops of counting it by python-chess."""
     stats = ScanStats()
-    game = KeptGame(2300, 2300, Speed.BLITZ, 2, None, b" ".join(tokens))
-    batched = MoveCounter(20, stats, batched=True)
+    batched = MoveCounter(plies, stats, batched=True)
     batched.add(game)
     batched.flush()
     plain_stats = ScanStats()
-    plain = MoveCounter(20, plain_stats, batched=False)
+    plain = MoveCounter(plies, plain_stats, batched=False)
     plain.add(game)
     assert stats.dropped == plain_stats.dropped
     assert stats.games_kept == plain_stats.games_kept
@@ -198,3 +206,135 @@ def test_counter_batches_equal_one_by_one(games_2021: Path) -> None:
             )
         )
     assert results[0] == results[1]
+
+
+@functools.cache
+def first_kept_games(path: Path, count: int) -> list[KeptGame]:
+    stats = ScanStats()
+    games = kept_games(
+        split_games([read_text(path).encode()], stats), GameFilter(0, frozenset(Speed), True), stats
+    )
+    return list(itertools.islice(games, count))
+
+
+def python_chess_mainline_rows(movetext: bytes, plies: int) -> tuple[list[int], list[int]]:
+    """Keys and Polyglot moves of a movetext's first plies, read by python-chess's PGN reader."""
+    import io
+
+    import chess.pgn
+
+    from schemas.polyglot import encode_move
+
+    game = chess.pgn.read_game(io.StringIO(movetext.decode()))
+    assert game is not None
+    board = game.board()
+    keys, moves = [], []
+    for move in list(game.mainline_moves())[:plies]:
+        keys.append(chess.polyglot.zobrist_hash(board))
+        moves.append(encode_move(board, move))
+        board.push(move)
+    return keys, moves
+
+
+@pytest.mark.parametrize("plies", [9, 40])
+@pytest.mark.parametrize(
+    "name", ["standard-2013-01-part1.pgn.zst", "standard-2021-10-sample.pgn.zst", "odd-cases.pgn"]
+)
+def test_cut_movetexts_replay_as_python_chess_reads_the_whole_game(name: str, plies: int) -> None:
+    """A movetext cut at a move number starts with the game's first plies, as python-chess reads
+    the whole movetext (comments, variations, NAGs, clocks); a cut text holding fewer moves than
+    asked for is one the counter sends back to python-chess."""
+    from schemas.movetext import opening_text
+    from tests.conftest import LICHESS_DIR, need
+
+    games = first_kept_games(need(LICHESS_DIR / name, "real Lichess games"), 600)
+    cut = [(g.movetext, opening_text(g.movetext, plies)) for g in games]
+    cut = [(whole, text) for whole, text in cut if text is not None and text.isascii()]
+    assert len(cut) > len(games) // 3 or name == "odd-cases.pgn"
+    result = replay([text.decode() for _, text in cut], plies=plies)
+    rows = 0
+    for index, (whole, _) in enumerate(cut):
+        if index in result.rejected or result.lengths[index] < plies:
+            continue  # counted by python-chess instead
+        keys, moves = python_chess_mainline_rows(whole, plies)
+        mine = result.games == index
+        assert result.keys[mine].tolist() == keys
+        assert result.moves[mine].tolist() == moves
+        rows += len(keys)
+    assert rows > 0
+
+
+def numbered_movetext(tokens: list[bytes], comments: list[bytes], rng: random.Random) -> bytes:
+    """Tokens written as PGN movetext with move numbers and, at random, comments after moves."""
+    out = []
+    for ply, token in enumerate(tokens):
+        if ply % 2 == 0:
+            out.append(b"%d." % (ply // 2 + 1))
+        elif out and out[-1].startswith(b"{"):
+            out.append(b"%d..." % (ply // 2 + 1))
+        out.append(token)
+        if rng.random() < 0.3:
+            out.append(rng.choice(comments))
+    return b" ".join(out)
+
+
+COMMENTS = [
+    b"{ [%clk 0:03:00] }",
+    b"{ 11. Nf3 was better }",
+    b"{ an open brace { inside }",
+    b"(1. d4 d5 11. c4)",
+    b"$1",
+    b"; 11. e4\n",
+    b"{ 11. }",
+    b"{ 4.",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    cut=st.integers(0, 40),
+    junk=MANGLE,
+    plies=st.sampled_from([1, 2, 19, 20, 21]),
+)
+def test_numbered_commented_games_count_as_python_chess_counts_them(
+    seed: int, cut: int, junk: bytes, plies: int
+) -> None:
+    """Batched counting of movetexts with move numbers, comments and variations (cut at a move
+    number) gives the rows and drops of counting each game by python-chess alone."""
+    rng = random.Random(seed)
+    tokens = random_game_tokens(rng, 44)
+    if rng.random() < 0.5:
+        tokens = tokens[:cut] + [junk] + tokens[cut + 1 :]
+    text = numbered_movetext(tokens, COMMENTS, rng) + b" 1-0"
+    assert_batched_counts_as_plain(KeptGame(2300, 2300, Speed.BLITZ, 2, None, text), plies)
+
+
+def test_piece_keys_of_unrelated_boards_in_a_row() -> None:
+    """Keys accumulated from board to board are each board's own, whatever the boards."""
+    rng = random.Random(5)
+    boards, castling, ep, turn, want = [], [], [], [], []
+    for _ in range(200):
+        board = chess.Board()
+        for _ in range(rng.randrange(0, 60)):
+            move = random_move(board, rng, special_share=0.5)
+            if move is None:
+                break
+            board.push(move)
+        grid = np.zeros((8, 8), dtype=np.uint8)
+        for square, piece in board.piece_map().items():
+            grid[chess.square_rank(square), chess.square_file(square)] = piece.piece_type + (
+                0 if piece.color else 6
+            )
+        boards.append(grid)
+        castling.append([board.has_kingside_castling_rights(chess.WHITE),
+                         board.has_queenside_castling_rights(chess.WHITE),
+                         board.has_kingside_castling_rights(chess.BLACK),
+                         board.has_queenside_castling_rights(chess.BLACK)])  # fmt: skip
+        ep.append(chess.square_file(board.ep_square) if board.ep_square is not None else -1)
+        turn.append(board.turn)
+        want.append(chess.polyglot.zobrist_hash(board))
+    got = polyglot_keys(
+        np.array(boards), np.array(castling), np.array(ep, dtype=np.int8), np.array(turn)
+    )
+    assert got.tolist() == want

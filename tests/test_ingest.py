@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -277,8 +278,9 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_duckdb_and_in_memory_merges_write_the_same_table(tmp_path: Path, games_2013: Path) -> None:
-    """Large months are merged by DuckDB, small ones in memory: the tables must be equal."""
+def test_merges_range_by_range_write_the_same_table(tmp_path: Path, games_2013: Path) -> None:
+    """Runs merged a range of keys at a time (a bound on memory) or all at once, in row groups
+    of any size: the tables must be equal, and each row group must hold a range of keys."""
     from pipelines.ingest.counting_process import IN_MEMORY_ROWS
 
     rules = GameFilter(1900, ALL_SPEEDS)
@@ -290,9 +292,17 @@ def test_duckdb_and_in_memory_merges_write_the_same_table(tmp_path: Path, games_
             flush_rows=3000, in_memory_rows=limit,
         )  # fmt: skip
         tables.append(pq.read_table(partition_file(warehouse, "2013-01")))
-    in_memory, by_duckdb = tables
-    assert by_duckdb.num_rows == in_memory.num_rows > 1000
-    assert by_duckdb.to_pylist() == in_memory.to_pylist()  # same rows, same order
+    in_memory, by_range = tables
+    assert by_range.num_rows == in_memory.num_rows > 1000
+    assert by_range.to_pylist() == in_memory.to_pylist()  # same rows, same order
+    metadata = pq.ParquetFile(partition_file(tmp_path / "limit-0", "2013-01")).metadata
+    assert metadata.num_row_groups > 1
+    bounds = [
+        (metadata.row_group(i).column(0).statistics.min,
+         metadata.row_group(i).column(0).statistics.max)
+        for i in range(metadata.num_row_groups)
+    ]  # fmt: skip
+    assert all(low <= high < next_low for (low, high), (next_low, _) in itertools.pairwise(bounds))
     keys = [
         (r["key"], r["move"], r["speed"], r["rating_band"], r["rating_group"])
         for r in in_memory.to_pylist()

@@ -13,7 +13,7 @@ import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from schemas.dimensions import MAX_RATING
-from schemas.movetext import san_tokens
+from schemas.movetext import opening_text, san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 
@@ -174,7 +174,9 @@ class MoveCounter:
         self.rows = MoveRows()
         self.batch_size = batch_size
         self.batched = not chess960 if batched is None else batched
-        self._pending: list[tuple[KeptGame, list[bytes], int]] = []
+        #: Games waiting for a batch: the game, its text, whether the text is a cut movetext,
+        #: and its place.
+        self._pending: list[tuple[KeptGame, bytes, bool, int]] = []
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
 
@@ -185,14 +187,21 @@ class MoveCounter:
         if not self.batched or game.fen is not None:
             self._count_one(game, None, place)
             return
-        sans = san_tokens(game.movetext, self.plies)
-        if not sans:
-            self._reject("no_moves", place)
-            return
-        if not b"".join(sans).isascii():
-            self._count_one(game, sans, place)
-            return
-        self._pending.append((game, sans, place))
+        # Most games are cut at a move number and go to the batch parser as they are; the
+        # others as their SAN tokens.
+        text = opening_text(game.movetext, self.plies)
+        if text is not None and text.isascii():
+            self._pending.append((game, text, True, place))
+        else:
+            sans = san_tokens(game.movetext, self.plies)
+            if not sans:
+                self._reject("no_moves", place)
+                return
+            joined = b" ".join(sans)
+            if not joined.isascii():
+                self._count_one(game, sans, place)
+                return
+            self._pending.append((game, joined, False, place))
         if len(self._pending) >= self.batch_size:
             self.flush()
 
@@ -221,7 +230,11 @@ class MoveCounter:
         return rows
 
     def flush(self) -> None:
-        """Count the games waiting for a batch."""
+        """Count the games waiting for a batch.
+
+        A game the batch parser rejects, or whose cut movetext held fewer moves than asked
+        for, is counted by python-chess from its whole movetext.
+        """
         if not self._pending:
             return
         import numpy as np
@@ -229,30 +242,39 @@ class MoveCounter:
         from pipelines.ingest.replay import replay
 
         pending, self._pending = self._pending, []
-        replayed = replay([b" ".join(sans).decode("ascii") for _, sans, _ in pending])
-        rejected = set(replayed.rejected)
+        replayed = replay([text.decode("ascii") for _, text, _, _ in pending], plies=self.plies)
+        cut = np.fromiter((was_cut for _, _, was_cut, _ in pending), dtype=bool, count=len(pending))
+        redo = cut & (replayed.lengths < self.plies)
+        redo[replayed.rejected] = True
         games = replayed.games
+        keep = ~redo[games]
+        if not keep.all():
+            games = games[keep]
         if len(games):
             starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
             first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
             white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-            speed = np.array([g.speed.ordinal for g, _, _ in pending], dtype=np.uint8)[games]
-            band = np.array([g.rating_band for g, _, _ in pending], dtype=np.uint16)[games]
-            white_points = np.array([g.result for g, _, _ in pending], dtype=np.uint8)[games]
+            speed = np.array([g.speed.ordinal for g, *_ in pending], dtype=np.uint8)[games]
+            band = np.array([g.rating_band for g, *_ in pending], dtype=np.uint16)[games]
+            white_points = np.array([g.result for g, *_ in pending], dtype=np.uint8)[games]
             points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
-            group = np.array([g.rating_group for g, _, _ in pending], dtype=np.uint16)[games]
+            group = np.array([g.rating_group for g, *_ in pending], dtype=np.uint16)[games]
             elos = [
-                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, _, _ in pending
+                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, *_ in pending
             ]
             elo = np.array(elos, dtype=np.uint16)[games]
             rating = np.where(white_moves, elo[:, 0], elo[:, 1]).astype(np.uint16)
-            self.rows.keys.frombytes(replayed.keys.astype(np.uint64).tobytes())
-            self.rows.moves.frombytes(replayed.moves.astype(np.uint16).tobytes())
+            keys, moves = replayed.keys, replayed.moves
+            if len(games) != len(keys):
+                keys, moves = keys[keep], moves[keep]
+            self.rows.keys.frombytes(keys.astype(np.uint64).tobytes())
+            self.rows.moves.frombytes(moves.astype(np.uint16).tobytes())
             self.rows.speeds.frombytes(speed.tobytes())
             self.rows.bands.frombytes(band.tobytes())
             self.rows.points.frombytes(points.tobytes())
             self.rows.groups.frombytes(group.tobytes())
             self.rows.ratings.frombytes(rating.tobytes())
-        self.stats.games_kept += len(pending) - len(rejected)
-        for index in sorted(rejected):
-            self._count_one(*pending[index])  # python-chess decides
+        self.stats.games_kept += len(pending) - int(redo.sum())
+        for index in np.flatnonzero(redo):
+            game, _, _, place = pending[index]
+            self._count_one(game, None, place)  # python-chess decides

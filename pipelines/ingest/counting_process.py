@@ -66,11 +66,11 @@ def count_kept(
             counter = MoveCounter(settings.plies, stats, tree, chess960)
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
     if counter is not None:
         counter.flush()
         if len(counter.rows):
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.parquet"))
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
         tree = counter.tree
     return runs, tree
 
@@ -248,7 +248,7 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None, count:
         hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
         conn.send(("counted", stats, hits, misses))
         target = conn.recv()
-        conn.send(("written", merge_runs(runs, target, staging, in_memory_rows=in_memory_rows)))
+        conn.send(("written", merge_runs(runs, target, in_memory_rows=in_memory_rows)))
     except (EOFError, BrokenPipeError):
         return  # the parent went away
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the parent

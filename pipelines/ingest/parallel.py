@@ -169,7 +169,5 @@ def count_units(
             own_pool.shutdown(cancel_futures=True)
     while hash_source and opened.reader.read(4 << 20):
         pass
-    write = partial(
-        merge_runs, sorted(runs), staging=job.staging, in_memory_rows=job.in_memory_rows
-    )
+    write = partial(merge_runs, sorted(runs), in_memory_rows=job.in_memory_rows)
     return Counted(hits, misses, write, kept=[kept[start] for start in sorted(kept)])

@@ -27,16 +27,38 @@ def _piece_square_table() -> np.ndarray:
 
 
 _PIECE_SQUARE = _piece_square_table()
-_SQUARES = np.arange(64)
 _WHITE_PAWN, _BLACK_PAWN, _WHITE_KING, _BLACK_KING = 1, 7, 6, 12
+
+
+def _piece_keys(flat: np.ndarray) -> np.ndarray:
+    """Return the pieces' part of the Polyglot keys of (N, 64) boards.
+
+    Each key is its predecessor's with the squares that changed between the two boards
+    toggled (the first board's from an empty board), accumulated by XOR: positions of a game
+    differ in a few squares, so this looks at far fewer squares than hashing every board.
+    """
+    if not len(flat):
+        return np.zeros(0, dtype=np.uint64)
+    changed = np.empty(flat.shape, dtype=bool)
+    changed[0] = flat[0] != 0
+    np.not_equal(flat[1:], flat[:-1], out=changed[1:])
+    where = np.flatnonzero(changed)
+    rows, squares = where >> 6, where & 63
+    toggled = _PIECE_SQUARE[flat[rows, squares], squares]
+    before = rows > 0
+    toggled[before] ^= _PIECE_SQUARE[flat[rows[before] - 1, squares[before]], squares[before]]
+    deltas = np.zeros(len(flat), dtype=np.uint64)
+    if len(rows):
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        deltas[rows[starts]] = np.bitwise_xor.reduceat(toggled, starts)
+    return np.bitwise_xor.accumulate(deltas)
 
 
 def polyglot_keys(
     boards: np.ndarray, castling: np.ndarray, en_passant: np.ndarray, white_to_move: np.ndarray
 ) -> np.ndarray:
     """Return the Polyglot keys of positions given as (N, 8, 8) boards and their state."""
-    flat = boards.reshape(len(boards), 64)
-    keys = np.bitwise_xor.reduce(_PIECE_SQUARE[flat, _SQUARES], axis=1)
+    keys = _piece_keys(boards.reshape(len(boards), 64))
     for index in range(4):
         keys ^= np.where(castling[:, index], _RANDOM[768 + index], np.uint64(0))
     keys ^= np.where(white_to_move, _RANDOM[780], np.uint64(0))
@@ -83,40 +105,63 @@ class Replayed:
     moves: np.ndarray
     games: np.ndarray  # index of the game in the batch, per row
     rejected: list[int]  # games the batch parser could not replay
+    lengths: np.ndarray  # rows per game of the batch (0 for a rejected game)
 
 
-def replay(movetexts: list[str]) -> Replayed:
-    """Replay a batch of SAN move lists from the standard start position."""
+def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
+    """Replay a batch of movetexts from the standard start position, at most `plies` each.
+
+    Keys are computed only for the positions before the moves kept.
+    """
     import rust_pgn_reader_python_binding as reader
 
     parsed = reader.parse_games_from_strings(movetexts, num_threads=1)
     keys: list[np.ndarray] = []
     moves: list[np.ndarray] = []
     games: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
     rejected: list[int] = []
     first_game = 0
     for chunk in parsed.chunks:
         count = chunk.num_games
         move_offsets = chunk.move_offsets.astype(np.int64)
         position_offsets = chunk.position_offsets.astype(np.int64)
-        valid = chunk.valid
-        boards = chunk.boards
-        chunk_keys = polyglot_keys(boards, chunk.castling, chunk.en_passant, chunk.turn)
+        valid = chunk.valid[:count]
         n_moves = move_offsets[1 : count + 1] - move_offsets[:count]
+        if plies is not None:
+            n_moves = np.minimum(n_moves, plies)
+        n_moves = np.where(valid, n_moves, 0)
         # Position i of a game is the one before its move i.
         game_of_move = np.repeat(np.arange(count), n_moves)
-        move_in_game = np.arange(len(game_of_move)) - np.repeat(move_offsets[:count], n_moves)
-        position = position_offsets[:count][game_of_move] + move_in_game
-        keep = valid[game_of_move]
-        codes = polyglot_moves(
-            boards[position], chunk.from_squares, chunk.to_squares, chunk.promotions
+        move_in_game = np.arange(len(game_of_move)) - np.repeat(
+            np.cumsum(n_moves) - n_moves, n_moves
         )
-        keys.append(chunk_keys[position][keep])
-        moves.append(codes[keep])
-        games.append(game_of_move[keep] + first_game)
-        rejected.extend(int(i) + first_game for i in np.flatnonzero(~valid[:count]))
+        position = position_offsets[:count][game_of_move] + move_in_game
+        move = move_offsets[:count][game_of_move] + move_in_game
+        boards = chunk.boards[position]
+        keys.append(
+            polyglot_keys(
+                boards, chunk.castling[position], chunk.en_passant[position], chunk.turn[position]
+            )
+        )
+        moves.append(
+            polyglot_moves(
+                boards, chunk.from_squares[move], chunk.to_squares[move], chunk.promotions[move]
+            )
+        )
+        games.append(game_of_move + first_game)
+        lengths.append(n_moves)
+        rejected.extend(int(i) + first_game for i in np.flatnonzero(~valid))
         first_game += count
     if not keys:
         empty = np.zeros(0, dtype=np.uint64)
-        return Replayed(empty, empty.astype(np.uint16), empty.astype(np.int64), rejected)
-    return Replayed(np.concatenate(keys), np.concatenate(moves), np.concatenate(games), rejected)
+        return Replayed(
+            empty, empty.astype(np.uint16), empty.astype(np.int64), rejected, empty.astype(np.int64)
+        )
+    return Replayed(
+        np.concatenate(keys),
+        np.concatenate(moves),
+        np.concatenate(games),
+        rejected,
+        np.concatenate(lengths),
+    )

@@ -267,7 +267,7 @@ def _scan_in_order(
     def write(target: Path) -> int:
         from pipelines.ingest.runs import merge_runs
 
-        return merge_runs(runs, target, job.staging, in_memory_rows=job.in_memory_rows)
+        return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
     return hits, misses, write
 

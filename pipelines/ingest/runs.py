@@ -1,16 +1,16 @@
 """Runs of move statistics: partial counts written while ingesting, merged into a month's file.
 
 A run holds (key, move, speed index, rating band, rating group, wins, draws, losses, rating sum),
-summed and sorted. Small
-months are merged in memory with NumPy and written with pyarrow; large ones are merged by DuckDB,
-which spills to disk and keeps memory bounded.
+summed and sorted by key,
+as raw NumPy columns with where each range of keys starts. The runs are merged a range of keys
+at a time (memory stays bounded), summed with NumPy and written with pyarrow in row groups.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -129,41 +129,76 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
     )
 
 
-def write_run(columns: StatsColumns, path: Path) -> None:
-    """Write summed columns as a run file."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+#: Runs are cut into 2**BUCKET_BITS ranges of keys (by their top bits), merged range by range.
+BUCKET_BITS = 8
 
-    arrays = [_arrow(getattr(columns, name)) for name in _DTYPES]
-    pq.write_table(pa.Table.from_arrays(arrays, names=list(_DTYPES)), path, compression="lz4")
+#: Rows per row group of a month's file: the file is sorted by key, so a query for a position
+#: reads the one row group whose key range holds it (DuckDB skips the others by their
+#: min/max statistics).
+ROW_GROUP_ROWS = 1 << 17
+
+#: How a month's file is written: keys are random, so only the few-valued columns get
+#: dictionaries (building one for the keys costs time and saves nothing).
+_PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
+}
+
+_RUN_MAGIC = b"CPRUN1\0\0"
+
+
+def _bucket_starts(key: np.ndarray) -> np.ndarray:
+    """Return where each key range starts in sorted keys, and their end (2**BUCKET_BITS + 1)."""
+    top = key >> np.uint64(64 - BUCKET_BITS)
+    return np.searchsorted(top, np.arange((1 << BUCKET_BITS) + 1, dtype=np.uint64))
+
+
+def write_run(columns: StatsColumns, path: Path) -> None:
+    """Write summed columns as a run file: the raw columns, with where each key range starts."""
+    with open(path, "wb") as out:
+        out.write(_RUN_MAGIC)
+        out.write(_bucket_starts(columns.key).astype("<i8").tobytes())
+        for name, dtype in _DTYPES.items():
+            out.write(np.ascontiguousarray(getattr(columns, name), dtype=dtype).tobytes())
+
+
+def _run_index(path: Path) -> np.ndarray:
+    """Return where each key range starts in a run file (and its row count, last)."""
+    with open(path, "rb") as handle:
+        head = handle.read(len(_RUN_MAGIC))
+        if head != _RUN_MAGIC:
+            raise ValueError(f"{path} is not a run file")
+        return np.fromfile(handle, dtype="<i8", count=(1 << BUCKET_BITS) + 1)
+
+
+def _read_rows(path: Path, index: np.ndarray, start: int, stop: int) -> StatsColumns:
+    """Read rows start:stop of a run file whose index is `index`."""
+    rows = int(index[-1])
+    offset = len(_RUN_MAGIC) + index.nbytes
+    columns = []
+    for dtype in _DTYPES.values():
+        size = np.dtype(dtype).itemsize
+        columns.append(
+            np.fromfile(path, dtype=dtype, count=stop - start, offset=offset + start * size)
+        )
+        offset += rows * size
+    return StatsColumns(*columns)
 
 
 def read_run(path: Path) -> StatsColumns:
     """Read a run file back as NumPy columns."""
-    import pyarrow.parquet as pq
-
-    table = pq.ParquetFile(path).read()
-    columns = []
-    for name, dtype in _DTYPES.items():
-        parts = [
-            np.frombuffer(chunk.buffers()[1], dtype=dtype)[chunk.offset : chunk.offset + len(chunk)]
-            for chunk in table.column(name).chunks
-        ]
-        columns.append(np.concatenate(parts) if parts else np.zeros(0, dtype=dtype))
-    return StatsColumns(*columns)
+    index = _run_index(path)
+    return _read_rows(path, index, 0, int(index[-1]))
 
 
 def run_rows(runs: list[Path]) -> int:
     """Return the number of rows in run files."""
-    import pyarrow.parquet as pq
-
-    return sum(pq.ParquetFile(path).metadata.num_rows for path in runs)
+    return sum(int(_run_index(path)[-1]) for path in runs)
 
 
-def write_month(columns: StatsColumns, path: Path) -> None:
-    """Write summed columns as a month's move statistics file (MOVE_STATS_SCHEMA)."""
+def _month_table(columns: StatsColumns) -> pa.Table:
+    """Return summed columns as a table of move statistics (MOVE_STATS_SCHEMA)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
@@ -180,65 +215,63 @@ def write_month(columns: StatsColumns, path: Path) -> None:
         _arrow(columns.losses),
         _arrow(columns.rating_sum),
     ]
-    table = pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
-    pq.write_table(table, path, compression="zstd", row_group_size=1_000_000)
+    return pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
 
 
-def merge_runs(runs: list[Path], target: Path, staging: Path, *, in_memory_rows: int) -> int:
+def _steps(index: np.ndarray, most_rows: int) -> list[tuple[int, int]]:
+    """Return consecutive key ranges (first, stop) of at most `most_rows` rows in all runs.
+
+    `index` holds the runs' range starts, one run a row. A range larger than `most_rows` on its
+    own is a step of its own.
+    """
+    sizes = np.diff(index, axis=1).sum(axis=0)
+    steps: list[tuple[int, int]] = []
+    first, rows = 0, 0
+    for bucket, size in enumerate(sizes.tolist()):
+        if rows and rows + size > most_rows:
+            steps.append((first, bucket))
+            first, rows = bucket, 0
+        rows += size
+    steps.append((first, len(sizes)))
+    return steps
+
+
+def merge_runs(
+    runs: list[Path],
+    target: Path,
+    *,
+    in_memory_rows: int,
+    row_group_rows: int = ROW_GROUP_ROWS,
+) -> int:
     """Sum run files into one sorted month file at target; return its row count.
 
-    Runs of at most `in_memory_rows` rows in all are merged in memory, larger ones by DuckDB.
+    The runs are summed a range of keys at a time, each range holding at most `in_memory_rows`
+    rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
+    in row groups of `row_group_rows` rows.
     """
-    if run_rows(runs) <= in_memory_rows:
-        parts = [read_run(path) for path in runs]
-        merged = StatsColumns(
-            *(
-                np.concatenate([getattr(part, name) for part in parts])
-                if parts
-                else np.zeros(0, dtype=dtype)
-                for name, dtype in _DTYPES.items()
-            )
-        )
-        merged = summed(merged) if len(parts) > 1 else merged
-        write_month(merged, target)
-        return len(merged)
-    return _merge_runs_duckdb(runs, target, staging)
-
-
-def _merge_runs_duckdb(runs: list[Path], target: Path, staging: Path) -> int:
-    """Sum many run files with DuckDB, spilling to staging; return the row count."""
-    import duckdb
     import pyarrow.parquet as pq
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
-    speeds = "[" + ", ".join(f"'{speed.value}'" for speed in Speed) + "]"
-    files = "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in runs) + "]"
-    source = (
-        f"SELECT key, move, {speeds}[speed::BIGINT + 1] AS speed, rating_band, rating_group, "
-        "sum(wins)::UBIGINT AS w, sum(draws)::UBIGINT AS d, sum(losses)::UBIGINT AS l, "
-        "sum(rating_sum)::UBIGINT AS r "
-        f"FROM read_parquet({files}) GROUP BY key, move, speed, rating_band, rating_group"
+    index = np.array([_run_index(path) for path in runs], dtype=np.int64).reshape(
+        len(runs), (1 << BUCKET_BITS) + 1
     )
-    query = (
-        "SELECT key::UBIGINT AS key, move::USMALLINT AS move, speed, "
-        "rating_band::USMALLINT AS rating_band, rating_group::USMALLINT AS rating_group, "
-        "(w + d + l)::UBIGINT AS games, w AS wins, d AS draws, l AS losses, r AS rating_sum "
-        f"FROM ({source}) ORDER BY key, move, speed, rating_band, rating_group"
-    )
-    con = duckdb.connect()
-    try:
-        con.execute("SET memory_limit = '1GB'")
-        con.execute(f"SET temp_directory = '{staging / 'duckdb.tmp'}'")
-        con.execute("SET threads = 2")
-        con.execute(
-            f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
-            "ROW_GROUP_SIZE 1000000)"
-        )
-    finally:
-        con.close()
-    got = [(f.name, f.type) for f in pq.read_schema(target)]
-    want = [(f.name, f.type) for f in MOVE_STATS_SCHEMA]
-    if got != want:  # DuckDB marks columns nullable; the types must still match exactly
-        raise AssertionError(f"move statistics schema drifted: {got} != {want}")
-    return int(pq.ParquetFile(target).metadata.num_rows)
+    total = 0
+    with pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **_PARQUET_OPTIONS) as writer:
+        for first, stop in _steps(index, max(1, in_memory_rows)) if len(runs) else []:
+            parts = [
+                _read_rows(path, row, int(row[first]), int(row[stop]))
+                for path, row in zip(runs, index, strict=True)
+            ]
+            merged = StatsColumns(
+                *(np.concatenate([getattr(part, name) for part in parts]) for name in _DTYPES)
+            )
+            if len(parts) > 1:
+                merged = summed(merged)
+            if len(merged):
+                writer.write_table(_month_table(merged), row_group_size=row_group_rows)
+                total += len(merged)
+        if total == 0:  # (not MOVE_STATS_SCHEMA.empty_table(): it imports pandas)
+            empty = StatsColumns(*(np.zeros(0, dtype=dtype) for dtype in _DTYPES.values()))
+            writer.write_table(_month_table(empty))
+    return total
