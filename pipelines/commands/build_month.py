@@ -15,6 +15,7 @@ from pipelines.commands.book_build import (
     add_book_options,
     book_settings_from_args,
     named_as_options,
+    settings_as_options,
 )
 from pipelines.commands.ingest import add_ingest_options
 from pipelines.commands.options import non_negative_int, positive_number
@@ -178,6 +179,16 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"chesspipe: {manifest['book_file']} is up to date (same source and settings); "
             "nothing changed (use --force to rebuild)",
+            file=sys.stderr,
+        )
+    if manifest["book"]["entries"] == 0:
+        from pipelines.books.build import no_move_passes
+
+        settings = book_settings_from_args(args)
+        print(
+            "chesspipe: warning: "
+            + settings_as_options(no_move_passes([args.month], settings))
+            + f": the published book {manifest['book_file']} is empty",
             file=sys.stderr,
         )
     summary = {
