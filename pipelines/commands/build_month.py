@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -135,9 +136,15 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
     prefect_console(args)
     stop_on_signals()
     with LocalApi() as api:
-        options = options_from_args(args)
-        from pipelines.flows.monthly import quiet_user_errors
+        gc.disable()  # while importing: many objects, little garbage, ~30 % faster
+        try:
+            options = options_from_args(args)
+            from pipelines.flows.monthly import preload, quiet_user_errors
 
+            preload()  # while the server boots
+        finally:
+            gc.freeze()  # the imported modules stay: never scan them again
+            gc.enable()
         api.connect()
         quiet_user_errors()
         yield options
