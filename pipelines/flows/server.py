@@ -10,8 +10,9 @@ before the flow can record the interruption) and without tying its life to the c
   command, which records the run's end through the server and then stops it;
 - with the kernel told to kill it when the command dies (even by SIGKILL);
 - with its output discarded, and Prefect's log and event queues drained before it stops;
-- with Python's garbage collector off while it imports and makes its app (a third faster), and
-  without the services a command's runs do not need (automations, event logger, streams out).
+- with Python's garbage collector off while it imports and makes its app (about a quarter
+  less time), and without the services a command's runs do not need (automations, event
+  logger, streams out).
 
 With PREFECT_API_URL set (in the environment or the active Prefect profile), the configured
 server is used and nothing is started: a persistent server (`prefect server start`) saves the
