@@ -80,3 +80,24 @@ def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
     last_logged = [line for line in logged if " games (" in line][-1]
     for shown in (last_drawn, last_logged):
         assert f"{read:,} games (" in shown and f"{kept:,} kept" in shown, shown
+
+
+def test_an_empty_book_is_published_with_a_warning_naming_the_settings(tmp_path: Path) -> None:
+    import chess.polyglot
+
+    from tests.conftest import run_cli
+
+    books = tmp_path / "books"
+    proc = run_cli(
+        "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
+        "--books", str(books), "--min-games", "1000000", "--min-score", "0.25",
+    )  # fmt: skip
+    book = published_paths(books, "2024-01")[0]
+    with chess.polyglot.open_reader(book) as reader:  # python-chess finds no entry
+        assert len(reader) == 0
+    assert json.loads(proc.stdout)["entries"] == 0
+    warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert warnings[0].startswith("chesspipe: warning: no move of 2024-01 passes"), warnings
+    assert "--min-games 1000000" in warnings[0] and "--min-score 0.25" in warnings[0]
+    assert book.name in warnings[0]

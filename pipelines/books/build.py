@@ -78,18 +78,22 @@ def one_side(
     return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, chosen]
 
 
+def no_move_passes(months: list[str], settings: BookSettings) -> str:
+    """Say that no move of `months` passes `settings`, naming each setting chosen."""
+    chosen = ", ".join(
+        f"{name} {','.join(value) if isinstance(value, list) else value}"
+        for name, value in settings.record().items()
+        if value is not None
+    )
+    return f"no move of {', '.join(month_runs(months))} passes the book settings ({chosen})"
+
+
 class EmptyBook(ChesspipeError):
     """No move passes the book settings, and an empty book was not asked for."""
 
     def __init__(self, months: list[str], settings: BookSettings) -> None:
-        chosen = ", ".join(
-            f"{name} {','.join(value) if isinstance(value, list) else value}"
-            for name, value in settings.record().items()
-            if value is not None
-        )
         super().__init__(
-            f"no move of {', '.join(month_runs(months))} passes the book settings ({chosen}): "
-            "the book would be empty; nothing written"
+            f"{no_move_passes(months, settings)}: the book would be empty; nothing written"
         )
         self.months = months
         self.settings = settings

@@ -50,6 +50,13 @@ def add_book_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def settings_as_options(message: str) -> str:
+    """Return a message naming the book settings with their options' names instead."""
+    for name, flag in (*BOOK_FLAGS.items(), ("speeds", "--book-speeds")):
+        message = message.replace(f"{name} ", f"{flag} ")
+    return message
+
+
 def book_settings_from_args(args: argparse.Namespace) -> BookSettings:
     """Return the BookSettings the options describe; errors name the options."""
     speeds = tuple(s for s in args.book_speeds.split(",") if s) if args.book_speeds else None
@@ -100,10 +107,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         manifest = build_book(args.warehouse, args.months, args.out, settings, allow_empty=False)
     except EmptyBook as exc:
-        message = str(exc)
-        for name, flag in (*BOOK_FLAGS.items(), ("speeds", "--book-speeds")):
-            message = message.replace(f"{name} ", f"{flag} ")
-        raise ChesspipeError(message) from None
+        raise ChesspipeError(settings_as_options(str(exc))) from None
     record = manifest.to_json()
     # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
     summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}

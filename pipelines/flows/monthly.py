@@ -86,6 +86,25 @@ def quiet_user_errors() -> None:
             logger.addFilter(QuietUserErrors())
 
 
+#: What a flow run imports on first use (Prefect's parameter encoding and task graph, the
+#: build's DuckDB, NumPy and python-chess): imported by `preload` while a local server boots.
+FLOW_RUN_MODULES = (
+    "fastapi.encoders",
+    "prefect.utilities.visualization",
+    "duckdb",
+    "chess.polyglot",
+    "schemas.polyglot",
+)
+
+
+def preload() -> None:
+    """Import what a flow run would import on first use, so that it does not wait for it."""
+    import importlib
+
+    for name in FLOW_RUN_MODULES:
+        importlib.import_module(name)
+
+
 def run_as_task(name: str, function: Callable[..., Any], *args: Any) -> Any:
     """Run one step of a build as a Prefect task run."""
     return task(name=name, cache_policy=NO_CACHE)(function)(*args)
