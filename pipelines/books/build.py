@@ -51,11 +51,12 @@ def _book_rows(
     sql = f"SELECT {columns} FROM move_stats WHERE {' AND '.join(where)}"
     if not yearly:
         return sql, params
-    year_where, year_params = stats_filter([], settings)
-    year_sql = f"SELECT {columns} FROM read_parquet({sql_paths(yearly)})"
-    if year_where[1:]:
-        year_sql += f" WHERE {' AND '.join(year_where[1:])}"
-    return f"{sql} UNION ALL {year_sql}", params + year_params[1:]
+    # The same conditions but the month's (the first).
+    year_sql = f"SELECT {columns} FROM read_parquet({sql_paths(yearly)}) WHERE true"
+    year_sql += "".join(f" AND {condition}" for condition in where[1:])
+    if not months:  # the months' files are not even opened
+        return year_sql, params[1:]
+    return f"{sql} UNION ALL {year_sql}", params + params[1:]
 
 
 def book_query(
@@ -67,9 +68,10 @@ def book_query(
     months they stand for must not be in `months`.
     """
     rows, params = _book_rows(months, settings, yearly or [])
-    # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score.
+    # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score. `totals` is
+    # materialized: inlined, DuckDB turns the window into a join that sums the rows twice.
     sql = f"""
-        WITH totals AS (
+        WITH totals AS MATERIALIZED (
             SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points
             FROM ({rows})
             GROUP BY key, move

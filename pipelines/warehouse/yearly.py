@@ -271,7 +271,7 @@ class CompactSettings:
     """How a year is compacted."""
 
     #: DuckDB's memory limit while summing (it spills to disk past it).
-    memory_limit: str = "2GB"
+    memory_limit: str = "1GB"
 
 
 def compact_year(
