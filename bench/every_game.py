@@ -12,8 +12,9 @@ games, from which PolyGlot halves its counts (the design counts on).
 
 A year: twelve generated months of --year-mb MB each, ingested, then `chesspipe book build` over
 the twelve and `chesspipe sql` queries for single positions, on the warehouse as written and on
-copies of it laid out otherwise (one row group per month; rows in no order), to show what the
-layout buys.
+copies of it laid out otherwise (one row group per month; rows in no order; the year compacted
+by `chesspipe warehouse compact`, its queries reading `move_stats_yearly`), to show what the
+layout buys; the books of all layouts must be the same bytes.
 """
 
 from __future__ import annotations
