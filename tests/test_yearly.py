@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,12 @@ import pytest
 from pipelines.books.build import book_query, build_book
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
+from pipelines.files import file_sha256
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.check import check_warehouse
-from pipelines.warehouse.layout import partition_file
+from pipelines.warehouse.layout import manifest_path, partition_file
 from pipelines.warehouse.sql import run_query
 from pipelines.warehouse.yearly import (
     compact_year,
@@ -28,6 +30,7 @@ from pipelines.warehouse.yearly import (
 from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.speed import Speed
 from tests.conftest import GAMES_2021, need, run_cli
+from tests.legacy_partition import write_legacy_partition
 from tests.recount import pgn_extract_elo
 from tests.test_book import entry_set, make_book_reference
 
@@ -213,3 +216,21 @@ def test_check_reports_leftovers_of_a_compaction(
         ("temp-file", True)
     ]
     assert not tmp.exists() and check_warehouse(warehouse) == []
+
+
+def test_compaction_refuses_partitions_that_disagree_or_lack_columns(
+    tmp_path: Path, year_warehouse: tuple[Path, Path, list[Path]]
+) -> None:
+    """A partition not matching its manifest, or from before rating groups, is not summed."""
+    warehouse = copy_of(year_warehouse, tmp_path)
+    part = partition_file(warehouse, MONTHS[7])
+    write_legacy_partition(partition_file(year_warehouse[0], MONTHS[7]), part)
+    with pytest.raises(ChesspipeError, match=f"does not match its manifest; re-ingest {MONTHS[7]}"):
+        compact_year(warehouse, YEAR)
+    manifest = manifest_path(warehouse, MONTHS[7])
+    record = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**record, "output_sha256": file_sha256(part)}))
+    with pytest.raises(ChesspipeError, match="lacks rating_group or rating_sum"):
+        compact_year(warehouse, YEAR)
+    assert not yearly_file(warehouse, YEAR).exists()
+    assert not list(yearly_dir(warehouse).rglob("*.tmp"))

@@ -21,9 +21,11 @@ def register(subparsers: Any) -> None:
         help="list stale staging, temporary files, partitions and manifests that disagree",
         description="List, one line each, the staging folders and temporary files dead runs "
         "left, partitions without a manifest or whose manifest's output_sha256 does not match, "
-        "and manifests without a partition. Exit 1 if any problem remains, 0 if clean. "
-        "--repair removes stale staging and temporary files under each month's lock (a month in "
-        "use is skipped); partitions and manifests are never removed: re-ingest those months.",
+        "manifests without a partition, and compacted years that no longer match their months "
+        "(stale-yearly). Exit 1 if any problem remains, 0 if clean. --repair removes stale "
+        "staging and temporary files under each month's lock (a month in use is skipped), and "
+        "a dead compaction's temporary files; partitions, manifests and stale compacted years "
+        "are never removed: re-ingest those months, compact those years again.",
     )
     check.add_argument("warehouse", type=Path, metavar="DIR")
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
