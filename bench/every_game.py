@@ -12,8 +12,9 @@ games, from which PolyGlot halves its counts (the design counts on).
 
 A year: twelve generated months of --year-mb MB each, ingested, then `chesspipe book build` over
 the twelve and `chesspipe sql` queries for single positions, on the warehouse as written and on
-copies of it laid out otherwise (one row group per month; rows in no order), to show what the
-layout buys.
+copies of it laid out otherwise (one row group per month; rows in no order; the year compacted
+by `chesspipe warehouse compact`, its queries reading `move_stats_yearly`), to show what the
+layout buys; the books of all layouts must be the same bytes.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from bench.run_benchmarks import (  # noqa: E402
     PY,
     WORK,
     measure,
+    measure_once,
     pgn_size,
     real_input,
 )
@@ -206,7 +208,27 @@ def year(mb: int, repeat: int, lichess: Path) -> dict:
     }
     queries["SELECT 1 (floor)"] = None
     result: dict = {"months": len(months), "rows": rows, "mb_per_month": mb, "layouts": {}}
-    for name, copy in layout_copies(warehouse).items():
+    copies = layout_copies(warehouse)
+    compacted = warehouse.with_name(warehouse.name + "-compacted-year")
+    subprocess.run(["rm", "-rf", str(compacted)], check=True)
+    subprocess.run(["cp", "-al", str(warehouse), str(compacted)], check=True)  # months linked
+    compaction = measure_once(
+        f"{PY} -m pipelines warehouse compact '{compacted}' --year {months[0][:4]} > /dev/null"
+    )
+    yearly = json.loads(
+        (compacted / "move_stats_yearly" / f"year={months[0][:4]}.json").read_text()
+    )
+    result["compaction"] = {
+        "wall": compaction["wall"],
+        "cpu": compaction["cpu"],
+        "peak_total_rss_mb": compaction["peak_total_rss_mb"],
+        "rows": yearly["rows"],
+        "month_rows": yearly["month_rows"],
+        "bytes": yearly["output_size"],
+    }
+    copies = {"as written": copies.pop("as written"), "compacted year": compacted, **copies}
+    for name, copy in copies.items():
+        table = "move_stats_yearly" if name == "compacted year" else "move_stats"
         commands = {
             "book": f"{PY} -m pipelines book build --warehouse '{copy}' --months "
             f"{months[0]}..{months[-1]} --out '{copy}/year.bin' > /dev/null",
@@ -214,7 +236,7 @@ def year(mb: int, repeat: int, lichess: Path) -> dict:
         for label, where in queries.items():
             sql = (
                 "SELECT uci(move) AS move, sum(games) AS games, sum(wins) AS wins "
-                f"FROM move_stats WHERE {where} GROUP BY move ORDER BY games DESC"
+                f"FROM {table} WHERE {where} GROUP BY move ORDER BY games DESC"
                 if where is not None
                 else "SELECT 1"
             )
@@ -222,14 +244,17 @@ def year(mb: int, repeat: int, lichess: Path) -> dict:
                 f'{PY} -m pipelines sql --warehouse "{copy}" "{sql}" --format csv > /dev/null'
             )
         runs = measure(commands, repeat)
+        folder = copy / ("move_stats_yearly" if name == "compacted year" else "move_stats")
         result["layouts"][name] = {
             "runs": runs,
-            "bytes": warehouse_bytes(copy),
+            "bytes": sum(p.stat().st_size for p in folder.rglob("*.parquet")),
             "row_groups": sum(
-                pq.ParquetFile(p).metadata.num_row_groups
-                for p in (copy / "move_stats").rglob("*.parquet")
+                pq.ParquetFile(p).metadata.num_row_groups for p in folder.rglob("*.parquet")
             ),
         }
+    books = {name: (copy / "year.bin").read_bytes() for name, copy in copies.items()}
+    result["same_book"] = all(book == books["as written"] for book in books.values())
+    result["book_entries"] = len(books["as written"]) // 16
     return result
 
 
@@ -299,6 +324,20 @@ def report(inputs: list[dict], year_result: dict | None, ran_at: str) -> str:
                 + " | ".join(f"{run['wall']:.2f}" for run in runs.values())
                 + " |"
             )
+        compaction = year_result.get("compaction")
+        if compaction is not None:
+            lines += [
+                "",
+                f"The compacted year (`chesspipe warehouse compact`, run once beforehand: "
+                f"{compaction['wall']:.1f} s wall, {compaction['cpu']:.1f} s CPU, "
+                f"{compaction['peak_total_rss_mb']:.0f} MB) holds {compaction['rows']:,} rows "
+                f"for the months' {compaction['month_rows']:,} "
+                f"({compaction['rows'] / max(1, compaction['month_rows']):.2f}), "
+                f"{compaction['bytes'] / 1e6:.0f} MB; its queries read `move_stats_yearly`. "
+                f"The book over the year is the same file in every layout: "
+                f"{'yes' if year_result['same_book'] else 'NO'} "
+                f"({year_result['book_entries']:,} entries).",
+            ]
         lines.append("")
     return "\n".join(lines)
 

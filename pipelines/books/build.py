@@ -14,6 +14,7 @@ from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect
+from pipelines.warehouse.yearly import choose_years, sql_paths, yearly_file
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
 
@@ -40,14 +41,39 @@ def stats_filter(months: list[str], settings: BookSettings) -> tuple[list[str], 
     return where, params
 
 
-def book_query(months: list[str], settings: BookSettings) -> tuple[str, list[Any]]:
-    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows."""
+def _book_rows(
+    months: list[str], settings: BookSettings, yearly: list[Path]
+) -> tuple[str, list[Any]]:
+    """Return the SQL (and parameters) of the statistics rows a book sums: the months' rows,
+    and those of compacted yearly files standing in for whole years."""
     where, params = stats_filter(months, settings)
-    # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score.
+    columns = "key, move, speed, rating_band, games, wins, draws"
+    sql = f"SELECT {columns} FROM move_stats WHERE {' AND '.join(where)}"
+    if not yearly:
+        return sql, params
+    # The same conditions but the month's (the first).
+    year_sql = f"SELECT {columns} FROM read_parquet({sql_paths(yearly)}) WHERE true"
+    year_sql += "".join(f" AND {condition}" for condition in where[1:])
+    if not months:  # the months' files are not even opened
+        return year_sql, params[1:]
+    return f"{sql} UNION ALL {year_sql}", params + params[1:]
+
+
+def book_query(
+    months: list[str], settings: BookSettings, *, yearly: list[Path] | None = None
+) -> tuple[str, list[Any]]:
+    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows.
+
+    `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
+    months they stand for must not be in `months`.
+    """
+    rows, params = _book_rows(months, settings, yearly or [])
+    # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score. `totals` is
+    # materialized: inlined, DuckDB turns the window into a join that sums the rows twice.
     sql = f"""
-        WITH totals AS (
+        WITH totals AS MATERIALIZED (
             SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points
-            FROM move_stats WHERE {" AND ".join(where)}
+            FROM ({rows})
             GROUP BY key, move
         ), kept AS (
             SELECT key, move, n, points, max(points) OVER (PARTITION BY key) AS top
@@ -106,6 +132,7 @@ def build_book(
     settings: BookSettings | None = None,
     *,
     allow_empty: bool = True,
+    notes: list[str] | None = None,
 ) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest.
 
@@ -114,6 +141,10 @@ def build_book(
 
     A book no move enters is an empty file, unless `allow_empty` is off: then EmptyBook is
     raised and nothing is written.
+
+    A year whose twelve months are all chosen and which was compacted
+    (pipelines.warehouse.yearly) is read from its yearly file while that still matches the
+    months; a stale one is left out (the months are read), with a line in `notes`.
     """
     settings = settings or BookSettings()
     started = time.monotonic()
@@ -122,7 +153,14 @@ def build_book(
     missing = missing_months(wanted, have)
     if missing:
         raise ChesspipeError(f"{missing} in {warehouse} (ingest them first)")
-    sql, params = book_query(wanted, settings)
+    choice = choose_years(Path(warehouse), wanted)
+    if notes is not None:
+        notes.extend(choice.notes)
+    sql, params = book_query(
+        list(choice.months),
+        settings,
+        yearly=[yearly_file(Path(warehouse), year) for year in choice.years],
+    )
     con = connect(Path(warehouse))
     try:
         if settings.side is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,10 +105,16 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.books.build import EmptyBook, build_book
 
     settings = book_settings_from_args(args)
+    notes: list[str] = []
     try:
-        manifest = build_book(args.warehouse, args.months, args.out, settings, allow_empty=False)
+        manifest = build_book(
+            args.warehouse, args.months, args.out, settings, allow_empty=False, notes=notes
+        )
     except EmptyBook as exc:
         raise ChesspipeError(settings_as_options(str(exc))) from None
+    finally:
+        for note in notes:
+            sys.stderr.write(f"note: {note}; its months were read instead\n")
     record = manifest.to_json()
     # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
     summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}

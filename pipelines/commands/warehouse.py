@@ -1,4 +1,5 @@
-"""`chesspipe warehouse check`: dead runs' leftovers, partitions that disagree with manifests."""
+"""`chesspipe warehouse check` (dead runs' leftovers, partitions that disagree with manifests)
+and `chesspipe warehouse compact` (a year summed into one file)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "warehouse",
-        help="check a warehouse folder (and repair what is safe to repair)",
+        help="check a warehouse folder (and repair what is safe to repair), compact a year",
         description="Tools for the warehouse folder.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -20,13 +21,28 @@ def register(subparsers: Any) -> None:
         help="list stale staging, temporary files, partitions and manifests that disagree",
         description="List, one line each, the staging folders and temporary files dead runs "
         "left, partitions without a manifest or whose manifest's output_sha256 does not match, "
-        "and manifests without a partition. Exit 1 if any problem remains, 0 if clean. "
-        "--repair removes stale staging and temporary files under each month's lock (a month in "
-        "use is skipped); partitions and manifests are never removed: re-ingest those months.",
+        "manifests without a partition, and compacted years that no longer match their months "
+        "(stale-yearly). Exit 1 if any problem remains, 0 if clean. --repair removes stale "
+        "staging and temporary files under each month's lock (a month in use is skipped), and "
+        "a dead compaction's temporary files; partitions, manifests and stale compacted years "
+        "are never removed: re-ingest those months, compact those years again.",
     )
     check.add_argument("warehouse", type=Path, metavar="DIR")
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
     check.set_defaults(handler=run_check)
+    compact = actions.add_parser(
+        "compact",
+        help="sum a year's twelve months into one sorted file that book build reads instead",
+        description="Sum the statistics of a year's twelve months into "
+        "DIR/move_stats_yearly/year=YYYY/part-0.parquet (sorted by key, in row groups like the "
+        "months') with a manifest recording each month's partition. `book build` over months "
+        "that include the whole year reads it instead of the twelve months while it still "
+        "matches them; once a month is re-ingested it is stale and ignored (compact again). "
+        "All twelve months must be there; they are locked while they are read.",
+    )
+    compact.add_argument("warehouse", type=Path, metavar="DIR")
+    compact.add_argument("--year", required=True, metavar="YYYY", help="the year to compact")
+    compact.set_defaults(handler=run_compact)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -39,3 +55,18 @@ def run_check(args: argparse.Namespace) -> int:
     for finding in findings:
         sys.stdout.write(finding.line() + "\n")
     return 1 if any(not f.repaired for f in findings) else 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    import json
+
+    from pipelines.errors import ChesspipeError
+    from pipelines.warehouse.yearly import compact_year
+
+    if not args.warehouse.is_dir():
+        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    manifest = compact_year(args.warehouse, args.year)
+    record = manifest.to_json()
+    summary = {k: record[k] for k in ("year", "output", "rows", "month_rows", "seconds")}
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0

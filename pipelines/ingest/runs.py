@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipelines.warehouse import layout
 from schemas.speed import Speed
 
 if TYPE_CHECKING:
@@ -132,17 +133,8 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
 #: Runs are cut into 2**BUCKET_BITS ranges of keys (by their top bits), merged range by range.
 BUCKET_BITS = 8
 
-#: Rows per row group of a month's file: the file is sorted by key, so a query for a position
-#: reads the one row group whose key range holds it (DuckDB skips the others by their
-#: min/max statistics).
-ROW_GROUP_ROWS = 1 << 17
-
-#: How a month's file is written: keys are random, so only the few-valued columns get
-#: dictionaries (building one for the keys costs time and saves nothing).
-_PARQUET_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
-}
+ROW_GROUP_ROWS = layout.ROW_GROUP_ROWS
+_PARQUET_OPTIONS = layout.PARQUET_OPTIONS
 
 _RUN_MAGIC = b"CPRUN1\0\0"
 

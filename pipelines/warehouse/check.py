@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,13 +13,16 @@ from pipelines.files import file_sha256
 from pipelines.warehouse.layout import MONTH_RE, manifest_path, partition_file, stats_dir
 from pipelines.warehouse.leftovers import is_dead, pid_of, remove_leftovers, staging_root
 from pipelines.warehouse.locks import month_lock
+from pipelines.warehouse.yearly import year_months, year_state, yearly_dir, yearly_manifest_path
 
 
 @dataclass(frozen=True)
 class Finding:
     """One problem in a warehouse folder."""
 
-    kind: str  # stale-staging, temp-file, no-manifest, sha256-mismatch, no-partition, in-use
+    #: stale-staging, temp-file, no-manifest, sha256-mismatch, no-partition, in-use,
+    #: stale-yearly (a compacted year that no longer matches its months)
+    kind: str
     path: Path
     month: str | None
     detail: str
@@ -88,6 +92,62 @@ def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
                 )
 
 
+def _year_of(path: Path) -> str | None:
+    """Return the year a name under the yearly folder names (`year=YYYY...`), if any."""
+    name = path.name if path.name.startswith("year=") else path.parent.name
+    year = name[len("year=") : len("year=") + 4]
+    return year if name.startswith("year=") and year.isascii() and year.isdigit() else None
+
+
+def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
+    """Compacted years that no longer match their months, and dead compactions' temp files.
+
+    Temp files are reported (and removed by `repair`) only while all twelve months of their
+    year are free: a compaction holds their locks. A stale yearly file is never removed.
+    """
+    root = yearly_dir(warehouse)
+    if not root.is_dir():
+        return
+    temps: dict[str | None, list[Path]] = {}
+    for tmp in sorted([*root.glob(".*.tmp"), *root.glob("year=*/.*.tmp")]):
+        temps.setdefault(_year_of(Path(tmp.name[1:]) if tmp.parent == root else tmp), []).append(
+            tmp
+        )
+    for year, paths in temps.items():
+        if year is None:
+            yield from (
+                Finding("unknown-staging", p, None, "not a compaction's; left alone") for p in paths
+            )
+            continue
+        try:
+            with ExitStack() as locks:
+                for month in year_months(year):
+                    locks.enter_context(month_lock(warehouse, month, clean=False))
+                for path in paths:
+                    if repair:
+                        path.unlink(missing_ok=True)
+                        yield Finding("temp-file", path, None, "removed", True)
+                    else:
+                        yield Finding(
+                            "temp-file",
+                            path,
+                            None,
+                            "left by a dead compaction; --repair removes it",
+                        )
+        except ChesspipeError:
+            yield Finding("in-use", root, None, f"year {year} being compacted, skipped")
+    years = {y for p in root.glob("year=*") if (y := _year_of(p)) is not None}
+    for year in sorted(years):
+        state = year_state(warehouse, year)
+        if state is not None and not state.fresh:
+            yield Finding(
+                "stale-yearly",
+                yearly_manifest_path(warehouse, year),
+                None,
+                f"{state.reason} (book build ignores it; --repair leaves it)",
+            )
+
+
 def _kind(warehouse: Path, path: Path) -> str:
     return "stale-staging" if path.parent == staging_root(warehouse) else "temp-file"
 
@@ -97,6 +157,8 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
 
     Stale staging folders and temp files are removed under their month's lock (a month whose
     lock is held is reported as in use, skipped); partitions and manifests are never touched.
+    Compacted years (pipelines.warehouse.yearly) that no longer match their months are reported
+    and left: compact them again; a dead compaction's temp files are removed.
     """
     warehouse = Path(warehouse)
     findings: list[Finding] = []
@@ -124,4 +186,5 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
                 detail = "left by a dead run; --repair removes it"
                 findings.append(Finding(_kind(warehouse, path), path, month, detail))
     findings += _manifest_findings(warehouse)
+    findings += _yearly_findings(warehouse, repair)
     return findings

@@ -6,11 +6,25 @@ import os
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 from pipelines.errors import ChesspipeError
 
 #: ASCII digits only (\d would take "２０２１"); fullmatch, so no trailing newline either.
 MONTH_RE = re.compile(r"([0-9]{4})-(0[1-9]|1[0-2])")
+
+
+#: Rows per row group of a month's (or a compacted year's) file: the file is sorted by key, so
+#: a query for a position reads the one row group whose key range holds it (DuckDB skips the
+#: others by their min/max statistics).
+ROW_GROUP_ROWS = 1 << 17
+
+#: How statistics files are written: keys are random, so only the few-valued columns get
+#: dictionaries (building one for the keys costs time and saves nothing).
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
+}
 
 
 def check_month(month: str) -> str:

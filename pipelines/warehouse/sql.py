@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.warehouse.layout import available_months, stats_dir
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
+from pipelines.warehouse.yearly import fresh_yearly_files, sql_paths
 
 if TYPE_CHECKING:
     import duckdb
@@ -95,10 +96,21 @@ def uses_chess_terms(query: str) -> bool:
     return _CHESS_TERMS.search(query) is not None
 
 
+#: No statistics: the columns of MOVE_STATS_SCHEMA and the partition's, no rows.
+_EMPTY_STATS = (
+    "(SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, NULL::VARCHAR AS speed, "
+    "NULL::USMALLINT AS rating_band, NULL::USMALLINT AS rating_group, NULL::UBIGINT AS games, "
+    "NULL::UBIGINT AS wins, NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, "
+    "NULL::UBIGINT AS rating_sum, {partition} WHERE false)"
+)
+
+
 def connect(
     warehouse: Path, memory_limit: str = "2GB", chess_terms: bool = False
 ) -> duckdb.DuckDBPyConnection:
-    """Open DuckDB with a view `move_stats` over every month and the `uci(move)` and
+    """Open DuckDB with a view `move_stats` over every month, `move_stats_yearly` over the
+    compacted years that still match their months (pipelines.warehouse.yearly; the same rows
+    summed over each year's months, with a `year` column), and the `uci(move)` and
     `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
     (`register_chess_terms`).
 
@@ -113,22 +125,26 @@ def connect(
     con.execute(UCI_MACRO)
     if chess_terms:
         register_chess_terms(con)
-    files = stats_dir(Path(warehouse)) / "month=*" / "*.parquet"
-    if available_months(Path(warehouse)):
-        con.execute(
-            "CREATE VIEW move_stats AS SELECT * FROM read_parquet("
-            f"'{_sql_path(files)}', hive_partitioning = true, hive_types = {{'month': VARCHAR}}, "
-            "union_by_name = true)"
-        )
-    else:
-        con.execute(
-            "CREATE VIEW move_stats AS SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, "
-            "NULL::VARCHAR AS speed, NULL::USMALLINT AS rating_band, "
-            "NULL::USMALLINT AS rating_group, NULL::UBIGINT AS games, NULL::UBIGINT AS wins, "
-            "NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, NULL::UBIGINT AS rating_sum, "
-            "NULL::VARCHAR AS month WHERE false"
-        )
+    months = stats_dir(Path(warehouse)) / "month=*" / "*.parquet"
+    has_months = bool(available_months(Path(warehouse)))
+    _stats_view(con, "move_stats", f"'{_sql_path(months)}'" if has_months else None, "month")
+    yearly = fresh_yearly_files(Path(warehouse))
+    _stats_view(con, "move_stats_yearly", sql_paths(yearly) if yearly else None, "year")
     return con
+
+
+def _stats_view(
+    con: duckdb.DuckDBPyConnection, name: str, files: str | None, partition: str
+) -> None:
+    """Create a view of statistics files (a DuckDB glob or list) partitioned by `partition`
+    (a VARCHAR hive column); without files, a view of no rows with the same columns."""
+    source = (
+        f"read_parquet({files}, hive_partitioning = true, "
+        f"hive_types = {{'{partition}': VARCHAR}}, union_by_name = true)"
+        if files is not None
+        else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
+    )
+    con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
 
 
 #: `uci(move)`: a Polyglot move as UCI text (castling as king takes rook, e1h1).

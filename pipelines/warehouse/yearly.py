@@ -1,0 +1,333 @@
+"""Compacted years: a year's twelve months of move statistics summed into one sorted file.
+
+`DIR/move_stats_yearly/year=YYYY/part-0.parquet` holds the twelve months' rows summed over the
+months (MOVE_STATS_SCHEMA, sorted by key, in row groups like the months'), and
+`DIR/move_stats_yearly/year=YYYY.json` records what it was made from: each month's partition
+sha256 (its manifest's output_sha256) and size. A month re-ingested since no longer matches, and
+the yearly file is stale: readers then go back to the months. The `move_stats` view never reads
+this folder (no double counting).
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.errors import ChesspipeError
+from pipelines.files import file_sha256, write_json_atomic
+from pipelines.warehouse.layout import (
+    PARQUET_OPTIONS,
+    ROW_GROUP_ROWS,
+    available_months,
+    manifest_path,
+    month_range,
+    partition_file,
+)
+from pipelines.warehouse.locks import month_lock
+from schemas.atomic_files import atomic_path
+from schemas.version import __version__
+
+
+def yearly_dir(warehouse: Path) -> Path:
+    """Return the folder of the compacted years."""
+    return Path(warehouse) / "move_stats_yearly"
+
+
+def yearly_file(warehouse: Path, year: str) -> Path:
+    """Return the Parquet file of a compacted year."""
+    return yearly_dir(warehouse) / f"year={year}" / "part-0.parquet"
+
+
+def yearly_manifest_path(warehouse: Path, year: str) -> Path:
+    """Return the manifest of a compacted year, beside its folder."""
+    return yearly_dir(warehouse) / f"year={year}.json"
+
+
+def year_months(year: str) -> list[str]:
+    """Return a year's twelve months; the year must be four digits."""
+    if not isinstance(year, str) or len(year) != 4 or not year.isascii() or not year.isdigit():
+        raise ChesspipeError(f"year must be YYYY, got {year!r}")
+    return month_range(f"{year}-01..{year}-12")
+
+
+@dataclass(frozen=True)
+class MonthSource:
+    """A month's partition as a compaction read it."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class YearlyManifest:
+    """A compacted year, as written to DIR/move_stats_yearly/year=YYYY.json."""
+
+    chesspipe_version: str
+    year: str
+    #: Each month's partition at compaction: its manifest's output_sha256 and its size.
+    months: dict[str, MonthSource]
+    rows: int
+    #: Rows of the twelve months together, before summing.
+    month_rows: int
+    #: The yearly file, relative to the warehouse.
+    output: str
+    output_sha256: str
+    output_size: int
+    seconds: float
+    finished_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the manifest as plain JSON values."""
+        return asdict(self)
+
+    @classmethod
+    def read(cls, path: Path) -> YearlyManifest:
+        """Read a yearly manifest; a file that is not one raises ValueError."""
+        data = json.loads(Path(path).read_text())
+        try:
+            data["months"] = {m: MonthSource(**s) for m, s in data["months"].items()}
+            return cls(**data)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path} is not a yearly manifest ({exc})") from None
+
+
+def month_source(warehouse: Path, month: str) -> MonthSource | None:
+    """Return a month's partition as its manifest records it, or None without both."""
+    part, manifest = partition_file(warehouse, month), manifest_path(warehouse, month)
+    try:
+        recorded = json.loads(manifest.read_text()).get("output_sha256")
+        size = part.stat().st_size
+    except (OSError, ValueError, AttributeError):
+        return None
+    return MonthSource(recorded, size) if isinstance(recorded, str) else None
+
+
+def stale_months(warehouse: Path, manifest: YearlyManifest) -> list[str]:
+    """Return the months whose partition no longer matches what a compaction read.
+
+    Compares each month's manifest output_sha256 and partition size with the yearly manifest's
+    (no partition is hashed: a month replaced by an ingest gets a new manifest).
+    """
+    return [
+        month
+        for month in year_months(manifest.year)
+        if month_source(warehouse, month) != manifest.months.get(month)
+    ]
+
+
+@dataclass(frozen=True)
+class YearState:
+    """Whether a compacted year can stand in for its twelve months."""
+
+    year: str
+    fresh: bool
+    #: Why not, in one line ("" when fresh).
+    reason: str = ""
+
+
+def year_state(warehouse: Path, year: str) -> YearState | None:
+    """Return a compacted year's state, or None if the year was never compacted."""
+    path = yearly_manifest_path(warehouse, year)
+    part = yearly_file(warehouse, year)
+    if not path.exists() and not part.exists():
+        return None
+    try:
+        manifest = YearlyManifest.read(path)
+    except (OSError, ValueError) as exc:
+        return YearState(year, False, f"compacted year {year} has no readable manifest ({exc})")
+    try:
+        size = part.stat().st_size
+    except OSError:
+        size = None
+    if size != manifest.output_size:
+        return YearState(year, False, f"compacted year {year}: {part} does not match its manifest")
+    stale = stale_months(warehouse, manifest)
+    if stale:
+        return YearState(
+            year,
+            False,
+            f"compacted year {year} is stale ({', '.join(stale)} changed since); compact it again",
+        )
+    return YearState(year, True)
+
+
+def fresh_yearly_files(warehouse: Path) -> list[Path]:
+    """Return the files of the compacted years that still match their months, by year."""
+    root = yearly_dir(warehouse)
+    if not root.is_dir():
+        return []
+    years = sorted(p.name[len("year=") :] for p in root.glob("year=*") if p.is_dir())
+    return [
+        yearly_file(warehouse, year)
+        for year in years
+        if (state := _year_state_or_none(warehouse, year)) is not None and state.fresh
+    ]
+
+
+def _year_state_or_none(warehouse: Path, year: str) -> YearState | None:
+    try:
+        return year_state(warehouse, year)
+    except ChesspipeError:  # a folder whose name is no year
+        return None
+
+
+@dataclass(frozen=True)
+class YearlyChoice:
+    """Which compacted years stand in for months of a selection, and which were stale."""
+
+    years: tuple[str, ...]
+    #: The months still read from their partitions.
+    months: tuple[str, ...]
+    #: One line per compacted year left out because it no longer matches its months.
+    notes: tuple[str, ...]
+
+
+def choose_years(warehouse: Path, months: list[str]) -> YearlyChoice:
+    """Return the fresh compacted years whose twelve months are all in `months`."""
+    chosen = set(months)
+    years: list[str] = []
+    notes: list[str] = []
+    for year in sorted({m[:4] for m in months}):
+        if not set(year_months(year)) <= chosen:
+            continue
+        state = year_state(warehouse, year)
+        if state is None:
+            continue
+        if state.fresh:
+            years.append(year)
+        else:
+            notes.append(state.reason)
+    rest = tuple(m for m in months if m[:4] not in years)
+    return YearlyChoice(tuple(years), rest, tuple(notes))
+
+
+def sql_paths(paths: list[Path]) -> str:
+    """Return paths as a DuckDB list of string literals, for read_parquet."""
+    return "[" + ", ".join("'" + str(path).replace("'", "''") + "'" for path in paths) + "]"
+
+
+#: The yearly file's rows: the months' rows summed over the months, sorted by key.
+_SUMMED = """
+    SELECT key, move, speed, rating_band, rating_group,
+        sum(games)::UBIGINT AS games, sum(wins)::UBIGINT AS wins, sum(draws)::UBIGINT AS draws,
+        sum(losses)::UBIGINT AS losses, sum(rating_sum)::UBIGINT AS rating_sum
+    FROM read_parquet({files}, union_by_name = true)
+    GROUP BY key, move, speed, rating_band, rating_group
+    ORDER BY key, move, speed, rating_band, rating_group
+"""
+
+
+def _write_summed(files: list[Path], target: Path, *, memory_limit: str) -> tuple[int, int]:
+    """Write the summed rows of month files to target; return (rows written, rows read)."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from schemas.move_stats import MOVE_STATS_SCHEMA
+
+    listed = sql_paths(files)
+    month_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    con = duckdb.connect(config={"memory_limit": memory_limit})
+    rows = 0
+    try:
+        reader = con.sql(_SUMMED.format(files=listed)).to_arrow_reader(ROW_GROUP_ROWS)
+        with pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **PARQUET_OPTIONS) as writer:
+            pending: list[pa.RecordBatch] = []
+            pending_rows = 0
+            for batch in reader:
+                pending.append(batch)
+                pending_rows += batch.num_rows
+                while pending_rows >= ROW_GROUP_ROWS:
+                    table = pa.Table.from_batches(pending)
+                    head, tail = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
+                    writer.write_table(_as_stats(head, MOVE_STATS_SCHEMA))
+                    rows += head.num_rows
+                    pending, pending_rows = tail.to_batches(), tail.num_rows
+            table = pa.Table.from_batches(pending, schema=reader.schema)
+            if table.num_rows or rows == 0:
+                writer.write_table(_as_stats(table, MOVE_STATS_SCHEMA))
+                rows += table.num_rows
+    finally:
+        con.close()
+    return rows, int(month_rows)
+
+
+def _as_stats(table: Any, schema: Any) -> Any:
+    """Cast summed rows to MOVE_STATS_SCHEMA; months without its newer columns cannot be."""
+    if any(column.null_count for column in table.columns):
+        raise ChesspipeError(
+            "a month lacks rating_group or rating_sum (ingested by an older chesspipe); "
+            "re-ingest it before compacting its year"
+        )
+    return table.cast(schema)
+
+
+@dataclass(frozen=True)
+class CompactSettings:
+    """How a year is compacted."""
+
+    #: DuckDB's memory limit while summing (it spills to disk past it).
+    memory_limit: str = "1GB"
+
+
+def compact_year(
+    warehouse: Path, year: str, *, settings: CompactSettings | None = None
+) -> YearlyManifest:
+    """Sum a year's twelve months into its compacted file and manifest; return the manifest.
+
+    All twelve months must be in the warehouse; their locks are held while they are read, so
+    that no month is re-ingested half-way through (a month being built fails the compaction at
+    once). The file and then its manifest appear atomically; a reader checks the file against
+    the manifest, and the manifest against the months.
+    """
+    import time
+
+    settings = settings or CompactSettings()
+    warehouse = Path(warehouse)
+    months = year_months(year)
+    started = time.monotonic()
+    have = set(available_months(warehouse))
+    missing = [m for m in months if m not in have]
+    if missing:
+        raise ChesspipeError(
+            f"cannot compact {year}: month{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} not in {warehouse} (all twelve are needed)"
+        )
+    with ExitStack() as locks:
+        for month in months:
+            locks.enter_context(month_lock(warehouse, month, clean=False))
+        sources: dict[str, MonthSource] = {}
+        for month in months:
+            source = month_source(warehouse, month)
+            part = partition_file(warehouse, month)
+            if source is None or source.sha256 != file_sha256(part):
+                raise ChesspipeError(
+                    f"cannot compact {year}: {part} does not match its manifest; re-ingest {month}"
+                )
+            sources[month] = source
+        target = yearly_file(warehouse, year)
+        with atomic_path(target) as tmp:
+            rows, month_rows = _write_summed(
+                [partition_file(warehouse, m) for m in months],
+                tmp,
+                memory_limit=settings.memory_limit,
+            )
+            sha256, size = file_sha256(tmp), tmp.stat().st_size
+        manifest = YearlyManifest(
+            chesspipe_version=__version__,
+            year=year,
+            months=sources,
+            rows=rows,
+            month_rows=month_rows,
+            output=str(target.relative_to(warehouse)),
+            output_sha256=sha256,
+            output_size=size,
+            seconds=round(time.monotonic() - started, 3),
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        write_json_atomic(yearly_manifest_path(warehouse, year), manifest.to_json())
+    return manifest
