@@ -99,6 +99,20 @@ def test_absurd_rating_is_counted_not_fatal(tmp_path: Path) -> None:
     assert first == [(2200, 2300), (2500, 65535)]
 
 
+def test_both_ratings_beyond_16_bits_are_counted_not_fatal(tmp_path: Path) -> None:
+    """Both players rated beyond 16 bits: the game's band is MAX_RATING's, no traceback."""
+    import chess
+    import chess.polyglot
+    import pyarrow.parquet as pq
+
+    manifest = run(tmp_path, game(WhiteElo="99999", BlackElo="88888") + game())
+    assert manifest.games_kept == 2
+    rows = pq.read_table(partition_file(tmp_path / "wh", "2024-01")).to_pylist()
+    start = chess.polyglot.zobrist_hash(chess.Board())
+    bands = sorted(r["rating_band"] for r in rows if r["key"] == start)
+    assert bands == [2200, 65500]
+
+
 def zst(data: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=3).compress(data)
 
