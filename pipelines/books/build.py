@@ -11,10 +11,10 @@ from pipelines.books.manifest import BookManifest, book_manifest_path
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic
-from pipelines.warehouse.layout import available_months
+from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect
-from pipelines.warehouse.yearly import choose_years, sql_paths, yearly_file
+from pipelines.warehouse.yearly import choose_years, yearly_file
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
 

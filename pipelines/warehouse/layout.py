@@ -98,3 +98,13 @@ def available_months(warehouse: Path) -> list[str]:
         ):
             months.append(child.name[len("month=") :])
     return sorted(months)
+
+
+def sql_string(path: Path) -> str:
+    """Return a path as a DuckDB string literal (quotes doubled), for read_parquet and read_csv."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def sql_paths(paths: list[Path]) -> str:
+    """Return paths as a DuckDB list of string literals."""
+    return "[" + ", ".join(sql_string(path) for path in paths) + "]"

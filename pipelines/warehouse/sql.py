@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.warehouse.layout import available_months, stats_dir
+from pipelines.warehouse.layout import available_months, sql_paths, sql_string, stats_dir
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
-from pipelines.warehouse.yearly import fresh_yearly_files, sql_paths
+from pipelines.warehouse.yearly import fresh_yearly_files
 
 if TYPE_CHECKING:
     import duckdb
@@ -56,10 +56,6 @@ def run_query(
     finally:
         con.close()
     return columns, rows
-
-
-def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 #: What DuckDB puts before the message of an exception raised in a Python function.
@@ -127,7 +123,7 @@ def connect(
         register_chess_terms(con)
     months = stats_dir(Path(warehouse)) / "month=*" / "*.parquet"
     has_months = bool(available_months(Path(warehouse)))
-    _stats_view(con, "move_stats", f"'{_sql_path(months)}'" if has_months else None, "month")
+    _stats_view(con, "move_stats", sql_string(months) if has_months else None, "month")
     yearly = fresh_yearly_files(Path(warehouse))
     _stats_view(con, "move_stats_yearly", sql_paths(yearly) if yearly else None, "year")
     return con
@@ -225,10 +221,9 @@ def register_chess_terms(con: duckdb.DuckDBPyConnection, openings: Path | None =
         (("_opening_key", "UBIGINT"), ("_opening_plies", "INTEGER"), ("_opening_fen", "VARCHAR"))
     ):
         con.create_function(name, fact(index), ["VARCHAR"], result)
-    listed = ", ".join(f"'{_sql_path(path)}'" for path in files)
     con.execute(
         "CREATE VIEW openings AS SELECT eco, name, pgn, _opening_key(pgn) AS key, "
         "_opening_plies(pgn) AS plies, _opening_fen(pgn) AS fen "
-        f"FROM read_csv([{listed}], delim = '\t', header = true, quote = '', escape = '', "
+        f"FROM read_csv({sql_paths(files)}, delim = '\t', header = true, quote = '', escape = '', "
         "auto_detect = false, columns = {'eco': 'VARCHAR', 'name': 'VARCHAR', 'pgn': 'VARCHAR'})"
     )

@@ -26,6 +26,7 @@ from pipelines.warehouse.layout import (
     manifest_path,
     month_range,
     partition_file,
+    sql_paths,
 )
 from pipelines.warehouse.locks import month_lock
 from schemas.atomic_files import atomic_path
@@ -203,11 +204,6 @@ def choose_years(warehouse: Path, months: list[str]) -> YearlyChoice:
             notes.append(state.reason)
     rest = tuple(m for m in months if m[:4] not in years)
     return YearlyChoice(tuple(years), rest, tuple(notes))
-
-
-def sql_paths(paths: list[Path]) -> str:
-    """Return paths as a DuckDB list of string literals, for read_parquet."""
-    return "[" + ", ".join("'" + str(path).replace("'", "''") + "'" for path in paths) + "]"
 
 
 #: The yearly file's rows: the months' rows summed over the months, sorted by key.
