@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -10,7 +9,13 @@ from pathlib import Path
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
-from pipelines.warehouse.layout import MONTH_RE, manifest_path, partition_file, stats_dir
+from pipelines.warehouse.layout import (
+    MONTH_RE,
+    manifest_path,
+    partition_file,
+    recorded_sha256,
+    stats_dir,
+)
 from pipelines.warehouse.leftovers import is_dead, pid_of, remove_leftovers, staging_root
 from pipelines.warehouse.locks import month_lock
 from pipelines.warehouse.yearly import year_months, year_state, yearly_dir, yearly_manifest_path
@@ -78,18 +83,13 @@ def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
             yield Finding(
                 "no-partition", manifest, month, "manifest without a partition; re-ingest the month"
             )
-        elif part.exists():
-            try:
-                recorded = json.loads(manifest.read_text()).get("output_sha256")
-            except (OSError, ValueError, AttributeError):
-                recorded = None
-            if recorded != file_sha256(part):
-                yield Finding(
-                    "sha256-mismatch",
-                    part,
-                    month,
-                    f"does not match output_sha256 of {manifest.name}; re-ingest the month",
-                )
+        elif part.exists() and recorded_sha256(warehouse, month) != file_sha256(part):
+            yield Finding(
+                "sha256-mismatch",
+                part,
+                month,
+                f"does not match output_sha256 of {manifest.name}; re-ingest the month",
+            )
 
 
 def _year_of(path: Path) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -69,6 +70,15 @@ def partition_file(warehouse: Path, month: str) -> Path:
 def manifest_path(warehouse: Path, month: str) -> Path:
     """Return the path of a month's ingest manifest, beside its partition."""
     return stats_dir(warehouse) / f"month={month}.json"
+
+
+def recorded_sha256(warehouse: Path, month: str) -> str | None:
+    """Return the sha256 a month's manifest records for its partition (None: no readable one)."""
+    try:
+        recorded = json.loads(manifest_path(warehouse, month).read_text()).get("output_sha256")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return recorded if isinstance(recorded, str) else None
 
 
 def staging_dir(warehouse: Path, month: str) -> Path:

@@ -23,9 +23,9 @@ from pipelines.warehouse.layout import (
     PARQUET_OPTIONS,
     ROW_GROUP_ROWS,
     available_months,
-    manifest_path,
     month_range,
     partition_file,
+    recorded_sha256,
     sql_paths,
 )
 from pipelines.warehouse.locks import month_lock
@@ -98,13 +98,12 @@ class YearlyManifest:
 
 def month_source(warehouse: Path, month: str) -> MonthSource | None:
     """Return a month's partition as its manifest records it, or None without both."""
-    part, manifest = partition_file(warehouse, month), manifest_path(warehouse, month)
+    recorded = recorded_sha256(warehouse, month)
     try:
-        recorded = json.loads(manifest.read_text()).get("output_sha256")
-        size = part.stat().st_size
-    except (OSError, ValueError, AttributeError):
+        size = partition_file(warehouse, month).stat().st_size
+    except OSError:
         return None
-    return MonthSource(recorded, size) if isinstance(recorded, str) else None
+    return MonthSource(recorded, size) if recorded is not None else None
 
 
 def stale_months(warehouse: Path, manifest: YearlyManifest) -> list[str]:
