@@ -328,3 +328,38 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
     refused = run_cli("backfill", "--months", "2021-08", "--warehouse", str(tmp_path / "wh"),
                       "--books", books, "--book", "lichess-2021-08", check=False)  # fmt: skip
     assert refused.returncode == 1 and "a month's own book" in refused.stderr
+
+
+def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) -> None:
+    """build-month's own temporary server (stopped with the command, its interpreter left
+    without tearing down) has recorded the flow run, every task run and the logs."""
+    import sqlite3
+
+    home = tmp_path / "prefect-home"
+    run_cli(
+        "build-month",
+        str(ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"),
+        "--month",
+        "2024-01",
+        "--warehouse",
+        str(tmp_path / "wh"),
+        "--books",
+        str(tmp_path / "books"),
+        env={"PREFECT_HOME": str(home), "PREFECT_API_URL": ""},
+    )
+    database = sqlite3.connect(home / "prefect.db")
+    try:
+        flows = database.execute("SELECT state_type FROM flow_run").fetchall()
+        tasks = database.execute("SELECT name, state_type FROM task_run").fetchall()
+        logs = database.execute("SELECT message FROM log").fetchall()
+    finally:
+        database.close()
+    assert flows == [("COMPLETED",)]
+    assert sorted(name.rsplit("-", 1)[0] for name, _ in tasks) == [
+        "build-book",
+        "ingest",
+        "publish",
+        "resolve-source",
+    ]
+    assert {state for _, state in tasks} == {"COMPLETED"}
+    assert any("published lichess-2024-01.bin" in message for (message,) in logs)

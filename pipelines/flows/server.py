@@ -47,8 +47,12 @@ except (OSError, AttributeError):
 if os.getppid() != int(sys.argv[1]):
     os._exit(1)  # the command died before the line above
 def create_app():
-    from prefect.server.api.server import create_app
-    app = create_app()
+    from prefect.server.api import server
+    from prefect.settings import Settings
+    # One app is made in this process: Prefect's app caches need no key, and computing it
+    # (all settings as environment variables, twice) costs ~0.2 s.
+    Settings.hash_key = lambda self: "chesspipe"
+    app = server.create_app()
     gc.freeze()  # what is built so far lives as long as the server: never scan it again
     gc.enable()
     return app
@@ -56,26 +60,41 @@ factory = types.ModuleType("chesspipe_prefect_server")
 factory.create_app = create_app
 sys.modules[factory.__name__] = factory
 sys.argv = ["uvicorn", *sys.argv[2:]]
-runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+status = 1
+try:
+    runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+    status = 0
+except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else (stop.code is not None)
+finally:
+    # The server has shut down (runs recorded, database closed): skip tearing down the
+    # interpreter's many modules.
+    os._exit(status)
 """
 
-#: The settings Prefect gives its temporary server: no UI, the ephemeral server's services.
+#: The settings Prefect gives its temporary server (no UI, the ephemeral server's services),
+#: but not PREFECT__SERVER_FINAL: with FastAPI 0.137+ it only adds a full garbage collection
+#: (~0.15 s) before the app is frozen.
 _SERVER_ENV = {
     "PREFECT_UI_ENABLED": "0",
     "PREFECT__SERVER_EPHEMERAL": "1",
-    "PREFECT__SERVER_FINAL": "1",
 }
 
 
-#: Services of Prefect's temporary server that a command's flow runs do not need, off unless
-#: set: automations (triggers and their actions: loading them competes with the run's first
-#: requests), printing every event to the discarded output, and streaming events and logs out
-#: to websocket clients. Runs, task runs (the task run recorder), events and logs are recorded.
+#: Work of Prefect's temporary server that a command's flow runs do not need, off unless set:
+#: automations (triggers and their actions: loading them competes with the run's first
+#: requests), printing every event to the discarded output, streaming events and logs out to
+#: websocket clients, and registering block types at start-up (it imports every installed
+#: Prefect collection, prefect-dask's Dask among them, ~0.3 s; no run here uses blocks, and a
+#: `prefect server start` on the same database registers them). Runs, task runs (the task run
+#: recorder), events and logs are recorded.
 _SERVICES_OFF = {
     "PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED": "false",
     "PREFECT_SERVER_SERVICES_EVENT_LOGGER_ENABLED": "false",
     "PREFECT_API_EVENTS_STREAM_OUT_ENABLED": "false",
     "PREFECT_SERVER_LOGS_STREAM_OUT_ENABLED": "false",
+    "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
+    "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
 }
 
 
@@ -168,7 +187,11 @@ class LocalApi:
         A server configured only in the active Prefect profile is used, and the one started
         here stopped.
         """
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        from prefect.settings import (
+            PREFECT_API_URL,
+            PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+            temporary_settings,
+        )
 
         if self._process is None:
             return None
@@ -177,7 +200,11 @@ class LocalApi:
             return None
         self._wait_until_healthy()
         assert self.url is not None
-        self._stack.enter_context(temporary_settings(updates={PREFECT_API_URL: self.url}))
+        # No heartbeats: they let a server's automations mark a silent run crashed, and this
+        # server has none and dies with the command. Joining their thread cost up to 1 s at
+        # the end of every flow run (it sleeps in steps of 1 s).
+        updates = {PREFECT_API_URL: self.url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        self._stack.enter_context(temporary_settings(updates=updates))
         # Processes this command starts (Dask workers) use the same server.
         os.environ["PREFECT_API_URL"] = self.url
         self._stack.callback(os.environ.pop, "PREFECT_API_URL", None)
