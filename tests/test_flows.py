@@ -332,34 +332,37 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
 
 def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) -> None:
     """build-month's own temporary server (stopped with the command, its interpreter left
-    without tearing down) has recorded the flow run, every task run and the logs."""
+    without tearing down) has recorded the flow run, every task run and the logs; the second
+    command finds the new database migrated and skips Prefect's check."""
     import sqlite3
 
+    from pipelines.flows.prefect_server import migrations_head
+
     home = tmp_path / "prefect-home"
-    run_cli(
-        "build-month",
-        str(ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"),
-        "--month",
-        "2024-01",
-        "--warehouse",
-        str(tmp_path / "wh"),
-        "--books",
-        str(tmp_path / "books"),
-        env={"PREFECT_HOME": str(home), "PREFECT_API_URL": ""},
-    )
+    for month in ("2024-01", "2024-02"):
+        run_cli(
+            "build-month",
+            str(ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"),
+            "--month",
+            month,
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--books",
+            str(tmp_path / "books"),
+            env={"PREFECT_HOME": str(home), "PREFECT_API_URL": ""},
+        )
     database = sqlite3.connect(home / "prefect.db")
     try:
         flows = database.execute("SELECT state_type FROM flow_run").fetchall()
         tasks = database.execute("SELECT name, state_type FROM task_run").fetchall()
         logs = database.execute("SELECT message FROM log").fetchall()
+        revision = database.execute("SELECT version_num FROM alembic_version").fetchall()
     finally:
         database.close()
-    assert flows == [("COMPLETED",)]
-    assert sorted(name.rsplit("-", 1)[0] for name, _ in tasks) == [
-        "build-book",
-        "ingest",
-        "publish",
-        "resolve-source",
-    ]
+    assert revision == [(migrations_head(),)]
+    assert flows == [("COMPLETED",), ("COMPLETED",)]
+    steps = ["build-book", "ingest", "publish", "resolve-source"]
+    assert sorted(name.rsplit("-", 1)[0] for name, _ in tasks) == sorted(2 * steps)
     assert {state for _, state in tasks} == {"COMPLETED"}
-    assert any("published lichess-2024-01.bin" in message for (message,) in logs)
+    for month in ("2024-01", "2024-02"):
+        assert any(f"published lichess-{month}.bin" in message for (message,) in logs)

@@ -8,11 +8,11 @@ before the flow can record the interruption) and without tying its life to the c
 - before Prefect is imported, so the server boots while the command imports its libraries;
 - in a session of its own, so a Ctrl-C or SIGTERM to the command's process group reaches the
   command, which records the run's end through the server and then stops it;
-- with the kernel told to kill it when the command dies (even by SIGKILL);
 - with its output discarded, and Prefect's log and event queues drained before it stops;
-- with Python's garbage collector off while it imports and makes its app (about a quarter
-  less time), and without the services a command's runs do not need (automations, event
-  logger, streams out).
+- without the services a command's runs do not need (automations, event logger, streams out,
+  block registration) and without flow run heartbeats;
+- in a process of its own making (`flows.prefect_server`: killed by the kernel when the
+  command dies, even by SIGKILL, and a faster start-up).
 
 With PREFECT_API_URL set (in the environment or the active Prefect profile), the configured
 server is used and nothing is started: a persistent server (`prefect server start`) saves the
@@ -32,45 +32,10 @@ from contextlib import ExitStack
 from types import TracebackType
 
 from pipelines.errors import ChesspipeError
+from pipelines.flows import prefect_server
 
 #: Seconds to wait for the server to answer, unless Prefect's own setting says otherwise.
 STARTUP_TIMEOUT = 60.0
-
-#: Run in the server's process before uvicorn: the kernel kills it when the command dies.
-_LAUNCH = """
-import ctypes, gc, os, runpy, signal, sys, types
-gc.disable()  # until the app is made: its imports build many objects and little garbage
-try:
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-except (OSError, AttributeError):
-    pass
-if os.getppid() != int(sys.argv[1]):
-    os._exit(1)  # the command died before the line above
-def create_app():
-    from prefect.server.api import server
-    from prefect.settings import Settings
-    # One app is made in this process: Prefect's app caches need no key, and computing it
-    # (all settings as environment variables, twice) costs ~0.2 s.
-    Settings.hash_key = lambda self: "chesspipe"
-    app = server.create_app()
-    gc.freeze()  # what is built so far lives as long as the server: never scan it again
-    gc.enable()
-    return app
-factory = types.ModuleType("chesspipe_prefect_server")
-factory.create_app = create_app
-sys.modules[factory.__name__] = factory
-sys.argv = ["uvicorn", *sys.argv[2:]]
-status = 1
-try:
-    runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
-    status = 0
-except SystemExit as stop:
-    status = stop.code if isinstance(stop.code, int) else (stop.code is not None)
-finally:
-    # The server has shut down (runs recorded, database closed): skip tearing down the
-    # interpreter's many modules.
-    os._exit(status)
-"""
 
 #: The settings Prefect gives its temporary server (no UI, the ephemeral server's services),
 #: but not PREFECT__SERVER_FINAL: with FastAPI 0.137+ it only adds a full garbage collection
@@ -165,8 +130,8 @@ class LocalApi:
 
             env.update(get_current_settings().to_environment_variables(exclude_unset=True))
             env.update(_SERVER_ENV)
-        command = [sys.executable, "-c", _LAUNCH, str(os.getpid())]
-        command += ["--factory", "chesspipe_prefect_server:create_app"]
+        command = [sys.executable, "-m", prefect_server.__name__, str(os.getpid())]
+        command += ["--factory", f"{prefect_server.FACTORY_MODULE}:create_app"]
         command += ["--host", "127.0.0.1", "--port", str(self.port)]
         command += ["--log-level", "error", "--lifespan", "on"]
         try:

@@ -1,0 +1,131 @@
+"""The process of a command's own Prefect server, started by `flows.server.LocalApi`.
+
+    python -m pipelines.flows.prefect_server COMMAND_PID UVICORN_ARGUMENTS...
+
+Prefect's app under uvicorn, as Prefect's own temporary server runs it, with what makes its
+start-up cost less than the command's work on a month of sample data:
+
+- the kernel kills this process when the command dies (even by SIGKILL);
+- Python's garbage collector is off while Prefect is imported and its app made (about a quarter
+  less time), and what was built then is frozen, never scanned again;
+- Prefect's app caches get a constant key (one app is made here; the key, all settings written
+  out as environment variables twice, costs ~0.2 s);
+- Prefect's migrations are not checked when the database is a SQLite file already at their last
+  revision (the check imports every migration script, ~0.1 s); any doubt leaves the check on;
+- the interpreter is not torn down after uvicorn has shut the server down.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import importlib.util
+import os
+import re
+import runpy
+import signal
+import sqlite3
+import sys
+import types
+from contextlib import ExitStack, closing, suppress
+from pathlib import Path
+from typing import Any
+
+#: The name under which uvicorn finds the app factory (`--factory NAME:create_app`).
+FACTORY_MODULE = "chesspipe_prefect_server"
+
+_SQLITE = "sqlite+aiosqlite:///"
+_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"](\w+)['\"]", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
+
+
+def die_with(parent: int) -> None:
+    """Ask the kernel to kill this process when `parent` dies; exit if it already has."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(1)  # the command died before the line above
+
+
+def migrations_head() -> str | None:
+    """Return the last revision of the installed Prefect's SQLite migrations, read from their
+    scripts without importing them; None when they do not name exactly one."""
+    spec = importlib.util.find_spec("prefect")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(spec.submodule_search_locations[0], "server/database/_migrations/versions/sqlite")
+    revisions: set[str] = set()
+    replaced: set[str] = set()
+    for script in folder.glob("*.py"):
+        text = script.read_text(encoding="utf-8", errors="replace")
+        revision, down = _REVISION.search(text), _DOWN_REVISION.search(text)
+        if revision is None or down is None:
+            if script.name != "__init__.py":
+                return None  # a script read otherwise than expected: let Prefect check
+            continue
+        revisions.add(revision.group(1))
+        replaced.update(re.findall(r"['\"](\w+)['\"]", down.group(1)))
+    heads = revisions - replaced
+    return heads.pop() if len(heads) == 1 else None
+
+
+def database_at_head(url: str) -> bool:
+    """Whether `url` names a SQLite file whose Prefect schema is at the migrations' head."""
+    if not url.startswith(_SQLITE):
+        return False
+    path = Path(url.removeprefix(_SQLITE))
+    if not path.is_absolute() or not path.is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)) as database:
+            rows = database.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlite3.Error:
+        return False
+    return len(rows) == 1 and rows[0][0] == migrations_head()
+
+
+def create_app() -> Any:
+    """Prefect's server app (uvicorn's factory)."""
+    from prefect.server.api import server
+    from prefect.settings import Settings
+
+    Settings.hash_key = lambda self: FACTORY_MODULE  # type: ignore[method-assign]
+    app = server.create_app()
+    gc.freeze()  # what is built so far lives as long as the server: never scan it again
+    gc.enable()
+    return app
+
+
+def main(argv: list[str]) -> int:
+    """Serve Prefect's API for the command whose pid is argv[0]; the rest goes to uvicorn."""
+    die_with(int(argv[0]))
+    gc.disable()  # until the app is made: its imports build many objects and little garbage
+    factory = types.ModuleType(FACTORY_MODULE)
+    factory.create_app = create_app  # type: ignore[attr-defined]
+    sys.modules[FACTORY_MODULE] = factory
+    with ExitStack() as stack:
+        from prefect.settings import (
+            PREFECT_API_DATABASE_CONNECTION_URL,
+            PREFECT_API_DATABASE_MIGRATE_ON_START,
+            temporary_settings,
+        )
+
+        url = PREFECT_API_DATABASE_CONNECTION_URL.value()
+        if PREFECT_API_DATABASE_MIGRATE_ON_START.value() and database_at_head(str(url)):
+            updates = {PREFECT_API_DATABASE_MIGRATE_ON_START: False}
+            stack.enter_context(temporary_settings(updates=updates))
+        sys.argv = ["uvicorn", *argv[1:]]
+        try:
+            runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            return stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    return 0
+
+
+if __name__ == "__main__":
+    status = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The server has shut down (runs recorded, database closed): skip tearing down the
+    # interpreter's many modules.
+    os._exit(status)

@@ -1,0 +1,53 @@
+"""The command's own Prefect server process: when it may skip Prefect's migration check."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pipelines.flows.prefect_server import database_at_head, migrations_head
+
+
+def sqlite_versions() -> Path:
+    from prefect.server.database.orm_models import AioSqliteORMConfiguration
+
+    return Path(AioSqliteORMConfiguration().versions_dir)
+
+
+def test_the_migrations_head_is_alembics() -> None:
+    """Read from the scripts' text, the head is the one Alembic finds by importing them."""
+    from alembic.script import ScriptDirectory
+
+    versions = sqlite_versions()
+    scripts = ScriptDirectory(str(versions.parent.parent), version_locations=[str(versions)])
+    assert [migrations_head()] == scripts.get_heads()
+
+
+def database(path: Path, *revisions: str) -> str:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+        db.executemany("INSERT INTO alembic_version VALUES (?)", [(r,) for r in revisions])
+    db.close()
+    return f"sqlite+aiosqlite:///{path}"
+
+
+def test_only_a_sqlite_file_at_the_head_skips_the_check(tmp_path: Path) -> None:
+    head = migrations_head()
+    assert head is not None
+    assert database_at_head(database(tmp_path / "at-head.db", head))
+    older = sorted(sqlite_versions().glob("20*.py"))[0].name.split("_")[4]  # the first
+    assert older != head
+    assert not database_at_head(database(tmp_path / "older.db", older))
+    assert not database_at_head(database(tmp_path / "two.db", head, older))
+    assert not database_at_head(database(tmp_path / "none.db"))
+    (tmp_path / "empty.db").touch()
+    assert not database_at_head(f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}")
+    (tmp_path / "text.db").write_text("not a database")
+    assert not database_at_head(f"sqlite+aiosqlite:///{tmp_path / 'text.db'}")
+    assert not database_at_head(f"sqlite+aiosqlite:///{tmp_path / 'absent.db'}")
+    assert not database_at_head("sqlite+aiosqlite:///relative.db")
+    assert not database_at_head("sqlite+aiosqlite:///:memory:")
+    assert not database_at_head("postgresql+asyncpg://user@localhost/prefect")
+    # Looking does not create or change the file.
+    assert not (tmp_path / "absent.db").exists()
+    assert (tmp_path / "text.db").read_text() == "not a database"
