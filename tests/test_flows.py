@@ -333,13 +333,15 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
 def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) -> None:
     """build-month's own temporary server (stopped with the command, its interpreter left
     without tearing down) has recorded the flow run, every task run and the logs; the second
-    command finds the new database migrated and skips Prefect's check."""
+    command finds the new database migrated and skips Prefect's check. Flow run heartbeats
+    are off, unless the user sets them."""
     import sqlite3
 
     from pipelines.flows.prefect_server import migrations_head
 
     home = tmp_path / "prefect-home"
-    for month in ("2024-01", "2024-02"):
+    runs = {"2024-01": {}, "2024-02": {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}}
+    for month, env in runs.items():
         run_cli(
             "build-month",
             str(ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"),
@@ -349,20 +351,31 @@ def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) ->
             str(tmp_path / "wh"),
             "--books",
             str(tmp_path / "books"),
-            env={"PREFECT_HOME": str(home), "PREFECT_API_URL": ""},
+            env={"PREFECT_HOME": str(home), "PREFECT_API_URL": "", **env},
         )
     database = sqlite3.connect(home / "prefect.db")
     try:
-        flows = database.execute("SELECT state_type FROM flow_run").fetchall()
+        flows = database.execute("SELECT id, state_type FROM flow_run").fetchall()
         tasks = database.execute("SELECT name, state_type FROM task_run").fetchall()
-        logs = database.execute("SELECT message FROM log").fetchall()
         revision = database.execute("SELECT version_num FROM alembic_version").fetchall()
+        beats = database.execute(
+            "SELECT resource FROM events WHERE event = 'prefect.flow-run.heartbeat'"
+        ).fetchall()
+        months = {
+            run: month
+            for run, month in database.execute(
+                "SELECT flow_run_id, substr(message, 19, 7) FROM log"
+                " WHERE message LIKE 'published lichess-%'"
+            )
+        }
     finally:
         database.close()
     assert revision == [(migrations_head(),)]
-    assert flows == [("COMPLETED",), ("COMPLETED",)]
+    assert [state for _, state in flows] == ["COMPLETED", "COMPLETED"]
     steps = ["build-book", "ingest", "publish", "resolve-source"]
     assert sorted(name.rsplit("-", 1)[0] for name, _ in tasks) == sorted(2 * steps)
     assert {state for _, state in tasks} == {"COMPLETED"}
-    for month in ("2024-01", "2024-02"):
-        assert any(f"published lichess-{month}.bin" in message for (message,) in logs)
+    assert sorted(months.values()) == ["2024-01", "2024-02"]
+    beating = {months[json.loads(resource)["prefect.resource.id"].split(".")[-1]]
+               for (resource,) in beats}  # fmt: skip
+    assert beating == {"2024-02"}

@@ -30,6 +30,7 @@ import urllib.error
 import urllib.request
 from contextlib import ExitStack
 from types import TracebackType
+from typing import Any
 
 from pipelines.errors import ChesspipeError
 from pipelines.flows import prefect_server
@@ -61,6 +62,10 @@ _SERVICES_OFF = {
     "PREFECT_API_BLOCKS_REGISTER_ON_START": "false",
     "PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
 }
+
+
+#: Prefect's settings of flow run heartbeats (a user's setting keeps them on).
+_HEARTBEAT_SETTINGS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
 
 
 def wait_until_healthy(
@@ -168,7 +173,9 @@ class LocalApi:
         # No heartbeats: they let a server's automations mark a silent run crashed, and this
         # server has none and dies with the command. Joining their thread cost up to 1 s at
         # the end of every flow run (it sleeps in steps of 1 s).
-        updates = {PREFECT_API_URL: self.url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        updates: dict[Any, Any] = {PREFECT_API_URL: self.url}
+        if not any(name in os.environ for name in _HEARTBEAT_SETTINGS):
+            updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
         self._stack.enter_context(temporary_settings(updates=updates))
         # Processes this command starts (Dask workers) use the same server.
         os.environ["PREFECT_API_URL"] = self.url
