@@ -331,8 +331,8 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
 
 
 def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) -> None:
-    """build-month's own temporary server (stopped with the command, its interpreter left
-    without tearing down) has recorded the flow run, every task run and the logs; the second
+    """build-month's own temporary server (stopped with the command) has recorded the flow
+    run, every task run and the logs; the second
     command finds the new database migrated and skips Prefect's check. Flow run heartbeats
     are off, unless the user sets them."""
     import sqlite3

@@ -51,3 +51,25 @@ def test_only_a_sqlite_file_at_the_head_skips_the_check(tmp_path: Path) -> None:
     # Looking does not create or change the file.
     assert not (tmp_path / "absent.db").exists()
     assert (tmp_path / "text.db").read_text() == "not a database"
+
+
+def test_the_routers_runs_use_come_first_and_no_path_changes_hands() -> None:
+    """Moving the routers a run uses to the front keeps every router, and no route of the
+    others matches a path of theirs (so every request reaches the route it reached before)."""
+    import re as regex
+
+    from prefect.server.api.server import API_ROUTERS
+    from starlette.routing import compile_path
+
+    from pipelines.flows.prefect_server import RUN_ROUTERS, runs_first
+
+    ordered = runs_first(API_ROUTERS)
+    assert sorted(map(id, ordered)) == sorted(map(id, API_ROUTERS))
+    assert [r.prefix for r in ordered[: len(RUN_ROUTERS)]] == list(RUN_ROUTERS)
+    moved = [route for router in ordered[: len(RUN_ROUTERS)] for route in router.routes]
+    others = [route for router in ordered[len(RUN_ROUTERS) :] for route in router.routes]
+    for route in moved:
+        path = regex.sub(r"\{[^}]+\}", "00000000-0000-0000-0000-000000000000", route.path)
+        for other in others:
+            if set(getattr(route, "methods", ())) & set(getattr(other, "methods", ())):
+                assert not compile_path(other.path)[0].match(path), (route.path, other.path)

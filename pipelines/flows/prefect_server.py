@@ -12,7 +12,8 @@ start-up cost less than the command's work on a month of sample data:
   out as environment variables twice, costs ~0.2 s);
 - Prefect's migrations are not checked when the database is a SQLite file already at their last
   revision (the check imports every migration script, ~0.1 s); any doubt leaves the check on;
-- the interpreter is not torn down after uvicorn has shut the server down.
+- the API's routers that a flow run uses come first: FastAPI makes each router's routes on the
+  first request that passes it, so the routers no run uses are never made (~0.1 s).
 """
 
 from __future__ import annotations
@@ -27,12 +28,25 @@ import signal
 import sqlite3
 import sys
 import types
+from collections.abc import Sequence
 from contextlib import ExitStack, closing, suppress
 from pathlib import Path
 from typing import Any
 
 #: The name under which uvicorn finds the app factory (`--factory NAME:create_app`).
 FACTORY_MODULE = "chesspipe_prefect_server"
+
+#: The API's routers a flow run (and its task runs, logs, events and artifacts) uses, by prefix.
+RUN_ROUTERS = (
+    "/admin",
+    "/csrf-token",
+    "/flows",
+    "/flow_runs",
+    "/task_runs",
+    "/logs",
+    "/artifacts",
+    "/events",
+)
 
 _SQLITE = "sqlite+aiosqlite:///"
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"](\w+)['\"]", re.MULTILINE)
@@ -84,12 +98,23 @@ def database_at_head(url: str) -> bool:
     return len(rows) == 1 and rows[0][0] == migrations_head()
 
 
+def runs_first(routers: Sequence[Any]) -> tuple[Any, ...]:
+    """The routers with those of RUN_ROUTERS first, in its order, then the others in theirs.
+
+    Their prefixes are distinct, so no request finds another route than before.
+    """
+    first = [r for r in routers if getattr(r, "prefix", None) in RUN_ROUTERS]
+    first.sort(key=lambda router: RUN_ROUTERS.index(router.prefix))
+    return (*first, *(r for r in routers if r not in first))
+
+
 def create_app() -> Any:
     """Prefect's server app (uvicorn's factory)."""
     from prefect.server.api import server
     from prefect.settings import Settings
 
     Settings.hash_key = lambda self: FACTORY_MODULE  # type: ignore[method-assign]
+    server.API_ROUTERS = runs_first(server.API_ROUTERS)
     app = server.create_app()
     gc.freeze()  # what is built so far lives as long as the server: never scan it again
     gc.enable()
@@ -123,9 +148,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    status = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # The server has shut down (runs recorded, database closed): skip tearing down the
-    # interpreter's many modules.
-    os._exit(status)
+    sys.exit(main(sys.argv[1:]))
