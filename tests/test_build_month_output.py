@@ -146,3 +146,25 @@ def test_a_backfill_whose_months_fail_says_so_in_one_line(tmp_path: Path) -> Non
     )  # fmt: skip
     assert len(lines) == 1, lines
     assert lines[0].startswith("chesspipe: error: backfill: 2 of 2 months failed: 2024-01 (")
+
+
+@pytest.mark.parametrize("ui_url", [None, "http://prefect.example/ui"])
+def test_verbose_points_at_a_prefect_ui_only_where_one_is_served(
+    tmp_path: Path, ui_url: str | None
+) -> None:
+    """The command's own Prefect server serves no UI: no `View at` line points at it; a
+    configured PREFECT_UI_URL is shown as Prefect shows it."""
+    from tests.conftest import run_cli
+
+    proc = run_cli(
+        "build-month", str(tmp_path / "missing.pgn"), "--month", "2024-01",
+        "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"), "--verbose",
+        check=False, env={"COLUMNS": "250", **({"PREFECT_UI_URL": ui_url} if ui_url else {})},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "Beginning flow run" in proc.stderr  # the flow run's lines are shown
+    views = [line for line in proc.stderr.splitlines() if "View at" in line]
+    if ui_url is None:
+        assert views == [], proc.stderr
+    else:
+        assert len(views) == 1 and f"View at {ui_url}/runs/flow-run/" in views[0], proc.stderr
