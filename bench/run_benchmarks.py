@@ -8,6 +8,8 @@ python-chess script (`read_game` on every game); (d) `chesspipe ingest` + `chess
 Also chesspipe on one core, and its filter stage alone (nothing passes the rating filter).
 Inputs: the real Lichess samples (CHESSPIPE_LICHESS, default ../shared/data/lichess), and dumps
 generated from them by bench/make_dump.py with about 2% of games passing the default filter.
+Only the part of --out between its marker lines (BEGIN, END) is rewritten: the sections kept by
+hand around it (the other benchmarks' figures) stay.
 """
 
 from __future__ import annotations
@@ -242,6 +244,33 @@ def report(results: list[dict], big: dict | None, ran_at: str, book: dict | None
     return "\n".join(lines)
 
 
+#: The part of RESULTS.md this script writes lies between these lines; the rest (sections kept
+#: by hand, from the other benchmarks) is left as it is.
+BEGIN = "<!-- begin: written by bench/run_benchmarks.py; edit outside these marks -->"
+END = "<!-- end: written by bench/run_benchmarks.py -->"
+
+
+def splice(existing: str, generated: str) -> str:
+    """Return the text of a RESULTS.md, `existing`, with its generated part now `generated`.
+
+    The generated part is what lies between the BEGIN and END lines; a text without them is
+    kept whole after the new generated part.
+    """
+    block = f"{BEGIN}\n{generated.strip()}\n{END}\n"
+    start = existing.find(BEGIN)
+    end = existing.find(END, start)
+    if start < 0 or end < 0:
+        return block + ("\n" + existing.lstrip("\n") if existing.strip() else "")
+    rest = existing[end + len(END) :]
+    return existing[:start] + block + rest.removeprefix("\n")
+
+
+def write_results(path: Path, generated: str) -> None:
+    """Write `generated` as the generated part of the RESULTS.md at `path` (see splice)."""
+    existing = path.read_text() if path.exists() else ""
+    path.write_text(splice(existing, generated))
+
+
 def goals(results: list[dict], big: dict | None) -> list[str]:
     """Return the issue's goals with the measured figure for each."""
     real, dump = results[0]["runs"], results[-1]["runs"]
@@ -299,7 +328,7 @@ def main() -> int:
         saved = json.loads((WORK / "results.json").read_text())
         ran_at = saved.get("ran_at", "an earlier run")
         text = report(saved["results"], saved["big"], ran_at, saved.get("book"))
-        args.out.write_text(text + "\n")
+        write_results(args.out, text)
         return 0
     for program in ("zstd", "pzstd"):
         if shutil.which(program) is None:
@@ -351,7 +380,7 @@ def main() -> int:
     book = book_bench()
     ran_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     text = report(results, big, ran_at, book)
-    args.out.write_text(text + "\n")
+    write_results(args.out, text)
     saved = {"results": results, "big": big, "ran_at": ran_at, "book": book}
     (WORK / "results.json").write_text(json.dumps(saved, indent=1))
     print(text)

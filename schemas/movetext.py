@@ -8,19 +8,29 @@ _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
 
 _VARIATION = re.compile(rb"\([^()]*\)")
 
+#: A stray `}` or `)` (one that closes no comment or variation) read as a space.
+_STRAY_CLOSERS = bytes.maketrans(b"})", b"  ")
+
 _RESULT_TOKENS = frozenset({b"1-0", b"0-1", b"1/2-1/2", b"*"})
 
 _DIGITS = b"0123456789"
 
 
 def san_tokens(movetext: bytes, limit: int | None = None) -> list[bytes]:
-    """Return the mainline SAN tokens of a movetext (comments, variations, NAGs removed)."""
+    """Return the mainline SAN tokens of a movetext (comments, variations, NAGs removed).
+
+    Read as python-chess's PGN reader reads them: a stray `}` or `)` is skipped, even against a
+    move, and a variation never closed holds the rest of the text.
+    """
     text = _COMMENT.sub(b" ", movetext) if b"{" in movetext or b";" in movetext else movetext
     while b"(" in text:
         stripped = _VARIATION.sub(b" ", text)
-        if stripped == text:
+        if stripped == text:  # a variation never closed: the mainline ends where it opens
+            text = text[: text.index(b"(")]
             break
         text = stripped
+    if b"}" in text or b")" in text:  # closing what is not open: skipped, as python-chess does
+        text = text.translate(_STRAY_CLOSERS)
     tokens: list[bytes] = []
     for token in text.split():
         if token[:1].isdigit():  # a move number ("12." or "12...") before a move, or a result

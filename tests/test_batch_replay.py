@@ -264,6 +264,46 @@ def test_cut_movetexts_replay_as_python_chess_reads_the_whole_game(name: str, pl
     assert rows > 0
 
 
+STRAY_CLOSERS = [
+    b"1. e4 } e5 2. Nf3 Nc6 3. Bb5 a6 1-0",
+    b"} 1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 1-0",
+    b"1. e4 e5} 2. Nf3 Nc6 3. Bb5 a6 1-0",
+    b"1. e4 }e5 2. Nf3}Nc6 3. Bb5 a6 1-0",
+    b"1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 } 4. Ba4 Nf6 1-0",
+    b"1. e4 { a comment } } e5 2. Nf3 Nc6 3. Bb5 a6 1-0",
+    b"1. e4 ) e5 2. Nf3 Nc6) 3. Bb5 a6 1-0",
+    b"1. e4 (1. d4 d5) ) e5 2. Nf3 Nc6 3. Bb5 a6 1-0",
+    b"1. e4 e5 2. Nf3 Nc6 ( 2... d6 3. Bb5 a6 1-0",  # a variation never closed
+]
+
+
+@pytest.mark.parametrize("plies", [4, 40])
+@pytest.mark.parametrize("movetext", STRAY_CLOSERS)
+def test_a_stray_closing_brace_or_parenthesis_is_skipped_as_python_chess_skips_it(
+    movetext: bytes, plies: int
+) -> None:
+    """A `}` or `)` that closes nothing: python-chess reads the moves around it (a variation
+    never closed, the moves before it); the batch and the one-by-one counting count them."""
+    keys, moves = python_chess_mainline_rows(movetext, plies)
+    assert len(keys) >= 4
+    for batched in (True, False):
+        stats = ScanStats()
+        counter = MoveCounter(plies, stats, batched=batched)
+        counter.add(KeptGame(2300, 2300, Speed.BLITZ, 2, None, movetext))
+        counter.flush()
+        assert stats.dropped == {} and stats.games_kept == 1, batched
+        assert counter.rows.keys.tolist() == keys, batched
+        assert counter.rows.moves.tolist() == moves, batched
+    import io
+
+    import chess.pgn
+
+    game = chess.pgn.read_game(io.StringIO(movetext.decode()))
+    assert game is not None
+    sans = [node.san().encode() for node in game.mainline()][:plies]  # as written here
+    assert san_tokens(movetext, plies) == sans
+
+
 def numbered_movetext(tokens: list[bytes], comments: list[bytes], rng: random.Random) -> bytes:
     """Tokens written as PGN movetext with move numbers and, at random, comments after moves."""
     out = []
@@ -287,6 +327,8 @@ COMMENTS = [
     b"; 11. e4\n",
     b"{ 11. }",
     b"{ 4.",
+    b"}",
+    b")",
 ]
 
 

@@ -1,5 +1,6 @@
 """What `chesspipe build-month --verbose` writes on a terminal: a bar apart from log lines,
-ending on the manifest's numbers (quiet by default: see test_flows.test_cli_and_flow_run)."""
+ending on the manifest's numbers (quiet by default: see test_flows.test_cli_and_flow_run);
+and what a build or backfill failing on a user error writes: its one line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import select
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from pipelines.monthly.publish import published_paths
 from tests.conftest import ROOT
@@ -101,3 +104,67 @@ def test_an_empty_book_is_published_with_a_warning_naming_the_settings(tmp_path:
     assert warnings[0].startswith("chesspipe: warning: no move of 2024-01 passes"), warnings
     assert "--min-games 1000000" in warnings[0] and "--min-score 0.25" in warnings[0]
     assert book.name in warnings[0]
+
+
+def user_error_lines(*args: str) -> list[str]:
+    """Run `chesspipe ARGS`, which must fail on a user error; return its stderr's lines."""
+    from tests.conftest import run_cli
+
+    proc = run_cli(*args, check=False, env={"COLUMNS": "250"})  # a record a line
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""
+    return proc.stderr.splitlines()
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+@pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt"])
+def test_a_build_failing_on_its_source_says_so_in_one_line(
+    tmp_path: Path, source: str, verbose: bool
+) -> None:
+    """Prefect's `Finished in state Failed(...)` of the task and flow runs stays off the
+    terminal: the command's own line says it (a missing file, a file without a game)."""
+    if source.endswith(".txt"):
+        (tmp_path / source).write_text("no game here\n")
+    lines = user_error_lines(
+        "build-month", str(tmp_path / source), "--month", "2024-01",
+        "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
+        *(["--verbose"] if verbose else []),
+    )  # fmt: skip
+    *logged, last = lines
+    assert last.startswith("chesspipe: error: ") and source in last, lines
+    if verbose:  # Prefect's lines of the runs up to the failure, none of it
+        assert logged and all(LOG_RECORD.match(line) for line in logged), lines
+        assert not [line for line in logged if "Failed" in line or "| ERROR" in line], lines
+    else:
+        assert logged == []
+
+
+def test_a_backfill_whose_months_fail_says_so_in_one_line(tmp_path: Path) -> None:
+    lines = user_error_lines(
+        "backfill", "--months", "2024-01..2024-02", "--source", str(tmp_path / "{month}.pgn"),
+        "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
+    )  # fmt: skip
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("chesspipe: error: backfill: 2 of 2 months failed: 2024-01 (")
+
+
+@pytest.mark.parametrize("ui_url", [None, "http://prefect.example/ui"])
+def test_verbose_points_at_a_prefect_ui_only_where_one_is_served(
+    tmp_path: Path, ui_url: str | None
+) -> None:
+    """The command's own Prefect server serves no UI: no `View at` line points at it; a
+    configured PREFECT_UI_URL is shown as Prefect shows it."""
+    from tests.conftest import run_cli
+
+    proc = run_cli(
+        "build-month", str(tmp_path / "missing.pgn"), "--month", "2024-01",
+        "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"), "--verbose",
+        check=False, env={"COLUMNS": "250", **({"PREFECT_UI_URL": ui_url} if ui_url else {})},
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "Beginning flow run" in proc.stderr  # the flow run's lines are shown
+    views = [line for line in proc.stderr.splitlines() if "View at" in line]
+    if ui_url is None:
+        assert views == [], proc.stderr
+    else:
+        assert len(views) == 1 and f"View at {ui_url}/runs/flow-run/" in views[0], proc.stderr

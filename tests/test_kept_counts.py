@@ -2,6 +2,7 @@
 
 A kept game passed the filter and has a move; the truth is a python-chess pass over the games
 (`tests/recount.py`), which keeps a game whose headers pass and whose mainline has a move.
+Their manifests record the filter alike.
 """
 
 from __future__ import annotations
@@ -58,3 +59,23 @@ def test_endgame_progress_counts_kept_games_not_replayed_ones(
     manifest = game_labels([syzygy_dir], str(SAMPLE), "2024-01", tmp_path, GameFilter(),
                            "auto", reports.append)  # fmt: skip
     assert reports[-1].games_kept == manifest["games_kept"] > manifest["games_replayed"]
+
+
+def test_endgames_from_games_records_its_filter_as_ingest_does(
+    syzygy_dir: Path, tmp_path: Path
+) -> None:
+    """The label set's manifest holds the filter as the ingest manifest does: speeds in Lichess's
+    order, fastest first; what an older one holds (speeds sorted by name) reads as the same."""
+    from pipelines.ingest.settings import IngestSettings
+    from schemas.speed import Speed
+
+    rules = GameFilter(2000, frozenset({Speed.CLASSICAL, Speed.BULLET, Speed.RAPID}))
+    game_labels([syzygy_dir], str(SAMPLE), "2024-01", tmp_path, rules)
+    manifest = json.loads((tmp_path / "games-2024-01.json").read_text())
+    recorded = manifest["settings"]["filter"]
+    ingest = {k: v for k, v in IngestSettings(rules).to_json().items() if k != "plies"}
+    assert recorded == ingest
+    assert recorded["speeds"] == ["bullet", "rapid", "classical"]
+    assert GameFilter.from_json(recorded) == rules
+    older = {**recorded, "speeds": sorted(recorded["speeds"])}
+    assert GameFilter.from_json(older) == rules

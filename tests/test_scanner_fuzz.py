@@ -257,6 +257,8 @@ def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[byte
         if stripped == text:
             break
         text = stripped
+    text = re.sub(rb"\(.*", b"", text, flags=re.DOTALL)  # a variation never closed
+    text = re.sub(rb"[})]", b" ", text)  # stray closers
     tokens = []
     for raw in text.split():
         token = re.sub(rb"^\d+\.+", b"", raw)

@@ -9,12 +9,21 @@ import pytest
 
 from pipelines.errors import ChesspipeError
 
+#: A run holding a month's lock forks a helper, and says the helper's pid once the helper runs:
+#: a forked child lets go of its copy of the lock as it starts, not at the fork.
 HOLD_LOCK_AND_FORK = """
 import multiprocessing, sys, time
 from pipelines.warehouse.locks import month_lock
+def helper_runs(started):
+    started.set()
+    time.sleep(60)
 with month_lock(sys.argv[1], "2024-01"):
-    helper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    fork = multiprocessing.get_context("fork")
+    started = fork.Event()
+    helper = fork.Process(target=helper_runs, args=(started,))
     helper.start()
+    if not started.wait(60):
+        sys.exit("the helper did not start")
     print(helper.pid, flush=True)
     time.sleep(60)
 """

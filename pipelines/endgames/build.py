@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +118,7 @@ def game_labels(
     labeller = Labeller(folders, backend)
     scan = GameScan()
     positions = game_positions(source, rules, labeller.tables, scan, progress)
-    settings = {"source": source, "month": month, "filter": _filter_dict(rules)}
+    settings = {"source": source, "month": month, "filter": rules.to_json()}
     with labeller:
         return write_label_set(
             positions,
@@ -130,9 +129,3 @@ def game_labels(
             extra=scan.summary,
             overwrite=overwrite,
         )
-
-
-def _filter_dict(rules: GameFilter) -> dict[str, Any]:
-    data = asdict(rules)
-    data["speeds"] = sorted(rules.speeds)
-    return data

@@ -41,13 +41,29 @@ class LoggedProgress:
             self.logger.info("%s%s", self.label, format_progress(report))
 
 
+#: The task and flow runs (their ids) that failed with an error the command reports itself.
+_FAILED_AS_REPORTED: set[str] = set()
+
+
+def _run_id(record: logging.LogRecord) -> str | None:
+    """Return the id of the task run, else the flow run, a Prefect log record is about."""
+    run: str | None = getattr(record, "task_run_id", None) or getattr(record, "flow_run_id", None)
+    return run
+
+
 class QuietUserErrors(logging.Filter):
-    """Drops the traceback from Prefect's log of a failure the user can act on (one line)."""
+    """Drops the traceback from Prefect's log of a failure the user can act on (one line).
+
+    The run that failed so is remembered: what it logs next (Prefect's `Finished in state
+    Failed(...)`, logged once the failure is handled) is kept from the terminal too.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], ChesspipeError):
             record.exc_info = None
             record.exc_text = None
+            if (run := _run_id(record)) is not None:
+                _FAILED_AS_REPORTED.add(run)
         return True
 
 
@@ -55,8 +71,9 @@ class ReportedByTheCommand(logging.Filter):
     """Keeps from the terminal the log records of what the command reports itself in one line.
 
     That is, what is logged while a failure the user can act on (ChesspipeError) or an
-    interruption (Ctrl-C, SIGTERM) is raised or unwinds. The flow and task runs' logs and
-    states on the Prefect server keep them.
+    interruption (Ctrl-C, SIGTERM) is raised or unwinds, and what a run that failed with a
+    ChesspipeError logs afterwards (its final state). The flow and task runs' logs and states
+    on the Prefect server keep them.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -64,7 +81,9 @@ class ReportedByTheCommand(logging.Filter):
 
         reported = (ChesspipeError, KeyboardInterrupt, Stopped, TerminationSignal)
         raised = record.exc_info[1] if record.exc_info else None
-        return not isinstance(raised, reported) and not isinstance(sys.exception(), reported)
+        if isinstance(raised, reported) or isinstance(sys.exception(), reported):
+            return False
+        return _run_id(record) not in _FAILED_AS_REPORTED
 
 
 def quiet_user_errors() -> None:

@@ -42,14 +42,16 @@ def month_range(spec: str) -> list[str]:
     last = check_month(last.strip()) if last else first
     if last < first:
         raise ChesspipeError(f"month range {spec!r} ends before it starts")
-    months = []
-    year, month = int(first[:4]), int(first[5:])
-    while f"{year:04d}-{month:02d}" <= last:
-        months.append(f"{year:04d}-{month:02d}")
-        month += 1
-        if month == 13:
-            year, month = year + 1, 1
+    months = [first]
+    while months[-1] < last:
+        months.append(next_month(months[-1]))
     return months
+
+
+def next_month(month: str) -> str:
+    """Return the month after a 'YYYY-MM' month."""
+    year, number = int(month[:4]), int(month[5:])
+    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
 
 
 def stats_dir(warehouse: Path) -> Path:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse.layout import month_range
+from pipelines.warehouse.layout import month_range, next_month
 
 #: The selection of every month a warehouse holds.
 ALL_MONTHS = "all"
@@ -47,7 +47,7 @@ def month_runs(months: Iterable[str]) -> list[str]:
     """Collapse sorted months into runs: `2024-01..2024-03` for three in a row, `2024-05` alone."""
     runs: list[list[str]] = []
     for month in sorted(set(months)):
-        if runs and _next_month(runs[-1][-1]) == month:
+        if runs and next_month(runs[-1][-1]) == month:
             runs[-1].append(month)
         else:
             runs.append([month])
@@ -65,8 +65,3 @@ def missing_months(wanted: Sequence[str], available: Iterable[str]) -> str | Non
     if len(runs) > RUNS_SHOWN:
         shown += f" and {len(runs) - RUNS_SHOWN} more runs"
     return f"{len(missing)} of {len(wanted)} months missing: {shown}"
-
-
-def _next_month(month: str) -> str:
-    year, number = int(month[:4]), int(month[5:])
-    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
