@@ -21,6 +21,7 @@ start-up of a temporary one on every command.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -28,7 +29,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -66,6 +68,28 @@ _SERVICES_OFF = {
 
 #: Prefect's settings of flow run heartbeats (a user's setting keeps them on).
 _HEARTBEAT_SETTINGS = ("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", "PREFECT_RUNNER_HEARTBEAT_FREQUENCY")
+
+
+class _DrainingNotice(logging.Filter):
+    """Drops the notice a Prefect queue logs when it is stopped with items left to send."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Still processing items")
+
+
+@contextmanager
+def _quiet_while_draining(*services: type) -> Iterator[None]:
+    """Keep the "Still processing items" notices of `services` (Prefect's queue services, each
+    logging under its class name) off the terminal while the command drains them itself."""
+    notice = _DrainingNotice()
+    loggers = [logging.getLogger(service.__name__) for service in services]
+    for logger in loggers:
+        logger.addFilter(notice)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(notice)
 
 
 def wait_until_healthy(
@@ -209,8 +233,9 @@ class LocalApi:
                 from prefect.events.worker import EventsWorker
                 from prefect.logging.handlers import APILogWorker
 
-                APILogWorker.drain_all(timeout=10)
-                EventsWorker.drain_all(timeout=10)
+                with _quiet_while_draining(APILogWorker, EventsWorker):
+                    APILogWorker.drain_all(timeout=10)
+                    EventsWorker.drain_all(timeout=10)
         finally:
             self._stack.close()
             self._stop_server()
