@@ -58,7 +58,22 @@ def polyglot_keys(
     boards: np.ndarray, castling: np.ndarray, en_passant: np.ndarray, white_to_move: np.ndarray
 ) -> np.ndarray:
     """Return the Polyglot keys of positions given as (N, 8, 8) boards and their state."""
-    keys = _piece_keys(boards.reshape(len(boards), 64))
+    flat = boards.reshape(len(boards), 64)
+    keys = _piece_keys(flat)
+    keys ^= _state_keys(flat, np.arange(len(flat)), castling, en_passant, white_to_move)
+    return keys
+
+
+def _state_keys(
+    flat: np.ndarray,
+    position: np.ndarray,
+    castling: np.ndarray,
+    en_passant: np.ndarray,
+    white_to_move: np.ndarray,
+) -> np.ndarray:
+    """Return the castling, side to move and en passant part of the Polyglot keys of the
+    positions `position` of (P, 64) boards, whose state is given per position."""
+    keys = np.zeros(len(position), dtype=np.uint64)
     for index in range(4):
         keys ^= np.where(castling[:, index], _RANDOM[768 + index], np.uint64(0))
     keys ^= np.where(white_to_move, _RANDOM[780], np.uint64(0))
@@ -68,13 +83,60 @@ def polyglot_keys(
     has_file = files >= 0
     rank = np.where(white_to_move, 4, 3)
     pawn = np.where(white_to_move, _WHITE_PAWN, _BLACK_PAWN)
-    rows = np.arange(len(boards))
-    capturer = np.zeros(len(boards), dtype=bool)
+    capturer = np.zeros(len(position), dtype=bool)
     for side in (-1, 1):
         beside = files + side
         inside = has_file & (beside >= 0) & (beside <= 7)
-        capturer |= inside & (boards[rows, rank, np.clip(beside, 0, 7)] == pawn)
+        capturer |= inside & (flat[position, rank * 8 + np.clip(beside, 0, 7)] == pawn)
     keys ^= np.where(capturer, _RANDOM[772 + np.clip(files, 0, 7)], np.uint64(0))
+    return keys
+
+
+def _board_keys(flat: np.ndarray) -> np.ndarray:
+    """Return the pieces' part of the Polyglot keys of (N, 64) boards, each hashed whole."""
+    return np.bitwise_xor.reduce(_PIECE_SQUARE[flat, np.arange(64)], axis=1)
+
+
+def _game_piece_keys(
+    flat: np.ndarray,
+    position: np.ndarray,
+    first: np.ndarray,
+    from_squares: np.ndarray,
+    to_squares: np.ndarray,
+) -> np.ndarray:
+    """Return the pieces' part of the Polyglot keys of positions `position` of (P, 64) boards.
+
+    Rows come a game at a time, each game's from its first position (`first`) on, one move
+    apart: from_squares and to_squares give, for each later row, the move that led to it.
+    A game's first key is hashed from its board; each later one is its predecessor's with the
+    squares the move changed toggled: its origin and target, and for castling and en passant
+    (a king moving two files, a pawn moving to an empty square of another file) every square
+    that differs. Far fewer squares are looked at than hashing every board.
+    """
+    later = ~first
+    after = position[later]
+    before = after - 1
+    origin = from_squares.astype(np.int64)
+    target = to_squares.astype(np.int64)
+    was_origin, was_target = flat[before, origin], flat[before, target]
+    delta = _PIECE_SQUARE[was_origin, origin] ^ _PIECE_SQUARE[flat[after, origin], origin]
+    delta ^= _PIECE_SQUARE[was_target, target] ^ _PIECE_SQUARE[flat[after, target], target]
+    other_file = (origin & 7) != (target & 7)
+    king = (was_origin == _WHITE_KING) | (was_origin == _BLACK_KING)
+    pawn = (was_origin == _WHITE_PAWN) | (was_origin == _BLACK_PAWN)
+    castles = king & (np.abs((origin & 7) - (target & 7)) == 2)
+    special = np.flatnonzero(castles | (pawn & other_file & (was_target == 0)))
+    if len(special):
+        delta[special] = _board_keys(flat[before[special]]) ^ _board_keys(flat[after[special]])
+    steps = np.empty(len(position), dtype=np.uint64)
+    steps[first] = _board_keys(flat[position[first]])
+    steps[later] = delta
+    keys = np.bitwise_xor.accumulate(steps)
+    # Each game starts afresh: undo what the games before it accumulated.
+    starts = np.flatnonzero(first)
+    carried = np.zeros(len(starts), dtype=np.uint64)
+    carried[1:] = keys[starts[1:] - 1]
+    keys ^= np.repeat(carried, np.diff(np.r_[starts, len(keys)]))
     return keys
 
 
@@ -86,8 +148,16 @@ def polyglot_moves(
 ) -> np.ndarray:
     """Return Polyglot move codes (castling as king takes rook) of moves from (N, 8, 8) boards."""
     origin = from_squares.astype(np.int64)
-    target = to_squares.astype(np.int64)
     piece = boards_before.reshape(len(boards_before), 64)[np.arange(len(origin)), origin]
+    return _moves(piece, from_squares, to_squares, promotions)
+
+
+def _moves(
+    piece: np.ndarray, from_squares: np.ndarray, to_squares: np.ndarray, promotions: np.ndarray
+) -> np.ndarray:
+    """Return Polyglot move codes of moves whose moving pieces are `piece`."""
+    origin = from_squares.astype(np.int64)
+    target = to_squares.astype(np.int64)
     king = (piece == _WHITE_KING) | (piece == _BLACK_KING)
     two_files = np.abs((target & 7) - (origin & 7)) == 2
     castles = king & two_files
@@ -138,16 +208,25 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
         )
         position = position_offsets[:count][game_of_move] + move_in_game
         move = move_offsets[:count][game_of_move] + move_in_game
-        boards = chunk.boards[position]
-        keys.append(
-            polyglot_keys(
-                boards, chunk.castling[position], chunk.en_passant[position], chunk.turn[position]
-            )
+        flat = chunk.boards.reshape(len(chunk.boards), 64)
+        first = move_in_game == 0
+        led_here = move[~first] - 1  # the move before each later row's position
+        pieces = _game_piece_keys(
+            flat, position, first, chunk.from_squares[led_here], chunk.to_squares[led_here]
         )
+        keys.append(
+            pieces
+            ^ _state_keys(
+                flat, position, chunk.castling[position], chunk.en_passant[position],
+                chunk.turn[position],
+            )  # fmt: skip
+        )
+        origin = chunk.from_squares[move]
         moves.append(
-            polyglot_moves(
-                boards, chunk.from_squares[move], chunk.to_squares[move], chunk.promotions[move]
-            )
+            _moves(
+                flat[position, origin.astype(np.int64)], origin, chunk.to_squares[move],
+                chunk.promotions[move],
+            )  # fmt: skip
         )
         games.append(game_of_move + first_game)
         lengths.append(n_moves)
