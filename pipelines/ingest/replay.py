@@ -217,14 +217,19 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
         keys.append(
             pieces
             ^ _state_keys(
-                flat, position, chunk.castling[position], chunk.en_passant[position],
+                flat,
+                position,
+                chunk.castling[position],
+                chunk.en_passant[position],
                 chunk.turn[position],
             )  # fmt: skip
         )
         origin = chunk.from_squares[move]
         moves.append(
             _moves(
-                flat[position, origin.astype(np.int64)], origin, chunk.to_squares[move],
+                flat[position, origin.astype(np.int64)],
+                origin,
+                chunk.to_squares[move],
                 chunk.promotions[move],
             )  # fmt: skip
         )
