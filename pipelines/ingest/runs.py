@@ -315,24 +315,34 @@ def merge_runs(
     The runs are summed a range of keys at a time, each range holding at most `in_memory_rows`
     rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
     in row groups of `row_group_rows` rows (the last one shorter): the file is the same however
-    the ranges fall. A thread writes each range while the next one is summed.
+    the ranges fall. A thread writes each range while the next ones are summed.
     """
+    from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 
     index = np.array([_run_index(path) for path in runs], dtype=np.int64).reshape(
         len(runs), (1 << BUCKET_BITS) + 1
     )
+    steps = _steps(index, max(1, min(in_memory_rows, _MERGE_STEP_ROWS))) if len(runs) else []
+
+    def summed_range(first: int, stop: int) -> StatsColumns:
+        merged = _read_range(runs, index, first, stop)
+        return summed(merged, runs=True) if len(runs) > 1 else merged
+
     total = 0
-    most_rows = max(1, min(in_memory_rows, _MERGE_STEP_ROWS))
-    with _RowGroupWriter(target, row_group_rows) as writer, ThreadPoolExecutor(1) as thread:
+    with _RowGroupWriter(target, row_group_rows) as writer, ThreadPoolExecutor(2) as threads:
+        # Two threads: while one range is written, the next ones are summed.
+        summing = deque(threads.submit(summed_range, *step) for step in steps[:2])
+        following = iter(steps[2:])
         writing: Future[None] | None = None
-        for first, stop in _steps(index, most_rows) if len(runs) else []:
-            merged = _read_range(runs, index, first, stop)
-            if len(runs) > 1:
-                merged = summed(merged, runs=True)
+        while summing:
+            merged = summing.popleft().result()
             if writing is not None:
                 writing.result()
-            writing = thread.submit(writer.write, merged)
+            writing = threads.submit(writer.write, merged)
+            step = next(following, None)
+            if step is not None:
+                summing.append(threads.submit(summed_range, *step))
             total += len(merged)
         if writing is not None:
             writing.result()
@@ -340,8 +350,8 @@ def merge_runs(
 
 
 #: Rows of runs summed at a time at most, however much memory is allowed: a range is written
-#: (in another thread) while the next is summed.
-_MERGE_STEP_ROWS = 1 << 20
+#: while the next ones are summed, in other threads.
+_MERGE_STEP_ROWS = 1 << 19
 
 
 def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> StatsColumns:
