@@ -192,17 +192,11 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
     import pyarrow as pa
 
     names = [speed.value.encode() for speed in Speed]
-    width = max(map(len, names))
-    table = np.zeros((len(names), width), dtype=np.uint8)
-    for index, name in enumerate(names):
-        table[index, : len(name)] = np.frombuffer(name, dtype=np.uint8)
-    lengths = np.array([len(name) for name in names], dtype=np.int32)[speed]
-    offsets = np.zeros(len(speed) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    data = table[speed][np.arange(width) < lengths[:, None]]
-    return pa.Array.from_buffers(
-        pa.string(), len(speed), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
+    offsets = np.cumsum([0, *map(len, names)], dtype=np.int32)
+    dictionary = pa.Array.from_buffers(
+        pa.string(), len(names), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(names))]
+    )  # (not pa.array: it imports pandas)
+    return pa.DictionaryArray.from_arrays(_arrow(speed), dictionary).cast(pa.string())
 
 
 #: Runs are cut into 2**BUCKET_BITS ranges of keys (by their top bits), merged range by range.
