@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 
 _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
 
@@ -65,13 +66,15 @@ def opening_text(movetext: bytes, plies: int) -> bytes | None:
     the game's first `plies` moves, if it holds that many (a game numbered wrongly holds fewer).
     None when there is no such number or the cut is not known to be safe.
     """
-    number = b"%d." % ((plies + 1) // 2 + 1)
-    cut = movetext.find(b" " + number)
-    newline = movetext.find(b"\n" + number, 0, cut if cut >= 0 else len(movetext))
+    after_space, after_newline = _numbered(plies)
+    cut = movetext.find(after_space)
+    newline = movetext.find(after_newline, 0, cut if cut >= 0 else len(movetext))
     if newline >= 0:
         cut = newline
     if cut < 0:
         return None
+    if _UNSAFE.search(movetext, 0, cut) is None:  # no variation, comment or escape line
+        return movetext[:cut]
     head = movetext[:cut]
     if b"(" in head or b";" in head or b"\n%" in head or head[:1] == b"%":
         return None
@@ -79,3 +82,15 @@ def opening_text(movetext: bytes, plies: int) -> bytes | None:
     if braces != head.count(b"}") or (braces and head.rfind(b"{") > head.rfind(b"}")):
         return None  # a comment may be open at the cut
     return head
+
+
+#: What a cut must check for before it: variations, comments and escape lines.
+_UNSAFE = re.compile(rb"[(;{}%]")
+
+
+@cache
+def _numbered(plies: int) -> tuple[bytes, bytes]:
+    """Return the number of the move after the first `plies` plies, after a space and after a
+    line end, as movetext writes it."""
+    number = b"%d." % ((plies + 1) // 2 + 1)
+    return b" " + number, b"\n" + number
