@@ -57,6 +57,26 @@ def has_moves(movetext: bytes) -> bool:
     return bool(san_tokens(movetext, 1))
 
 
+def plain_moves(movetext: bytes) -> int | None:
+    """Return how many moves a plain movetext holds, or None when it is not plain.
+
+    Plain, as Lichess writes games without comments: numbered moves one space apart
+    ("1. e4 e5 2. Nf3"), each SAN token starting with a letter and holding no dot, annotation or
+    NAG, then the result (line ends may follow). san_tokens reads exactly its tokens that are
+    not move numbers, nor the result: as many as its spaces less its move numbers.
+    """
+    if _PLAIN.fullmatch(movetext) is None:
+        return None
+    return movetext.count(b" ") - movetext.count(b". ")
+
+
+#: A plain movetext (see plain_moves).
+_PLAIN = re.compile(
+    rb"(?:\d+\. [a-hKQRBNO][^\s$!?.]* (?:[a-hKQRBNO][^\s$!?.]* )?)*"
+    rb"(?:1-0|0-1|1/2-1/2|\*)[\r\n]*"
+)
+
+
 def opening_text(movetext: bytes, plies: int) -> bytes | None:
     """Return the movetext cut where the move after the first `plies` plies is numbered.
 

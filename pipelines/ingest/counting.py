@@ -13,7 +13,7 @@ import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
-from schemas.movetext import opening_text, san_tokens
+from schemas.movetext import opening_text, plain_moves, san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 from schemas.speed import Speed
 
@@ -179,9 +179,9 @@ class MoveCounter:
         self.rows = MoveRows()
         self.batch_size = batch_size
         self.batched = not chess960 if batched is None else batched
-        #: Games waiting for a batch: the game, its text, whether the text is a cut movetext,
-        #: and its place.
-        self._pending: list[tuple[KeptGame, bytes, bool, int]] = []
+        #: Games waiting for a batch: the game, its text, the moves the parser must read from
+        #: it (the plies counted, or fewer), and its place.
+        self._pending: list[tuple[KeptGame, bytes, int, int]] = []
         #: The pending games' ratings (at most MAX_RATING), speed ordinals and White's points,
         #: four numbers a game.
         self._numbers: array[int] = array("q")
@@ -195,11 +195,14 @@ class MoveCounter:
         if not self.batched or game.fen is not None:
             self._count_one(game, None, place)
             return
-        # Most games are cut at a move number and go to the batch parser as they are; the
-        # others as their SAN tokens.
+        # Most games are cut at a move number and go to the batch parser as they are, as do
+        # shorter plain ones whole; the others as their SAN tokens. The parser must then read
+        # as many moves as the text holds (python-chess decides a game where it does not).
         text = opening_text(game.movetext, self.plies)
         if text is not None and text.isascii():
-            self._queue(game, text, True, place)
+            self._queue(game, text, self.plies, place)
+        elif (moves := plain_moves(game.movetext)) and game.movetext.isascii():
+            self._queue(game, game.movetext, min(moves, self.plies), place)
         else:
             sans = san_tokens(game.movetext, self.plies)
             if not sans:
@@ -209,13 +212,14 @@ class MoveCounter:
             if not joined.isascii():
                 self._count_one(game, sans, place)
                 return
-            self._queue(game, joined, False, place)
+            self._queue(game, joined, len(sans), place)
         if len(self._pending) >= self.batch_size:
             self.flush()
 
-    def _queue(self, game: KeptGame, text: bytes, cut: bool, place: int) -> None:
-        """Add a game to the next batch, with its text for the batch parser."""
-        self._pending.append((game, text, cut, place))
+    def _queue(self, game: KeptGame, text: bytes, moves: int, place: int) -> None:
+        """Add a game to the next batch, with its text for the batch parser and the moves it
+        must read from it."""
+        self._pending.append((game, text, moves, place))
         white, black, speed, result = game[:4]
         self._numbers.extend(
             (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result)
@@ -248,8 +252,9 @@ class MoveCounter:
     def flush(self) -> None:
         """Count the games waiting for a batch.
 
-        A game the batch parser rejects, or whose cut movetext held fewer moves than asked
-        for, is counted by python-chess from its whole movetext.
+        A game the batch parser rejects, or from whose text it read another number of moves
+        than the text holds (a cut movetext numbered wrongly holds fewer), is counted by
+        python-chess from its whole movetext.
         """
         if not self._pending:
             return
@@ -261,8 +266,8 @@ class MoveCounter:
         numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
         self._numbers = array("q")
         replayed = replay([text.decode("ascii") for _, text, _, _ in pending], plies=self.plies)
-        cut = np.fromiter((was_cut for _, _, was_cut, _ in pending), dtype=bool, count=len(pending))
-        redo = cut & (replayed.lengths < self.plies)
+        expected = np.fromiter((n for _, _, n, _ in pending), dtype=np.int64, count=len(pending))
+        redo = replayed.lengths != expected
         redo[replayed.rejected] = True
         games = replayed.games
         keep = ~redo[games]
