@@ -53,7 +53,7 @@ def main() -> int:
     for name in ("polyglot_keys", "_game_piece_keys", "_state_keys"):
         if hasattr(replay, name):
             setattr(replay, name, timed("keys", getattr(replay, name)))
-    for name in ("san_tokens", "opening_text"):
+    for name in ("san_tokens", "opening_text", "plain_moves"):
         if hasattr(counting, name):
             setattr(counting, name, timed("movetext", getattr(counting, name)))
     rules = GameFilter(0, frozenset(Speed), True)
