@@ -306,7 +306,7 @@ def merge_runs(
 ) -> int:
     """Sum run files into one sorted month file at target; return its row count.
 
-    The runs are summed a range of keys at a time, each range holding at most `in_memory_rows`
+    The runs are summed a range of keys at a time, three ranges holding at most `in_memory_rows`
     rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
     in row groups of `row_group_rows` rows (the last one shorter): the file is the same however
     the ranges fall. A thread writes each range while the next ones are summed.
@@ -317,7 +317,8 @@ def merge_runs(
     index = np.array([_run_index(path) for path in runs], dtype=np.int64).reshape(
         len(runs), (1 << BUCKET_BITS) + 1
     )
-    steps = _steps(index, max(1, min(in_memory_rows, _MERGE_STEP_ROWS))) if len(runs) else []
+    # Three ranges at a time in memory: two being summed, one being written.
+    steps = _steps(index, max(1, min(in_memory_rows // 3, _MERGE_STEP_ROWS))) if len(runs) else []
 
     def summed_range(first: int, stop: int) -> StatsColumns:
         merged = _read_range(runs, index, first, stop)
