@@ -49,8 +49,11 @@ def main() -> int:
         return wrapper
 
     reader.parse_games_from_strings = timed("rust parser", reader.parse_games_from_strings)
-    replay.polyglot_keys = timed("keys", replay.polyglot_keys)
-    for name in ("san_tokens", "opening_text"):
+    # Keys: per board (older checkouts) or per move and state (this one).
+    for name in ("polyglot_keys", "_game_piece_keys", "_state_keys"):
+        if hasattr(replay, name):
+            setattr(replay, name, timed("keys", getattr(replay, name)))
+    for name in ("san_tokens", "opening_text", "plain_moves"):
         if hasattr(counting, name):
             setattr(counting, name, timed("movetext", getattr(counting, name)))
     rules = GameFilter(0, frozenset(Speed), True)

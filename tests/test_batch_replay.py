@@ -380,3 +380,99 @@ def test_piece_keys_of_unrelated_boards_in_a_row() -> None:
         np.array(boards), np.array(castling), np.array(ep, dtype=np.int8), np.array(turn)
     )
     assert got.tolist() == want
+
+
+def board_grid(board: chess.Board) -> np.ndarray:
+    """A board as the batch parser writes it: (8, 8) piece codes, rank 1 first."""
+    grid = np.zeros((8, 8), dtype=np.uint8)
+    for square, piece in board.piece_map().items():
+        grid[chess.square_rank(square), chess.square_file(square)] = piece.piece_type + (
+            0 if piece.color else 6
+        )
+    return grid
+
+
+def test_game_keys_from_any_first_board() -> None:
+    """Keys accumulated move by move from a game's first board, whatever that board (the
+    start position or another), equal python-chess's, castling and en passant included."""
+    from pipelines.ingest.replay import _game_piece_keys, _state_keys
+
+    rng = random.Random(7)
+    rows: list[chess.Board] = []
+    first, origins, targets = [], [], []
+    for game in range(60):
+        board = chess.Board()
+        for _ in range(rng.randrange(1, 30) if game % 2 else 0):  # odd games start elsewhere
+            if (move := random_move(board, rng, special_share=0.6)) is None:
+                break
+            board.push(move)
+        rows.append(board.copy())
+        first.append(True)
+        for _ in range(rng.randrange(0, 40)):
+            if (move := random_move(board, rng, special_share=0.6)) is None:
+                break
+            board.push(move)
+            rows.append(board.copy())
+            first.append(False)
+            origins.append(move.from_square)
+            targets.append(move.to_square)
+    flat = np.array([board_grid(board) for board in rows]).reshape(len(rows), 64)
+    castling = np.array(
+        [
+            [board.has_kingside_castling_rights(chess.WHITE),
+             board.has_queenside_castling_rights(chess.WHITE),
+             board.has_kingside_castling_rights(chess.BLACK),
+             board.has_queenside_castling_rights(chess.BLACK)]
+            for board in rows
+        ]
+    )  # fmt: skip
+    ep = np.array(
+        [chess.square_file(b.ep_square) if b.ep_square is not None else -1 for b in rows],
+        dtype=np.int8,
+    )
+    turn = np.array([board.turn for board in rows])
+    position = np.arange(len(rows))
+    pieces = _game_piece_keys(
+        flat, position, np.array(first), np.array(origins, dtype=np.uint8),
+        np.array(targets, dtype=np.uint8),
+    )  # fmt: skip
+    got = pieces ^ _state_keys(flat, position, castling, ep, turn)
+    assert got.tolist() == [chess.polyglot.zobrist_hash(board) for board in rows]
+    assert len(rows) > 600 and any(b.castling_rights != rows[0].castling_rights for b in rows)
+
+
+#: Tokens that make a plain movetext, or nearly: moves, and what a plain one may not hold.
+#: (Not "e4.": the batch parser reads it as e4 where python-chess finds it illegal, on every
+#: path to the parser, before this test as after.)
+PLAIN_JUNK = st.sampled_from(
+    [b"Zz9", b"0-0", b"e4!", b"$1", b"1-0", b"--", b"Nbd7", b"O-O-O", b"h8=Q", b"e8Q", b"Ke2"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    length=st.integers(0, 80),
+    cut=st.integers(0, 80),
+    junk=st.one_of(st.none(), PLAIN_JUNK),
+    result=st.sampled_from([b"1-0", b"0-1", b"1/2-1/2", b"*", b"", b"1-0\n", b" 1-0"]),
+    plies=st.sampled_from([1, 20, 40, 60]),
+)
+def test_short_plain_games_count_as_python_chess_counts_them(
+    seed: int, length: int, cut: int, junk: bytes | None, result: bytes, plies: int
+) -> None:
+    """A plain movetext with fewer moves than the plies counted goes to the batch parser whole:
+    its rows and drops are python-chess's, junk and all."""
+    from schemas.movetext import plain_moves
+
+    rng = random.Random(seed)
+    tokens = random_game_tokens(rng, length)
+    if junk is not None:
+        tokens = tokens[:cut] + [junk] + tokens[cut + 1 :]
+    numbered = []
+    for ply, token in enumerate(tokens):
+        numbered += [b"%d." % (ply // 2 + 1), token] if ply % 2 == 0 else [token]
+    text = b" ".join([*numbered, result] if result else numbered)
+    assert_batched_counts_as_plain(KeptGame(2300, 2300, Speed.BLITZ, 2, None, text), plies)
+    moves = plain_moves(text)
+    assert moves is None or moves == len(san_tokens(text))

@@ -278,33 +278,48 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_merges_range_by_range_write_the_same_table(tmp_path: Path, games_2013: Path) -> None:
-    """Runs merged a range of keys at a time (a bound on memory) or all at once, in row groups
-    of any size: the tables must be equal, and each row group must hold a range of keys."""
-    from pipelines.ingest.counting_process import IN_MEMORY_ROWS
+def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: Path) -> None:
+    """Runs merged a range of keys at a time (a bound on memory) or all at once write the same
+    file, byte for byte, in row groups of a fixed size (the last one shorter) in key order."""
+    from pipelines.ingest.counting_process import IN_MEMORY_ROWS, count_games
+    from pipelines.ingest.game_filter import ScanStats
+    from pipelines.ingest.runs import merge_runs
+    from pipelines.ingest.scan import game_blocks
 
     rules = GameFilter(1900, ALL_SPEEDS)
-    tables = []
+    files = []
     for limit in (IN_MEMORY_ROWS, 0):
         warehouse = tmp_path / f"limit-{limit}"
         ingest(
             str(games_2013), "2013-01", warehouse, IngestSettings(rules),
             flush_rows=3000, in_memory_rows=limit,
         )  # fmt: skip
-        tables.append(pq.read_table(partition_file(warehouse, "2013-01")))
-    in_memory, by_range = tables
-    assert by_range.num_rows == in_memory.num_rows > 1000
-    assert by_range.to_pylist() == in_memory.to_pylist()  # same rows, same order
-    metadata = pq.ParquetFile(partition_file(tmp_path / "limit-0", "2013-01")).metadata
-    assert metadata.num_row_groups > 1
+        files.append(partition_file(warehouse, "2013-01").read_bytes())
+    assert files[0] == files[1]
+    stats = ScanStats()
+    text = read_text(games_2013).encode()
+    every_game = IngestSettings(GameFilter(0, ALL_SPEEDS, allow_bots=True))
+    runs, _ = count_games(game_blocks([text], stats), every_game, stats, tmp_path, flush_rows=3000)
+    assert len(runs) > 1
+    written = set()
+    for limit in (IN_MEMORY_ROWS, 0, 2500):
+        target = tmp_path / f"merged-{limit}.parquet"
+        rows = merge_runs(runs, target, in_memory_rows=limit, row_group_rows=1000)
+        written.add(target.read_bytes())
+    assert len(written) == 1
+    table = pq.read_table(target)
+    assert rows == table.num_rows > 5000
+    metadata = pq.ParquetFile(target).metadata
+    sizes = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    assert sizes[:-1] == [1000] * (len(sizes) - 1) and 0 < sizes[-1] <= 1000
     bounds = [
         (metadata.row_group(i).column(0).statistics.min,
          metadata.row_group(i).column(0).statistics.max)
         for i in range(metadata.num_row_groups)
     ]  # fmt: skip
-    assert all(low <= high < next_low for (low, high), (next_low, _) in itertools.pairwise(bounds))
+    assert all(low <= high <= next_low for (low, high), (next_low, _) in itertools.pairwise(bounds))
     keys = [
         (r["key"], r["move"], r["speed"], r["rating_band"], r["rating_group"])
-        for r in in_memory.to_pylist()
+        for r in table.to_pylist()
     ]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)

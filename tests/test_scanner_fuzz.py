@@ -354,3 +354,146 @@ def test_a_blank_line_in_a_comment_is_not_a_new_game(tmp_path: Path) -> None:
     )
     pieces = list(split_games([game], ScanStats(), check_end=True))
     assert [p[:11] for p in pieces] == [b'Event "a"]\n', b'Event "b"]\n']
+
+
+#: Tag names: those the filter reads, others, and near misses.
+TAG_NAMES = [
+    b"Event", b"Site", b"White", b"Black", b"Result", b"UTCDate", b"WhiteElo", b"BlackElo",
+    b"WhiteRatingDiff", b"WhiteTitle", b"BlackTitle", b"Variant", b"FEN", b"SetUp",
+    b"TimeControl", b"Termination", b"ECO", b"WhiteEloX", b"Opening",
+]  # fmt: skip
+TAG_VALUES = [
+    b"", b"2200", b"1500", b"0", b"02200", b"?", b"99999999999999999999999", b"BOT", b"GM",
+    b"1-0", b"0-1", b"1/2-1/2", b"*", b"300+3", b"60+0", b"-", b"15+0", b"abc", b'with "quote',
+    b"Standard", b"Chess960", b"From Position", b"[", b"a]", b"2021.10.01",
+    b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+]  # fmt: skip
+#: A Lichess game's tags, in the dumps' order, with values that pass the filter.
+LICHESS_TAGS = [
+    (b"Event", b"Rated Blitz game"), (b"Site", b"https://lichess.org/abcdefgh"),
+    (b"White", b"a"), (b"Black", b"b"), (b"Result", b"1-0"), (b"UTCDate", b"2021.10.01"),
+    (b"WhiteElo", b"2300"), (b"BlackElo", b"2250"), (b"WhiteRatingDiff", b"+5"),
+    (b"WhiteTitle", b"GM"), (b"BlackTitle", b"FM"), (b"ECO", b"C20"),
+    (b"Opening", b"King's Pawn Game"), (b"TimeControl", b"300+3"), (b"Termination", b"Normal"),
+]  # fmt: skip
+MOVETEXTS = [
+    b"1. e4 e5 2. Nf3 1-0", b"", b"1. e4 { [Event \"x\"]\n[WhiteElo \"1\"] } e5 0-1",
+    b'[WhiteElo "100"]\n1. d4 *', b"1. e4 {\n\n[FEN \"8/8/8/8/8/8/8/8 w - - 0 1\"] } 1/2-1/2",
+]  # fmt: skip
+#: Values each tag read by the filter takes before edits (None: the tag is absent).
+READ_VALUES = st.fixed_dictionaries(
+    {
+        b"Result": st.sampled_from([b"1-0", b"0-1", b"1/2-1/2", b"*", b""]),
+        b"WhiteElo": st.sampled_from([b"2300", b"1500", b"0", b"?", b"99999999999999999999"]),
+        b"BlackElo": st.sampled_from([b"2250", b"02200", b"2200", b"?", b""]),
+        b"WhiteTitle": st.sampled_from([None, b"GM", b"BOT"]),
+        b"BlackTitle": st.sampled_from([None, b"FM", b"BOT"]),
+        b"TimeControl": st.sampled_from([b"300+3", b"60+0", b"-", b"abc", b"", b"1+"]),
+    }
+)
+#: Edits of a Lichess tag section: (what, where, tag name, value).
+TAG_EDITS = st.lists(
+    st.tuples(
+        st.sampled_from(["value", "insert", "delete", "swap"]),
+        st.integers(0, 20),
+        st.sampled_from(TAG_NAMES),
+        st.sampled_from(TAG_VALUES),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    values=READ_VALUES,
+    edits=TAG_EDITS,
+    separator=st.sampled_from([b"\n\n", b"\n\n", b"\n\n", b"\n", b"", b"\n\n\n", b" \n\n"]),
+    movetext=st.sampled_from(MOVETEXTS),
+    crlf=st.sampled_from([False, False, False, True]),
+    min_rating=st.sampled_from([0, 1500, 2200, 2201, 2300]),
+    allow_bots=st.booleans(),
+    variant=st.sampled_from(["standard", "chess960"]),
+)
+def test_lichess_headers_are_read_as_tag_by_tag(
+    values: dict[bytes, bytes | None],
+    edits: list[tuple[str, int, bytes, bytes]],
+    separator: bytes,
+    movetext: bytes,
+    crlf: bool,
+    min_rating: int,
+    allow_bots: bool,
+    variant: str,
+) -> None:
+    """filter_game's fast path (one regex for the usual Lichess tag section) decides every
+    game, and reads every tag, as looking for each tag on its own does: Lichess's tags edited
+    (values, tags added, dropped or moved, doubled), other line ends, no movetext."""
+    from pipelines.ingest.game_filter import _filter_any_game
+
+    tags = [(name, values.get(name, value)) for name, value in LICHESS_TAGS]
+    tags = [(name, value) for name, value in tags if value is not None]
+    for what, where, name, value in edits:
+        at = where % (len(tags) + 1)
+        if what == "insert":
+            tags.insert(at, (name, value))
+        elif at < len(tags):
+            if what == "value":
+                tags[at] = (tags[at][0], value)
+            elif what == "delete":
+                del tags[at]
+            elif at + 1 < len(tags):
+                tags[at], tags[at + 1] = tags[at + 1], tags[at]
+    text = b"\n".join(b'[%s "%s"]' % pair for pair in tags) + separator + movetext
+    if crlf:
+        text = text.replace(b"\n", b"\r\n")
+    game = text[1:] if text.startswith(b"[") else text  # as the scanner splits it
+    rules = GameFilter(min_rating, frozenset(Speed), allow_bots, variant)
+    fast, slow = ScanStats(), ScanStats()
+    assert filter_game(game, rules, fast) == _filter_any_game(game, rules, slow)
+    assert (fast.games_read, fast.dropped, fast.unreadable_bytes) == (
+        slow.games_read, slow.dropped, slow.unreadable_bytes,
+    )  # fmt: skip
+
+
+def test_real_games_take_the_fast_path(games_2021: Path, games_2013: Path) -> None:
+    """Nearly every game of the real samples matches the fast path's pattern (else it buys
+    nothing): all but those with a "?" for a rating."""
+    from pipelines.ingest.game_filter import _LICHESS_HEADER
+
+    for path in (games_2021, games_2013):
+        chunks = list(decompressed_chunks(io.BytesIO(path.read_bytes())))
+        games = list(split_games(chunks, ScanStats()))
+        matched = sum(_LICHESS_HEADER.match(game) is not None for game in games)
+        unrated = sum(b'Elo "?"' in game.split(b"\n\n")[0] for game in games)
+        assert matched == len(games) - unrated > 900
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    parts=st.lists(
+        st.sampled_from(
+            [b"1.", b"2.", b"12.", b"1...", b"e4", b"Nf3", b"O-O", b"0-0", b"exd8=Q+", b"e4.",
+             b"e4!", b"$1", b"1-0", b"*", b"1/2-1/2", b"{", b"(", b"7", b"\xc3\xa9", b""]
+        ),
+        max_size=30,
+    ),
+    separator=st.sampled_from([b" ", b" ", b" ", b"  ", b"\n", b"\t"]),
+    end=st.sampled_from([b"", b"\n", b"\r\n", b" ", b"\n\n"]),
+)  # fmt: skip
+def test_plain_moves_count_san_tokens(parts: list[bytes], separator: bytes, end: bytes) -> None:
+    """Where a movetext is plain, plain_moves counts exactly the tokens san_tokens reads."""
+    from schemas.movetext import plain_moves
+
+    movetext = separator.join(parts) + end
+    moves = plain_moves(movetext)
+    assert moves is None or moves == len(san_tokens(movetext))
+
+
+def test_plain_moves_of_real_games(games_2013: Path) -> None:
+    """Most games of the 2013 sample are plain; each one's count is san_tokens'."""
+    from schemas.movetext import plain_moves
+
+    chunks = list(decompressed_chunks(io.BytesIO(games_2013.read_bytes())))
+    texts = [game.partition(b"\n\n")[2] for game in split_games(chunks, ScanStats())]
+    counted = [(plain_moves(text), text) for text in texts]
+    assert sum(moves is not None for moves, _ in counted) > 0.9 * len(texts) > 20000
+    assert all(moves == len(san_tokens(text)) for moves, text in counted if moves is not None)

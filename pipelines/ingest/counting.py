@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
-from schemas.dimensions import MAX_RATING
-from schemas.movetext import opening_text, san_tokens
+from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
+from schemas.movetext import opening_text, plain_moves, san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
+from schemas.speed import Speed
 
 
 class IllegalMove(ValueError):
@@ -155,6 +156,10 @@ def count_game(
     return len(walked)
 
 
+#: Each speed's ordinal, as runs store it.
+_ORDINALS = {speed: speed.ordinal for speed in Speed}
+
+
 class MoveCounter:
     """Counts the first plies of kept games into rows, replaying Standard games in batches."""
 
@@ -174,9 +179,12 @@ class MoveCounter:
         self.rows = MoveRows()
         self.batch_size = batch_size
         self.batched = not chess960 if batched is None else batched
-        #: Games waiting for a batch: the game, its text, whether the text is a cut movetext,
-        #: and its place.
-        self._pending: list[tuple[KeptGame, bytes, bool, int]] = []
+        #: Games waiting for a batch: the game, its text, the moves the parser must read from
+        #: it (the plies counted, or fewer), and its place.
+        self._pending: list[tuple[KeptGame, bytes, int, int]] = []
+        #: The pending games' ratings (at most MAX_RATING), speed ordinals and White's points,
+        #: four numbers a game.
+        self._numbers: array[int] = array("q")
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
 
@@ -187,11 +195,14 @@ class MoveCounter:
         if not self.batched or game.fen is not None:
             self._count_one(game, None, place)
             return
-        # Most games are cut at a move number and go to the batch parser as they are; the
-        # others as their SAN tokens.
+        # Most games are cut at a move number and go to the batch parser as they are, as do
+        # shorter plain ones whole; the others as their SAN tokens. The parser must then read
+        # as many moves as the text holds (python-chess decides a game where it does not).
         text = opening_text(game.movetext, self.plies)
         if text is not None and text.isascii():
-            self._pending.append((game, text, True, place))
+            self._queue(game, text, self.plies, place)
+        elif (moves := plain_moves(game.movetext)) and game.movetext.isascii():
+            self._queue(game, game.movetext, min(moves, self.plies), place)
         else:
             sans = san_tokens(game.movetext, self.plies)
             if not sans:
@@ -201,9 +212,18 @@ class MoveCounter:
             if not joined.isascii():
                 self._count_one(game, sans, place)
                 return
-            self._pending.append((game, joined, False, place))
+            self._queue(game, joined, len(sans), place)
         if len(self._pending) >= self.batch_size:
             self.flush()
+
+    def _queue(self, game: KeptGame, text: bytes, moves: int, place: int) -> None:
+        """Add a game to the next batch, with its text for the batch parser and the moves it
+        must read from it."""
+        self._pending.append((game, text, moves, place))
+        white, black, speed, result = game[:4]
+        self._numbers.extend(
+            (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result)
+        )
 
     def _reject(self, reason: str, place: int) -> None:
         self.stats.drop(reason)
@@ -232,8 +252,9 @@ class MoveCounter:
     def flush(self) -> None:
         """Count the games waiting for a batch.
 
-        A game the batch parser rejects, or whose cut movetext held fewer moves than asked
-        for, is counted by python-chess from its whole movetext.
+        A game the batch parser rejects, or from whose text it read another number of moves
+        than the text holds (a cut movetext numbered wrongly holds fewer), is counted by
+        python-chess from its whole movetext.
         """
         if not self._pending:
             return
@@ -242,9 +263,11 @@ class MoveCounter:
         from pipelines.ingest.replay import replay
 
         pending, self._pending = self._pending, []
+        numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
+        self._numbers = array("q")
         replayed = replay([text.decode("ascii") for _, text, _, _ in pending], plies=self.plies)
-        cut = np.fromiter((was_cut for _, _, was_cut, _ in pending), dtype=bool, count=len(pending))
-        redo = cut & (replayed.lengths < self.plies)
+        expected = np.fromiter((n for _, _, n, _ in pending), dtype=np.int64, count=len(pending))
+        redo = replayed.lengths != expected
         redo[replayed.rejected] = True
         games = replayed.games
         keep = ~redo[games]
@@ -254,16 +277,19 @@ class MoveCounter:
             starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
             first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
             white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-            speed = np.array([g.speed.ordinal for g, *_ in pending], dtype=np.uint8)[games]
-            band = np.array([g.rating_band for g, *_ in pending], dtype=np.uint16)[games]
-            white_points = np.array([g.result for g, *_ in pending], dtype=np.uint8)[games]
-            points = np.where(white_moves, white_points, 2 - white_points).astype(np.uint8)
-            group = np.array([g.rating_group for g, *_ in pending], dtype=np.uint16)[games]
-            elos = [
-                (min(g.white_elo, MAX_RATING), min(g.black_elo, MAX_RATING)) for g, *_ in pending
-            ]
-            elo = np.array(elos, dtype=np.uint16)[games]
-            rating = np.where(white_moves, elo[:, 0], elo[:, 1]).astype(np.uint16)
+            white_elo, black_elo, ordinal, white_points = numbers.T
+            lower = np.minimum(white_elo, black_elo)
+            band = (lower // RATING_BAND_WIDTH * RATING_BAND_WIDTH).astype(np.uint16)[games]
+            # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top
+            # group either way.)
+            average = (white_elo + black_elo) // 2
+            bounds = np.array(RATING_GROUPS, dtype=np.int64)
+            group = bounds[np.searchsorted(bounds, average, side="right") - 1]
+            group = group.astype(np.uint16)[games]
+            speed = ordinal.astype(np.uint8)[games]
+            points = white_points.astype(np.uint8)[games]
+            points = np.where(white_moves, points, 2 - points).astype(np.uint8)
+            rating = np.where(white_moves, white_elo[games], black_elo[games]).astype(np.uint16)
             keys, moves = replayed.keys, replayed.moves
             if len(games) != len(keys):
                 keys, moves = keys[keep], moves[keep]

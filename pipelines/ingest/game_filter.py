@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, average_rating_group
 from schemas.speed import Speed
@@ -52,8 +53,7 @@ class GameFilter:
                    data["variant"])  # fmt: skip
 
 
-@dataclass(frozen=True)
-class KeptGame:
+class KeptGame(NamedTuple):
     """A game that passed the filter: what move counting needs."""
 
     white_elo: int
@@ -124,10 +124,29 @@ class ScanStats:
 
 def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
     """Return a tag's raw value from a game's tag section, or None when absent."""
-    needle = b"\n[" + name + b' "'
+    return _value(game, *_NEEDLES[name], header_end)
+
+
+def _needles(name: bytes) -> tuple[bytes, bytes]:
+    """Return what a tag pair starts with after a line end, and at a game's start."""
+    return b"\n[" + name + b' "', name + b' "'
+
+
+#: The tags the filter reads, with their needles (see _needles).
+_NEEDLES = {
+    name: _needles(name)
+    for name in (b"WhiteElo", b"BlackElo", b"TimeControl", b"WhiteTitle", b"BlackTitle",
+                 b"Variant", b"FEN", b"Result")
+}  # fmt: skip
+_WHITE_ELO, _BLACK_ELO, _TIME_CONTROL, _WHITE_TITLE, _BLACK_TITLE, _VARIANT, _FEN, _RESULT = (
+    _NEEDLES.values()
+)
+
+
+def _value(game: bytes, needle: bytes, prefix: bytes, header_end: int) -> bytes | None:
+    """Return the raw value of the tag whose needles (see _needles) are given, or None."""
     start = game.find(needle, 0, header_end)
     if start < 0:
-        prefix = name + b' "'
         if not game.startswith(prefix):
             return None
         start = len(prefix)
@@ -145,53 +164,128 @@ def _rating(value: bytes | None) -> int | None:
     return int(value)
 
 
+#: The tag pairs the filter reads.
+_READ = rb"(?:WhiteElo|BlackElo|TimeControl|WhiteTitle|BlackTitle|Variant|FEN|Result)"
+
+#: Tag pairs of other names, each a line of its own, their values free of quotes.
+_OTHERS = rb"(?:(?!" + _READ + rb' ")[A-Za-z0-9_]+ "[^"\n]*+"\]\n\[)*+'
+
+#: The tag section of a Lichess game as the dumps lay it out (the leading "[" already cut by
+#: the scanner): the tags read, each once and in Lichess's order, among tags of other names,
+#: every value free of quotes and line ends, then a blank line. Where it matches, each tag's
+#: value is what filter_game would read; other games go the long way.
+_LICHESS_HEADER = re.compile(
+    _OTHERS
+    + rb'Result "([^"\n]*+)"\]\n\['
+    + _OTHERS
+    + rb'WhiteElo "(\d++)"\]\n\[BlackElo "(\d++)"\]\n\['
+    + _OTHERS
+    + rb'(?:WhiteTitle "([^"\n]*+)"\]\n\[)?(?:BlackTitle "([^"\n]*+)"\]\n\[)?'
+    + _OTHERS
+    + rb'TimeControl "([^"\n]*+)"\]\n'
+    + rb"(?:\[(?!"
+    + _READ
+    + rb' ")[A-Za-z0-9_]+ "[^"\n]*+"\]\n)*+\n'
+)
+
+
 def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:
     """Return the game's filter data if it passes, else count its drop reason and return None."""
+    header = _LICHESS_HEADER.match(game)
+    if header is None:
+        return _filter_any_game(game, rules, stats)
     stats.games_read += 1
-    header_end = game.find(b"\n\n")
-    if header_end < 0:
-        header_end = len(game)
-    if not game.endswith(b"]", 0, game.find(b"\n") if b"\n" in game else len(game)):
-        stats.drop("malformed")
-        stats.unreadable_bytes += len(game)
+    result_tag, white_tag, black_tag, white_title, black_title, time_control = header.groups()
+    white, black = int(white_tag), int(black_tag)
+    speed = _rated_speed(white, black, time_control, rules, stats)
+    if speed is None:
         return None
-    white = _rating(_tag(game, b"WhiteElo", header_end))
-    black = _rating(_tag(game, b"BlackElo", header_end))
-    if white is None or black is None:
-        stats.drop("rating_missing")
+    if not rules.allow_bots and (white_title == b"BOT" or black_title == b"BOT"):
+        stats.drop("bot")
         return None
+    if rules.variant != "standard":  # no Variant tag: a Standard game
+        stats.drop("variant")
+        return None
+    result = RESULTS.get(result_tag)
+    if result is None:
+        stats.drop("result")
+        return None
+    return KeptGame(white, black, speed, result, None, game[header.end() :])
+
+
+def _rated_speed(
+    white: int, black: int, time_control: bytes | None, rules: GameFilter, stats: ScanStats
+) -> Speed | None:
+    """Return the game's speed if its ratings and speed pass, else count why not and return
+    None."""
     if white < rules.min_rating or black < rules.min_rating:
         stats.drop("rating_low")
         return None
-    time_control = _tag(game, b"TimeControl", header_end)
-    speed = Speed.from_time_control(time_control) if time_control is not None else None
+    speed = _speed(time_control) if time_control is not None else None
     if speed is None:
         stats.drop("time_control")
         return None
     if speed not in rules.speeds:
         stats.drop("speed")
         return None
+    return speed
+
+
+def _filter_any_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:
+    """filter_game for any game: each tag looked for on its own."""
+    stats.games_read += 1
+    header_end = game.find(b"\n\n")
+    if header_end < 0:
+        header_end = len(game)
+    first_line = game.find(b"\n")
+    if not game.endswith(b"]", 0, first_line if first_line >= 0 else len(game)):
+        stats.drop("malformed")
+        stats.unreadable_bytes += len(game)
+        return None
+    white = _rating(_value(game, *_WHITE_ELO, header_end))
+    black = _rating(_value(game, *_BLACK_ELO, header_end))
+    if white is None or black is None:
+        stats.drop("rating_missing")
+        return None
+    speed = _rated_speed(white, black, _value(game, *_TIME_CONTROL, header_end), rules, stats)
+    if speed is None:
+        return None
     if not rules.allow_bots and (
-        _tag(game, b"WhiteTitle", header_end) == b"BOT"
-        or _tag(game, b"BlackTitle", header_end) == b"BOT"
+        _value(game, *_WHITE_TITLE, header_end) == b"BOT"
+        or _value(game, *_BLACK_TITLE, header_end) == b"BOT"
     ):
         stats.drop("bot")
         return None
-    variant = _tag(game, b"Variant", header_end)
+    variant = _value(game, *_VARIANT, header_end)
     fen = None
     if rules.variant == "standard":
-        if variant not in (None, b"Standard") or _tag(game, b"FEN", header_end) is not None:
+        if variant not in (None, b"Standard") or _value(game, *_FEN, header_end) is not None:
             stats.drop("variant")
             return None
     else:
         if variant is None or variant.lower() not in (b"chess960", b"fischerandom"):
             stats.drop("variant")
             return None
-        raw_fen = _tag(game, b"FEN", header_end)  # absent for start position 518
+        raw_fen = _value(game, *_FEN, header_end)  # absent for start position 518
         fen = raw_fen.decode("ascii", "replace") if raw_fen is not None else None
-    result = RESULTS.get(_tag(game, b"Result", header_end) or b"")
+    result = RESULTS.get(_value(game, *_RESULT, header_end) or b"")
     if result is None:
         stats.drop("result")
         return None
     movetext = game[header_end + 2 :] if header_end < len(game) else b""
     return KeptGame(white, black, speed, result, fen, movetext)
+
+
+def _speed(time_control: bytes) -> Speed | None:
+    """Return Speed.from_time_control(time_control), remembered for the first few thousand
+    time controls seen (a month has a few hundred)."""
+    try:
+        return _SPEEDS[time_control]
+    except KeyError:
+        speed = Speed.from_time_control(time_control)
+        if len(_SPEEDS) < 4096:
+            _SPEEDS[time_control] = speed
+        return speed
+
+
+_SPEEDS: dict[bytes, Speed | None] = {}

@@ -61,7 +61,7 @@ class Job:
     staging: Path
     #: Rows counted in memory before a run file is written.
     flush_rows: int
-    #: Most rows of runs merged in memory; more are merged by DuckDB.
+    #: Most rows of runs merged in memory at once; more are merged a range of keys at a time.
     in_memory_rows: int
     progress: ProgressCallback | None
     #: time.monotonic() when the run started, for progress reports and timings.

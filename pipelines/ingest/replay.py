@@ -27,6 +27,13 @@ def _piece_square_table() -> np.ndarray:
 
 
 _PIECE_SQUARE = _piece_square_table()
+
+#: The start position as the batch parser writes boards (a1 first), and its pieces' key part.
+_START = np.array(
+    [4, 2, 3, 5, 6, 3, 2, 4] + [1] * 8 + [0] * 32 + [7] * 8 + [10, 8, 9, 11, 12, 9, 8, 10],
+    dtype=np.uint8,
+)
+_START_KEY = np.bitwise_xor.reduce(_PIECE_SQUARE[_START, np.arange(64)])
 _WHITE_PAWN, _BLACK_PAWN, _WHITE_KING, _BLACK_KING = 1, 7, 6, 12
 
 
@@ -58,23 +65,122 @@ def polyglot_keys(
     boards: np.ndarray, castling: np.ndarray, en_passant: np.ndarray, white_to_move: np.ndarray
 ) -> np.ndarray:
     """Return the Polyglot keys of positions given as (N, 8, 8) boards and their state."""
-    keys = _piece_keys(boards.reshape(len(boards), 64))
-    for index in range(4):
-        keys ^= np.where(castling[:, index], _RANDOM[768 + index], np.uint64(0))
+    flat = boards.reshape(len(boards), 64)
+    keys = _piece_keys(flat)
+    keys ^= _state_keys(flat, np.arange(len(flat)), castling, en_passant, white_to_move)
+    return keys
+
+
+def _state_keys(
+    flat: np.ndarray,
+    position: np.ndarray,
+    castling: np.ndarray,
+    en_passant: np.ndarray,
+    white_to_move: np.ndarray,
+) -> np.ndarray:
+    """Return the castling, side to move and en passant part of the Polyglot keys of the
+    positions `position` of (P, 64) boards, whose state is given per position."""
+    # Castling rights: four flags, one byte each, read as one number into a table of 16.
+    flags = np.ascontiguousarray(castling, dtype=np.bool_).view(np.uint32).reshape(-1)
+    rights = (flags | flags >> 7 | flags >> 14 | flags >> 21) & 15
+    keys = _CASTLING[rights]
     keys ^= np.where(white_to_move, _RANDOM[780], np.uint64(0))
     # The en passant file counts only where a pawn of the side to move stands beside the pawn
     # that just made the double step.
-    files = en_passant.astype(np.int64)
-    has_file = files >= 0
-    rank = np.where(white_to_move, 4, 3)
-    pawn = np.where(white_to_move, _WHITE_PAWN, _BLACK_PAWN)
-    rows = np.arange(len(boards))
-    capturer = np.zeros(len(boards), dtype=bool)
-    for side in (-1, 1):
-        beside = files + side
-        inside = has_file & (beside >= 0) & (beside <= 7)
-        capturer |= inside & (boards[rows, rank, np.clip(beside, 0, 7)] == pawn)
-    keys ^= np.where(capturer, _RANDOM[772 + np.clip(files, 0, 7)], np.uint64(0))
+    double_step = np.flatnonzero(en_passant >= 0)
+    if len(double_step):
+        files = en_passant[double_step].astype(np.int64)
+        white = white_to_move[double_step]
+        rank = np.where(white, 4, 3)
+        pawn = np.where(white, _WHITE_PAWN, _BLACK_PAWN)
+        at = position[double_step]
+        capturer = np.zeros(len(double_step), dtype=bool)
+        for side in (-1, 1):
+            beside = files + side
+            inside = (beside >= 0) & (beside <= 7)
+            capturer |= inside & (flat[at, rank * 8 + np.clip(beside, 0, 7)] == pawn)
+        keys[double_step[capturer]] ^= _RANDOM[772 + files[capturer]]
+    return keys
+
+
+#: The castling part of Polyglot keys by rights (bit 0: White O-O, 1: White O-O-O, 2: Black
+#: O-O, 3: Black O-O-O).
+_CASTLING = np.array(
+    [
+        np.bitwise_xor.reduce(
+            np.array([_RANDOM[768 + bit] for bit in range(4) if rights >> bit & 1] or [0],
+                     dtype=np.uint64)
+        )
+        for rights in range(16)
+    ],
+    dtype=np.uint64,
+)  # fmt: skip
+
+
+def _board_keys(flat: np.ndarray) -> np.ndarray:
+    """Return the pieces' part of the Polyglot keys of (N, 64) boards, each hashed whole."""
+    return np.bitwise_xor.reduce(_PIECE_SQUARE[flat, np.arange(64)], axis=1)
+
+
+def _toggled(
+    flat: np.ndarray, before: np.ndarray, after: np.ndarray, square: np.ndarray
+) -> np.ndarray:
+    """Return what a square changes in the pieces' part of a key between two boards."""
+    return _PIECE_SQUARE[flat[before, square], square] ^ _PIECE_SQUARE[flat[after, square], square]
+
+
+def _game_piece_keys(
+    flat: np.ndarray,
+    position: np.ndarray,
+    first: np.ndarray,
+    from_squares: np.ndarray,
+    to_squares: np.ndarray,
+) -> np.ndarray:
+    """Return the pieces' part of the Polyglot keys of positions `position` of (P, 64) boards.
+
+    Rows come a game at a time, each game's from its first position (`first`) on, one move
+    apart: from_squares and to_squares give, for each later row, the move that led to it.
+    A game's first key is hashed from its board (the start position's is known); each later
+    one is its predecessor's with the squares the move changed toggled: its origin and target,
+    the rook's two squares for castling (a king moving two files) and the pawn taken en
+    passant (a pawn moving to an empty square of another file). Far fewer squares are looked
+    at than hashing every board.
+    """
+    later = ~first
+    after = position[later]
+    before = after - 1
+    origin = from_squares.astype(np.int64)
+    target = to_squares.astype(np.int64)
+    was_origin, was_target = flat[before, origin], flat[before, target]
+    delta = _toggled(flat, before, after, origin) ^ _toggled(flat, before, after, target)
+    other_file = (origin & 7) != (target & 7)
+    king = (was_origin == _WHITE_KING) | (was_origin == _BLACK_KING)
+    pawn = (was_origin == _WHITE_PAWN) | (was_origin == _BLACK_PAWN)
+    castles = king & (np.abs((origin & 7) - (target & 7)) == 2)
+    # Castling also moves a rook; en passant takes a pawn beside the target.
+    castling = np.flatnonzero(castles)
+    if len(castling):
+        rank = origin[castling] & ~7
+        kingside = (target[castling] & 7) > (origin[castling] & 7)
+        for square in (rank | np.where(kingside, 7, 0), rank | np.where(kingside, 5, 3)):
+            delta[castling] ^= _toggled(flat, before[castling], after[castling], square)
+    en_passant = np.flatnonzero(pawn & other_file & (was_target == 0))
+    if len(en_passant):
+        taken = (origin[en_passant] & ~7) | (target[en_passant] & 7)
+        delta[en_passant] ^= _toggled(flat, before[en_passant], after[en_passant], taken)
+    steps = np.empty(len(position), dtype=np.uint64)
+    boards = flat[position[first]]
+    steps[first] = _START_KEY
+    other_start = np.flatnonzero((boards != _START).any(axis=1))
+    if len(other_start):
+        steps[np.flatnonzero(first)[other_start]] = _board_keys(boards[other_start])
+    steps[later] = delta
+    keys = np.bitwise_xor.accumulate(steps)
+    # Each game starts afresh: undo what the games before it accumulated.
+    starts = np.flatnonzero(first)
+    carried = np.zeros(len(starts), dtype=np.uint64)
+    carried[1:] = keys[starts[1:] - 1]
+    keys ^= np.repeat(carried, np.diff(np.r_[starts, len(keys)]))
     return keys
 
 
@@ -86,8 +192,16 @@ def polyglot_moves(
 ) -> np.ndarray:
     """Return Polyglot move codes (castling as king takes rook) of moves from (N, 8, 8) boards."""
     origin = from_squares.astype(np.int64)
-    target = to_squares.astype(np.int64)
     piece = boards_before.reshape(len(boards_before), 64)[np.arange(len(origin)), origin]
+    return _moves(piece, from_squares, to_squares, promotions)
+
+
+def _moves(
+    piece: np.ndarray, from_squares: np.ndarray, to_squares: np.ndarray, promotions: np.ndarray
+) -> np.ndarray:
+    """Return Polyglot move codes of moves whose moving pieces are `piece`."""
+    origin = from_squares.astype(np.int64)
+    target = to_squares.astype(np.int64)
     king = (piece == _WHITE_KING) | (piece == _BLACK_KING)
     two_files = np.abs((target & 7) - (origin & 7)) == 2
     castles = king & two_files
@@ -138,16 +252,30 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
         )
         position = position_offsets[:count][game_of_move] + move_in_game
         move = move_offsets[:count][game_of_move] + move_in_game
-        boards = chunk.boards[position]
-        keys.append(
-            polyglot_keys(
-                boards, chunk.castling[position], chunk.en_passant[position], chunk.turn[position]
-            )
+        flat = chunk.boards.reshape(len(chunk.boards), 64)
+        first = move_in_game == 0
+        led_here = move[~first] - 1  # the move before each later row's position
+        pieces = _game_piece_keys(
+            flat, position, first, chunk.from_squares[led_here], chunk.to_squares[led_here]
         )
+        keys.append(
+            pieces
+            ^ _state_keys(
+                flat,
+                position,
+                chunk.castling[position],
+                chunk.en_passant[position],
+                chunk.turn[position],
+            )  # fmt: skip
+        )
+        origin = chunk.from_squares[move]
         moves.append(
-            polyglot_moves(
-                boards, chunk.from_squares[move], chunk.to_squares[move], chunk.promotions[move]
-            )
+            _moves(
+                flat[position, origin.astype(np.int64)],
+                origin,
+                chunk.to_squares[move],
+                chunk.promotions[move],
+            )  # fmt: skip
         )
         games.append(game_of_move + first_game)
         lengths.append(n_moves)

@@ -77,7 +77,8 @@ def ingest(
     started beforehand (it is closed here in any case).
 
     Tuning: `flush_rows`, rows counted in memory before a run file is written;
-    `in_memory_rows`, the most rows of run files merged in memory (more are merged by DuckDB);
+    `in_memory_rows`, the most rows of run files merged in memory at once (more are merged a
+    range of keys at a time);
     `parallel_min_bytes`, the smallest file split among worker processes; `start_method`, how
     helper processes start (default: forked when this process has a single thread).
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from pipelines.warehouse import layout
+from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
 from schemas.speed import Speed
 
 if TYPE_CHECKING:
@@ -62,23 +63,97 @@ _DTYPES = {
 }
 
 
-def summed(columns: StatsColumns) -> StatsColumns:
+def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     """Return the columns summed per (key, move, speed, band, group), sorted as a month's file
-    is."""
+    is.
+
+    `runs`: the columns are sorted runs laid end to end (a merge), which sorts faster.
+    """
     if not len(columns):
         return columns
-    order = np.lexsort(
-        (columns.rating_group, columns.rating_band, _SPEED_RANK[columns.speed], columns.move,
-         columns.key)
-    )  # fmt: skip
-    dims = [getattr(columns, name)[order] for name in _DIMENSIONS]
-    change = np.zeros(len(order), dtype=bool)
+    packed = _packed_dimensions(columns)
+    if packed is None:  # a value beyond the one-word sort key: sort column by column
+        order = np.lexsort(
+            (columns.rating_group, columns.rating_band, _SPEED_RANK[columns.speed],
+             columns.move, columns.key)
+        )  # fmt: skip
+        change = np.zeros(len(order), dtype=bool)
+        for name in _DIMENSIONS:
+            values = getattr(columns, name)[order]
+            change[1:] |= values[1:] != values[:-1]
+    else:
+        order, ordered = _sort_order(columns.key, packed, runs=runs)
+        change = np.empty(len(order), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=change[1:])
     change[0] = True
-    for values in dims:
-        change[1:] |= values[1:] != values[:-1]
     starts = np.flatnonzero(change)
+    firsts = order[starts]
     counts = [np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS]
-    return StatsColumns(*(values[starts] for values in dims), *counts)
+    return StatsColumns(*(getattr(columns, name)[firsts] for name in _DIMENSIONS), *counts)
+
+
+def _index_table(values: range | tuple[int, ...]) -> np.ndarray:
+    """Return a table from 16-bit values to their place in `values` (_NOT_LISTED elsewhere)."""
+    table = np.full(1 << 16, _NOT_LISTED, dtype=np.uint16)
+    table[np.asarray(values, dtype=np.int64)] = np.arange(len(values), dtype=np.uint16)
+    return table
+
+
+_NOT_LISTED = 0xFFFF
+
+#: The places of rating bands and rating groups: with the move (15 bits: Polyglot's to, from
+#: and promotion) and the speed's rank, they pack into 32 bits in the order a month's file
+#: sorts them.
+_BAND_INDEX = _index_table(range(0, MAX_RATING + 1, RATING_BAND_WIDTH))
+_GROUP_INDEX = _index_table(RATING_GROUPS)
+_GROUP_BITS = (len(RATING_GROUPS) - 1).bit_length()
+_BAND_BITS = (len(range(0, MAX_RATING + 1, RATING_BAND_WIDTH)) - 1).bit_length()
+_SPEED_BITS = (len(Speed) - 1).bit_length()
+_MOVE_BITS = 32 - _SPEED_BITS - _BAND_BITS - _GROUP_BITS
+
+
+def _packed_dimensions(columns: StatsColumns) -> np.ndarray | None:
+    """Return (move, speed, band, group) packed in 32 bits that sort as the month's file sorts
+    them, or None when a value does not fit (a move beyond 15 bits, a band or group not one of
+    the design's)."""
+    band = _BAND_INDEX[columns.rating_band]
+    group = _GROUP_INDEX[columns.rating_group]
+    if (
+        int(columns.move.max()) >> _MOVE_BITS
+        or int(band.max()) == _NOT_LISTED
+        or int(group.max()) == _NOT_LISTED
+    ):
+        return None
+    packed = columns.move.astype(np.uint32)
+    packed <<= _SPEED_BITS
+    packed |= _SPEED_RANK[columns.speed]
+    packed <<= _BAND_BITS
+    packed |= band
+    packed <<= _GROUP_BITS
+    packed |= group
+    return packed
+
+
+def _sort_order(
+    key: np.ndarray, packed: np.ndarray, *, runs: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the order sorting rows by (key, packed), and the rows' one-word sort keys in it.
+
+    The keys are sorted first; each row's sort key is then its key's rank among the distinct
+    keys (high 32 bits) and its packed dimensions (low 32 bits). Sorted runs laid end to end
+    (`runs`) are merged by a stable sort (Timsort finds the runs); other rows sort faster by
+    quicksort. Rows with the same sort key are the same dimensions: their order does not matter.
+    """
+    kind: Literal["stable", "quicksort"] = "stable" if runs else "quicksort"
+    order = np.argsort(key, kind=kind)
+    ordered_keys = key[order]
+    ranked = np.empty(len(order), dtype=np.uint64)
+    ranked[0] = 0
+    np.cumsum(ordered_keys[1:] != ordered_keys[:-1], out=ranked[1:])
+    ranked <<= np.uint64(32)
+    ranked |= packed[order]
+    within = np.argsort(ranked, kind=kind)
+    return order[within], ranked[within]
 
 
 def from_rows(rows: MoveRows) -> StatsColumns:
@@ -117,17 +192,11 @@ def _speed_names(speed: np.ndarray) -> pa.Array:
     import pyarrow as pa
 
     names = [speed.value.encode() for speed in Speed]
-    width = max(map(len, names))
-    table = np.zeros((len(names), width), dtype=np.uint8)
-    for index, name in enumerate(names):
-        table[index, : len(name)] = np.frombuffer(name, dtype=np.uint8)
-    lengths = np.array([len(name) for name in names], dtype=np.int32)[speed]
-    offsets = np.zeros(len(speed) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    data = table[speed][np.arange(width) < lengths[:, None]]
-    return pa.Array.from_buffers(
-        pa.string(), len(speed), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
+    offsets = np.cumsum([0, *map(len, names)], dtype=np.int32)
+    dictionary = pa.Array.from_buffers(
+        pa.string(), len(names), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(names))]
+    )  # (not pa.array: it imports pandas)
+    return pa.DictionaryArray.from_arrays(_arrow(speed), dictionary).cast(pa.string())
 
 
 #: Runs are cut into 2**BUCKET_BITS ranges of keys (by their top bits), merged range by range.
@@ -237,33 +306,121 @@ def merge_runs(
 ) -> int:
     """Sum run files into one sorted month file at target; return its row count.
 
-    The runs are summed a range of keys at a time, each range holding at most `in_memory_rows`
+    The runs are summed a range of keys at a time, three ranges holding at most `in_memory_rows`
     rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
-    in row groups of `row_group_rows` rows.
+    in row groups of `row_group_rows` rows (the last one shorter): the file is the same however
+    the ranges fall. A thread writes each range while the next ones are summed.
     """
-    import pyarrow.parquet as pq
-
-    from schemas.move_stats import MOVE_STATS_SCHEMA
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
 
     index = np.array([_run_index(path) for path in runs], dtype=np.int64).reshape(
         len(runs), (1 << BUCKET_BITS) + 1
     )
+    # Three ranges at a time in memory: two being summed, one being written.
+    steps = _steps(index, max(1, min(in_memory_rows // 3, _MERGE_STEP_ROWS))) if len(runs) else []
+
+    def summed_range(first: int, stop: int) -> StatsColumns:
+        merged = _read_range(runs, index, first, stop)
+        return summed(merged, runs=True) if len(runs) > 1 else merged
+
     total = 0
-    with pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **_PARQUET_OPTIONS) as writer:
-        for first, stop in _steps(index, max(1, in_memory_rows)) if len(runs) else []:
-            parts = [
-                _read_rows(path, row, int(row[first]), int(row[stop]))
-                for path, row in zip(runs, index, strict=True)
-            ]
-            merged = StatsColumns(
-                *(np.concatenate([getattr(part, name) for part in parts]) for name in _DTYPES)
-            )
-            if len(parts) > 1:
-                merged = summed(merged)
-            if len(merged):
-                writer.write_table(_month_table(merged), row_group_size=row_group_rows)
-                total += len(merged)
-        if total == 0:  # (not MOVE_STATS_SCHEMA.empty_table(): it imports pandas)
-            empty = StatsColumns(*(np.zeros(0, dtype=dtype) for dtype in _DTYPES.values()))
-            writer.write_table(_month_table(empty))
+    with _RowGroupWriter(target, row_group_rows) as writer, ThreadPoolExecutor(2) as threads:
+        # Two threads: while one range is written, the next ones are summed.
+        summing = deque(threads.submit(summed_range, *step) for step in steps[:2])
+        following = iter(steps[2:])
+        writing: Future[None] | None = None
+        while summing:
+            merged = summing.popleft().result()
+            if writing is not None:
+                writing.result()
+            writing = threads.submit(writer.write, merged)
+            step = next(following, None)
+            if step is not None:
+                summing.append(threads.submit(summed_range, *step))
+            total += len(merged)
+        if writing is not None:
+            writing.result()
     return total
+
+
+#: Rows of runs summed at a time at most, however much memory is allowed: a range is written
+#: while the next ones are summed, in other threads.
+_MERGE_STEP_ROWS = 1 << 19
+
+
+def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> StatsColumns:
+    """Read key ranges first:stop of all runs, one after the other, as one set of columns."""
+    starts, stops = index[:, first], index[:, stop]
+    size = int((stops - starts).sum())
+    columns = {name: np.empty(size, dtype=dtype) for name, dtype in _DTYPES.items()}
+    at = 0
+    for path, row, start, stop_row in zip(runs, index, starts, stops, strict=True):
+        count = int(stop_row - start)
+        if not count:
+            continue
+        rows = int(row[-1])
+        offset = len(_RUN_MAGIC) + row.nbytes
+        with open(path, "rb", buffering=0) as handle:
+            for values in columns.values():
+                size_of = values.itemsize
+                handle.seek(offset + int(start) * size_of)
+                view = values[at : at + count].data.cast("B")
+                if handle.readinto(view) != view.nbytes:
+                    raise ValueError(f"run file {path} is shorter than its index says")
+                offset += rows * size_of
+        at += count
+    return StatsColumns(**columns)
+
+
+class _RowGroupWriter:
+    """Writes summed columns, in order, to a month file in row groups of a fixed size."""
+
+    def __init__(self, target: Path, row_group_rows: int) -> None:
+        import pyarrow.parquet as pq
+
+        from schemas.move_stats import MOVE_STATS_SCHEMA
+
+        self._writer = pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **_PARQUET_OPTIONS)
+        self._rows = row_group_rows
+        self._held: pa.Table | None = None  # the rows of a row group not yet full
+        self._written = 0
+
+    def write(self, columns: StatsColumns) -> None:
+        """Write the rows that fill row groups; hold the rest for the next call or close."""
+        if not len(columns):
+            return
+        import pyarrow as pa
+
+        table = _month_table(columns)
+        if self._held is not None:
+            fill = min(self._rows - self._held.num_rows, table.num_rows)
+            self._held = pa.concat_tables([self._held, table.slice(0, fill)]).combine_chunks()
+            table = table.slice(fill)
+            if self._held.num_rows < self._rows:
+                return
+            self._writer.write_table(self._held, row_group_size=self._rows)
+            self._written += self._held.num_rows
+            self._held = None
+        whole = table.num_rows - table.num_rows % self._rows
+        if whole:
+            self._writer.write_table(table.slice(0, whole), row_group_size=self._rows)
+            self._written += whole
+        if whole < table.num_rows:
+            self._held = table.slice(whole)
+
+    def close(self) -> None:
+        """Write the rows held (or an empty file's schema) and close the file."""
+        if self._held is not None:
+            self._writer.write_table(self._held, row_group_size=self._rows)
+            self._written += self._held.num_rows
+        elif not self._written:  # (not MOVE_STATS_SCHEMA.empty_table(): it imports pandas)
+            empty = StatsColumns(*(np.zeros(0, dtype=dtype) for dtype in _DTYPES.values()))
+            self._writer.write_table(_month_table(empty))
+        self._writer.close()
+
+    def __enter__(self) -> _RowGroupWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
