@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import CorruptInput
@@ -72,6 +72,7 @@ def test_workers_are_forked_only_from_a_single_thread() -> None:
 
 
 @settings(max_examples=60, deadline=None)
+@example(frame_size=269, workers=2, huge=0, unit_frames=1, piece_size=1)  # a boundary across parts
 @given(
     frame_size=st.integers(200, 20_000),
     workers=st.integers(2, 7),

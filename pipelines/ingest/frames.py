@@ -177,7 +177,7 @@ class UnitText:
             if start < 0:
                 start = _find_in(carry, part, base, 0)
                 if 0 <= start < base:  # the boundary began in the carry
-                    yield carry[start - base :]
+                    yield from _slices(carry, base - len(carry), start, base, size)
             if start >= 0:
                 yield from _slices(part, base, start, position, size)
             carry = (carry + part[-2:])[-2:]  # not carry + part: that copies the whole part
