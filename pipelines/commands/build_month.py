@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -128,8 +128,7 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
 
     Prefect's terminal output follows --verbose/--quiet, Ctrl-C and SIGTERM stop it cleanly,
     and a local Prefect server boots (unless PREFECT_API_URL names one) while the flow's
-    libraries are imported; it is stopped when the block ends. That server serves no UI: the
-    runs' log lines do not point at one (unless PREFECT_UI_URL names one).
+    libraries are imported; it is stopped when the block ends.
     """
     from pipelines.commands.stopping import stop_on_signals
     from pipelines.flows.server import LocalApi
@@ -146,18 +145,14 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
         finally:
             gc.freeze()  # the imported modules stay: never scan them again
             gc.enable()
-        from prefect.settings import PREFECT_UI_URL, temporary_settings
-
-        configured_ui = PREFECT_UI_URL.value()
-        own_server = api.connect() is not None
+        api.connect()
         quiet_user_errors()
-        # The command's own server serves no UI: no "View at" line of a run pointing at one.
-        no_ui = own_server and configured_ui is None
-        with temporary_settings(updates={PREFECT_UI_URL: ""}) if no_ui else nullcontext():
-            yield options
+        yield options
 
 
 def run(args: argparse.Namespace) -> int:
+    from contextlib import nullcontext
+
     from pipelines.commands.ingest import progress_from_args
     from pipelines.errors import ChesspipeError
     from pipelines.warehouse.layout import check_month

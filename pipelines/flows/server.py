@@ -10,7 +10,8 @@ before the flow can record the interruption) and without tying its life to the c
   command, which records the run's end through the server and then stops it;
 - with its output discarded, and Prefect's log and event queues drained before it stops;
 - without the services a command's runs do not need (automations, event logger, streams out,
-  block registration) and without flow run heartbeats;
+  block registration), without flow run heartbeats, and without a UI (runs' log lines do not
+  point at one, unless PREFECT_UI_URL names one);
 - in a process of its own making (`flows.prefect_server`: killed by the kernel when the
   command dies, even by SIGKILL, and a faster start-up).
 
@@ -184,6 +185,7 @@ class LocalApi:
         from prefect.settings import (
             PREFECT_API_URL,
             PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+            PREFECT_UI_URL,
             temporary_settings,
         )
 
@@ -194,12 +196,15 @@ class LocalApi:
             return None
         self._wait_until_healthy()
         assert self.url is not None
+        updates: dict[Any, Any] = {PREFECT_API_URL: self.url}
         # No heartbeats: they let a server's automations mark a silent run crashed, and this
         # server has none and dies with the command. Joining their thread cost up to 1 s at
         # the end of every flow run (it sleeps in steps of 1 s).
-        updates: dict[Any, Any] = {PREFECT_API_URL: self.url}
         if not any(name in os.environ for name in _HEARTBEAT_SETTINGS):
             updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+        # No UI is served: no "View at" line of a run pointing at one (unless one is named).
+        if PREFECT_UI_URL.value() is None:
+            updates[PREFECT_UI_URL] = ""
         self._stack.enter_context(temporary_settings(updates=updates))
         # Processes this command starts (Dask workers) use the same server.
         os.environ["PREFECT_API_URL"] = self.url
