@@ -104,10 +104,11 @@ _NOT_LISTED = 0xFFFF
 #: The places of rating bands and rating groups: with the move (15 bits: Polyglot's to, from
 #: and promotion) and the speed's rank, they pack into 32 bits in the order a month's file
 #: sorts them.
-_BAND_INDEX = _index_table(range(0, MAX_RATING + 1, RATING_BAND_WIDTH))
+_BANDS = range(0, MAX_RATING + 1, RATING_BAND_WIDTH)
+_BAND_INDEX = _index_table(_BANDS)
 _GROUP_INDEX = _index_table(RATING_GROUPS)
 _GROUP_BITS = (len(RATING_GROUPS) - 1).bit_length()
-_BAND_BITS = (len(range(0, MAX_RATING + 1, RATING_BAND_WIDTH)) - 1).bit_length()
+_BAND_BITS = (len(_BANDS) - 1).bit_length()
 _SPEED_BITS = (len(Speed) - 1).bit_length()
 _MOVE_BITS = 32 - _SPEED_BITS - _BAND_BITS - _GROUP_BITS
 
@@ -232,24 +233,9 @@ def _run_index(path: Path) -> np.ndarray:
         return np.fromfile(handle, dtype="<i8", count=(1 << BUCKET_BITS) + 1)
 
 
-def _read_rows(path: Path, index: np.ndarray, start: int, stop: int) -> StatsColumns:
-    """Read rows start:stop of a run file whose index is `index`."""
-    rows = int(index[-1])
-    offset = len(_RUN_MAGIC) + index.nbytes
-    columns = []
-    for dtype in _DTYPES.values():
-        size = np.dtype(dtype).itemsize
-        columns.append(
-            np.fromfile(path, dtype=dtype, count=stop - start, offset=offset + start * size)
-        )
-        offset += rows * size
-    return StatsColumns(*columns)
-
-
 def read_run(path: Path) -> StatsColumns:
     """Read a run file back as NumPy columns."""
-    index = _run_index(path)
-    return _read_rows(path, index, 0, int(index[-1]))
+    return _read_range([path], _run_index(path).reshape(1, -1), 0, 1 << BUCKET_BITS)
 
 
 def run_rows(runs: list[Path]) -> int:
