@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import chess
 
 from pipelines.ingest.game_filter import KeptGame, ScanStats
-from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
+from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.movetext import opening_text, plain_moves, san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 from schemas.speed import Speed
@@ -278,14 +278,10 @@ class MoveCounter:
             first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
             white_moves = (np.arange(len(games)) - first_row) % 2 == 0
             white_elo, black_elo, ordinal, white_points = numbers.T
-            lower = np.minimum(white_elo, black_elo)
-            band = (lower // RATING_BAND_WIDTH * RATING_BAND_WIDTH).astype(np.uint16)[games]
+            band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
             # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top
             # group either way.)
-            average = (white_elo + black_elo) // 2
-            bounds = np.array(RATING_GROUPS, dtype=np.int64)
-            group = bounds[np.searchsorted(bounds, average, side="right") - 1]
-            group = group.astype(np.uint16)[games]
+            group = average_rating_group(white_elo, black_elo).astype(np.uint16)[games]
             speed = ordinal.astype(np.uint8)[games]
             points = white_points.astype(np.uint8)[games]
             points = np.where(white_moves, points, 2 - points).astype(np.uint8)

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, average_rating_group
+from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.speed import Speed
 
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
@@ -67,8 +67,7 @@ class KeptGame(NamedTuple):
     def rating_band(self) -> int:
         """The lower-rated player's rating, floored to the band width (ratings beyond 16 bits
         count as MAX_RATING, as in the rating sums)."""
-        lower = min(self.white_elo, self.black_elo, MAX_RATING)
-        return lower // RATING_BAND_WIDTH * RATING_BAND_WIDTH
+        return rating_band(min(self.white_elo, self.black_elo, MAX_RATING))
 
     @property
     def rating_group(self) -> int:
