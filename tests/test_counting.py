@@ -1,21 +1,22 @@
-"""Kept games counted in a second process give exactly what counting in this process gives."""
+"""Games counted by worker processes give exactly what counting in this process gives."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.counting_process import CountingProcess, CountKept
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES
 from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
+from pipelines.ingest.workers import WorkerPool
 from pipelines.progress import Progress
 from pipelines.warehouse.layout import partition_file
 from schemas.speed import Speed
@@ -46,7 +47,7 @@ def no_children_left() -> bool:
 
 
 @pytest.mark.parametrize("start", ["fork", "forkserver"])
-def test_counting_process_equals_counting_here(
+def test_counting_in_workers_equals_counting_here(
     tmp_path: Path,
     games_2021: Path,
     odd_cases: Path,
@@ -81,28 +82,30 @@ def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
     assert table(tmp_path / "here") == table(tmp_path / "there")
 
 
-def test_flushed_runs_are_merged_by_the_counting_process(tmp_path: Path, games_2021: Path) -> None:
+def test_flushed_runs_are_merged_by_a_worker(tmp_path: Path, games_2021: Path) -> None:
     one = ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1)
     runs = ingest(str(games_2021), "2020-01", tmp_path / "runs", EVERY, workers=2, flush_rows=500)
     assert one.rows == runs.rows > 500
     assert table(tmp_path / "one") == table(tmp_path / "runs")
 
 
-def test_a_process_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path) -> None:
-    early = CountingProcess()
-    got = ingest(str(games_2021), "2020-01", tmp_path / "early", EVERY, workers=2, counting=early)
+def test_a_pool_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path) -> None:
+    early = WorkerPool(2)
+    got = ingest(str(games_2021), "2020-01", tmp_path / "early", EVERY, workers=2, pool=early)
     want = ingest(str(games_2021), "2020-01", tmp_path / "here", EVERY, workers=1)
     assert got.rows == want.rows and table(tmp_path / "early") == table(tmp_path / "here")
-    # One worker counts here: the process handed over is closed, not left running.
-    unused = CountingProcess()
-    ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1, counting=unused)
     assert no_children_left()
-    # A bad argument fails before anything starts: the process is closed too.
+    # One worker counts here: the pool handed over is closed, not left running.
+    ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1, pool=WorkerPool(2))
+    assert no_children_left()
+    # A bad argument fails before anything starts: the pool is closed too.
     with pytest.raises(ChesspipeError, match="month"):
-        ingest(str(games_2021), "2020-13", tmp_path / "x", EVERY, counting=CountingProcess())
+        ingest(str(games_2021), "2020-13", tmp_path / "x", EVERY, pool=WorkerPool(2))
     assert no_children_left()
     with pytest.raises(ValueError, match="plies"):
         IngestSettings(ANY, plies=0)
+    with pytest.raises(ValueError, match="at least one worker"):
+        WorkerPool(0)
 
 
 def test_progress_counts_kept_games_as_they_are_sent(tmp_path: Path, games_2021: Path) -> None:
@@ -130,29 +133,34 @@ def _disk_full_in_child(*args: object, **kwargs: object) -> None:
     ("replacement", "error", "message"),
     [
         (_fail_in_child, ValueError, "boom while counting"),
-        (_die_in_child, ChesspipeError, r"counting kept games stopped \(exit code 3\)"),
+        (_die_in_child, ChesspipeError, r"games stopped \(exit code 3\)"),
         (_disk_full_in_child, OSError, "No space left on device"),
     ],
 )
-def test_a_failure_in_the_counting_process_publishes_nothing(
+def test_a_failure_in_a_worker_publishes_nothing(
     tmp_path: Path,
     games_2021: Path,
-    replacement: CountKept,
+    monkeypatch: pytest.MonkeyPatch,
+    replacement: Callable[..., None],
     error: type[Exception],
     message: str,
 ) -> None:
-    counting = CountingProcess(count=replacement)
+    import pipelines.ingest.parallel
+
+    # Forked after the patch: the workers count with the replacement.
+    monkeypatch.setattr(pipelines.ingest.parallel, "count_games", replacement)
+    pool = WorkerPool(2, start_method="fork")
     with pytest.raises(error, match=message) as raised:
-        ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, counting=counting)
-    if error is not ChesspipeError:  # the child's traceback comes along
-        assert "in the counting process" in "".join(raised.value.__notes__)
+        ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, pool=pool)
+    if error is not ChesspipeError:  # the worker's traceback comes along
+        assert "in a worker process" in "".join(raised.value.__notes__)
     assert not partition_file(tmp_path, "2020-01").exists()
     assert not list(partition_file(tmp_path, "2020-01").parent.glob("*"))
     assert not list((tmp_path / ".staging").glob("*"))
     assert no_children_left()
 
 
-def test_a_failure_while_scanning_stops_the_counting_process(tmp_path: Path) -> None:
+def test_a_failure_while_scanning_stops_the_workers(tmp_path: Path) -> None:
     import zstandard
 
     text = (b'[Event "x"]\n[WhiteElo "2500"]\n[BlackElo "2500"]\n\n1. e4 e5 1-0\n\n') * 20_000
@@ -205,45 +213,46 @@ def test_a_daemonic_process_ingests_on_its_own(
     assert table(tmp_path / "d") == table(tmp_path / "here")
 
 
-BUSY_CHILD = """
+BUSY_WORKERS = """
 import os, time
-from pathlib import Path
-from pipelines.ingest.counting_process import CountingProcess
-from pipelines.ingest.scan import ScanStats
-from pipelines.ingest.settings import IngestSettings
+from pipelines.ingest.workers import WorkerPool
 
-def busy(*args, **kwargs):
-    while True:  # deaf to the pipe: only the kernel can tell it that its parent died
+def busy():
+    print(os.getpid(), flush=True)
+    while True:  # deaf to everything: only the kernel can tell it that its parent died
         pass
 
-counting = CountingProcess(start_method="fork", count=busy)
-counting.begin(ScanStats(), IngestSettings(), Path("."), flush_rows=1000)
-print(counting._process.pid, flush=True)
+pool = WorkerPool(2, start_method="fork")
+pool.submit(busy)
+pool.submit(busy)
 time.sleep(60)
 """
 
 
-def test_the_counting_process_dies_with_its_parent() -> None:
+def test_the_workers_die_with_their_parent() -> None:
     import subprocess
     import sys
     import time
 
     root = Path(__file__).resolve().parent.parent
     parent = subprocess.Popen(
-        [sys.executable, "-c", BUSY_CHILD], cwd=root, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", BUSY_WORKERS], cwd=root, stdout=subprocess.PIPE, text=True
     )
     assert parent.stdout is not None
-    child = int(parent.stdout.readline())
+    workers = [int(parent.stdout.readline()), int(parent.stdout.readline())]
+    assert len(set(workers)) == 2
     parent.kill()  # SIGKILL: the parent cleans nothing up
     parent.wait()
     deadline = time.monotonic() + 10
     try:
-        while _state(child) not in ("gone", "Z"):
-            assert time.monotonic() < deadline, "the counting process outlived its parent"
-            time.sleep(0.01)
+        for worker in workers:
+            while _state(worker) not in ("gone", "Z"):
+                assert time.monotonic() < deadline, "a worker outlived its parent"
+                time.sleep(0.01)
     finally:
-        if _state(child) not in ("gone", "Z"):
-            os.kill(child, 9)
+        for worker in workers:
+            if _state(worker) not in ("gone", "Z"):
+                os.kill(worker, 9)
 
 
 def _state(pid: int) -> str:
@@ -251,13 +260,3 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
-
-
-def test_games_can_only_be_sent_after_begin() -> None:
-    counting = CountingProcess()
-    try:
-        with pytest.raises(RuntimeError, match="begin"):
-            counting.finish()
-    finally:
-        counting.close()
-    assert no_children_left()

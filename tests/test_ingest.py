@@ -281,7 +281,7 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
 def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: Path) -> None:
     """Runs merged a range of keys at a time (a bound on memory) or all at once write the same
     file, byte for byte, in row groups of a fixed size (the last one shorter) in key order."""
-    from pipelines.ingest.counting_process import IN_MEMORY_ROWS, count_games
+    from pipelines.ingest.count_runs import IN_MEMORY_ROWS, count_games
     from pipelines.ingest.game_filter import ScanStats
     from pipelines.ingest.runs import merge_runs
     from pipelines.ingest.scan import game_blocks

@@ -107,7 +107,7 @@ def test_bomb_is_skipped_in_bounded_memory(tmp_path: Path, filler: bytes, worker
     assert (read, kept, dropped) == (3, 2, {"oversized": 1})
 
 
-def test_bomb_on_the_command_line_with_a_counting_process(tmp_path: Path) -> None:
+def test_bomb_on_the_command_line_read_in_order_by_workers(tmp_path: Path) -> None:
     source = _bomb(tmp_path / "bomb.pgn.zst", b"\x00")
     warehouse = tmp_path / "wh"
     code, _, peak_mb = _measured(

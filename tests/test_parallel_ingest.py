@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 from pipelines.errors import CorruptInput
 from pipelines.ingest.frames import Frame, UnitText, frame_index, plan_units, write_framed_zstd
 from pipelines.ingest.game_filter import GameFilter, ScanStats
+from pipelines.ingest.plan import Strategy, plan_read
 from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
-from pipelines.ingest.scan import split_games
+from pipelines.ingest.scan import game_blocks, split_games
 from pipelines.ingest.settings import IngestSettings
+from pipelines.sources.open import open_source
 from pipelines.warehouse.layout import partition_file
 from schemas.speed import Speed
 from tests.recount import read_text
@@ -152,8 +154,68 @@ def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
 def test_crlf_files_are_read_in_order(tmp_path: Path, games_2021: Path) -> None:
     text = read_text(games_2021).replace("\n", "\r\n").encode()
     path = framed(tmp_path, text, frame_size=100_000)
+    with open_source(str(path), "standard") as opened:
+        plan = plan_read(opened, workers=2, executor=None, keep_partial=False, parallel_min_bytes=0)
+    assert plan.strategy is Strategy.BLOCKS  # read in order here, counted by the workers
     crlf = ingest(str(path), "2021-10", tmp_path / "crlf", EVERY, workers=2, parallel_min_bytes=0)
     plain = ingest(str(games_2021), "2021-10", tmp_path / "plain", EVERY, workers=1)
-    assert crlf.workers == 1
     assert crlf.games_read == plain.games_read == 999
     assert crlf.rows == plain.rows
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=40),
+    chunk=st.integers(1, 4000),
+    unit_bytes=st.integers(1, 5000),
+    comment=st.booleans(),
+)
+def test_units_of_blocks_hold_every_game_once_whole(
+    sizes: list[int], chunk: int, unit_bytes: int, comment: bool
+) -> None:
+    from pipelines.ingest.parallel import _in_units
+
+    # Games of many lengths, some with a blank line before "[" inside a comment (not a game).
+    inside = "\n\n[not a game]" if comment else ""
+    text = "".join(
+        f'[Event "g{i}"]\n\n1. e4 {{ {"x" * size}{inside} }} e5 1-0\n\n'
+        for i, size in enumerate(sizes)
+    ).encode()
+    chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    blocks = list(game_blocks(iter(chunks), ScanStats(), max_game_bytes=1 << 20))
+    units = list(_in_units(iter(blocks), unit_bytes))
+    pieces = [piece for unit in units for piece in unit]
+    assert b"".join(pieces) == b"".join(blocks)  # nothing lost, nothing twice, in order
+    assert all(piece.startswith(b"\n\n[") for piece in pieces)  # each starts a game
+    want = list(split_games(chunks, ScanStats(), max_game_bytes=1 << 20))
+    got = [game for unit in units for game in split_games(unit, ScanStats())]
+    assert got == want and len(got) == len(sizes)
+    for unit in units:
+        size = sum(map(len, unit))
+        # A unit is over the size only when it holds one game, longer than a unit.
+        assert size <= unit_bytes or len(b"".join(unit).split(b"\n\n[")) == 2
+
+
+def test_blocks_read_here_are_counted_alike_by_workers(
+    tmp_path: Path, games_2013: Path, odd_cases: Path
+) -> None:
+    # One zstd frame: read in order here; its blocks of games go to the workers in many units.
+    illegal = (
+        '[Event "x"]\n[Result "1-0"]\n[WhiteElo "2500"]\n[BlackElo "2500"]\n'
+        '[TimeControl "300+0"]\n\n'
+        "1. e4 e5 2. Ke3 Nc6 1-0\n\n"
+    )
+    text = (read_text(games_2013) + "\n\n" + illegal + odd_cases.read_text() + illegal).encode()
+    path = tmp_path / "one-frame.pgn.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=1).compress(text))
+    with open_source(str(path), "standard") as opened:
+        plan = plan_read(opened, workers=2, executor=None, keep_partial=False)
+    assert plan.strategy is Strategy.BLOCKS and len(text) > 16 * plan.unit_bytes
+    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, workers=1)
+    two = ingest(str(path), "2020-01", tmp_path / "two", EVERY, workers=2)
+    assert one.workers == 1 and two.workers == 2
+    for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
+        assert getattr(one, key) == getattr(two, key), key
+    assert one.games_read == 25611 + 95 + 2 and one.games_dropped["illegal_move"] == 2
+    files = [partition_file(tmp_path / name, "2020-01").read_bytes() for name in ("one", "two")]
+    assert files[0] == files[1]

@@ -55,8 +55,8 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
     assert got == allowed
 
 
-def test_ingest_leaves_counting_libraries_to_the_counting_process(tmp_path: Path) -> None:
-    # Two workers and a small file read in order: a second process counts the kept games.
+def test_ingest_leaves_counting_libraries_to_its_workers(tmp_path: Path) -> None:
+    # Two workers and a file read in order: worker processes scan and count its blocks of games.
     got = imported(
         "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
         "--min-rating", "0", "--workers", "2",

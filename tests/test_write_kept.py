@@ -95,7 +95,7 @@ def source() -> tuple[str, list[str]]:
     return text, expected_kept(text, SETTINGS.plies)
 
 
-@pytest.mark.parametrize("strategy", ["in process", "counting process", "units"])
+@pytest.mark.parametrize("strategy", ["in process", "blocks", "units"])
 def test_written_games_are_the_games_kept(
     tmp_path: Path, source: tuple[str, list[str]], strategy: str
 ) -> None:
@@ -112,7 +112,7 @@ def test_written_games_are_the_games_kept(
         str(path), "2021-10", tmp_path / "wh", SETTINGS,
         workers=workers, parallel_min_bytes=0, write_kept=kept_file,
     )  # fmt: skip
-    assert manifest.workers == (2 if strategy == "units" else 1)
+    assert manifest.workers == (1 if strategy == "in process" else 2)
     assert {"illegal_move", "no_moves"} <= set(manifest.games_dropped)
 
     assert manifest.games_kept == len(expected) > 100

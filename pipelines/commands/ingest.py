@@ -65,7 +65,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         default=None,
-        help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
+        help="processes that scan and count (default: all cores; 1: this process alone)",
     )
 
 
@@ -134,14 +134,15 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest.counting_process import CountingProcess
+    from pipelines.ingest.workers import WorkerPool
 
     settings = settings_from_args(args)
     if args.source == "-" and (sys.stdin is None or sys.stdin.closed):
         raise ChesspipeError("cannot read games from stdin: it is closed")
-    # Started first, so that its imports overlap with this process's; ingest closes it if the
-    # source is read by several workers instead.
-    counting = CountingProcess() if (args.workers or os.cpu_count() or 1) > 1 else None
+    # Started first, so that the workers' imports overlap with this process's; ingest closes
+    # the pool if it reads alone.
+    workers = args.workers or os.cpu_count() or 1
+    pool = WorkerPool(workers) if workers > 1 else None
     from pipelines.ingest.run import WouldShrinkMonth, ingest
 
     bar = progress_from_args(args)
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             keep_partial=args.keep_partial,
             progress=bar,
             workers=args.workers,
-            counting=counting,
+            pool=pool,
             replace=args.force,
             write_kept=args.write_kept,
         )

@@ -1,27 +1,26 @@
-"""Ingest on several cores: units of zstd frames scanned and counted in worker processes."""
+"""Ingest on several cores: units of games scanned and counted in worker processes.
+
+A unit is a range of a pzstd-style file's frames, which the worker reads itself (scan_unit), or
+blocks of whole games read in order here, from any source (count_blocks_unit). Each unit's runs
+are files in the run's staging folder; its kept games' text too, when asked for.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.counting_process import count_games
-from pipelines.ingest.frames import Frame, UnitText
+from pipelines.ingest.count_runs import count_games
+from pipelines.ingest.frames import BOUNDARY, Frame, UnitText
 from pipelines.ingest.game_filter import ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
-from pipelines.ingest.processes import (
-    StartMethod,
-    die_with_parent,
-    forking_parent,
-    process_context,
-)
 from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
@@ -39,36 +38,78 @@ def scan_unit(
     staging: Path,
     flush_rows: int,
     write_kept: bool = False,
-) -> tuple[ScanStats, list[Path], int, int]:
-    """Count the games one unit owns; return its scan counts, run files and tree hits/misses.
+) -> UnitCounts:
+    """Count the games one unit of frames owns (see UnitText), read from the source here."""
+    stats = ScanStats()
+    with open_location(location, frames[-1].offset + frames[-1].size) as handle:
+        # Pieces about the size a stream decompresses to: the scanner's work stays in the
+        # caches.
+        text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
+        # Only the last unit's text ends where the source ends: its tail tells a cut source.
+        blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
+        counts = _count_unit(
+            f"unit-{unit.start:07d}", blocks, stats, settings, staging, flush_rows, write_kept
+        )
+    stats.pgn_bytes = text.own_length
+    return counts
 
-    With `write_kept`, the text of the games kept is staged in `unit-NNNNNNN.kept` under
-    staging, and the scan counts name those counting dropped (ScanStats.rejected).
+
+def count_blocks_unit(
+    index: int,
+    blocks: list[bytes],
+    settings: IngestSettings,
+    staging: Path,
+    flush_rows: int,
+    write_kept: bool = False,
+) -> UnitCounts:
+    """Count the games of blocks of whole games (from game_blocks), the unit `index` in order.
+
+    The text's own counts (bytes, line ends, oversized and cut games) were taken where it was
+    split into blocks; these are the filter's and the counting's.
+    """
+    return _count_unit(
+        f"unit-{index:07d}", blocks, ScanStats(), settings, staging, flush_rows, write_kept
+    )
+
+
+class UnitCounts(NamedTuple):
+    """What a unit of work counted: its scan counts, run files and opening tree hits/misses."""
+
+    stats: ScanStats
+    runs: list[Path]
+    hits: int
+    misses: int
+
+
+def _count_unit(
+    prefix: str,
+    blocks: Iterable[bytes],
+    stats: ScanStats,
+    settings: IngestSettings,
+    staging: Path,
+    flush_rows: int,
+    write_kept: bool,
+) -> UnitCounts:
+    """Count the games of a unit's blocks into run files named after `prefix` under staging.
+
+    With `write_kept`, the text of the games kept is staged in `PREFIX.kept` under staging,
+    and the scan counts name those counting dropped (ScanStats.rejected).
     """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
-    stats = ScanStats()
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    prefix = f"unit-{unit.start:07d}"
     kept = KeptText(staging / f"{prefix}.kept") if write_kept else None
     try:
-        with open_location(location, frames[-1].offset + frames[-1].size) as handle:
-            # Pieces about the size a stream decompresses to: the scanner's work stays in the
-            # caches.
-            text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
-            # Only the last unit's text ends where the source ends: its tail tells a cut source.
-            blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
-            runs, _TREE = count_games(
-                blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows,
-                tree=_TREE, keep=kept.add if kept is not None else None,
-            )  # fmt: skip
+        runs, _TREE = count_games(
+            blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
+            keep=kept.add if kept is not None else None,
+        )  # fmt: skip
     finally:
         if kept is not None:
             kept.close()
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    stats.pgn_bytes = text.own_length
-    return stats, runs, after[0] - before[0], after[1] - before[1]
+    return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
 
 
 _TREE: OpeningTree | None = None
@@ -91,83 +132,175 @@ def count_units(
     plan: ReadPlan,
     job: Job,
     stats: ScanStats,
+    executor: Executor,
     *,
-    workers: int,
-    executor: Executor | None = None,
-    start_method: StartMethod | None = None,
+    merge_there: bool,
 ) -> Counted:
-    """Scan the plan's units in worker processes (or on an executor such as Dask's).
+    """Scan the plan's units of frames on an executor: worker processes, or Dask's.
 
-    For a local file this process hashes it meanwhile; a URL is read only by the workers.
+    For a local file this process hashes it meanwhile; a URL is read only by the workers. With
+    `merge_there`, the executor's workers also merge the runs (see merge_in_worker); else this
+    process does.
     """
     hash_source = opened.kind == "file"
     frames = plan.frames
-    runs: list[Path] = []
-    kept: dict[int, KeptPart] = {}
-    hits = misses = 0
-    done_bytes = 0
-    own_pool = None
-    if executor is None:
-        context = process_context(start_method)
-        executor = own_pool = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=context,
-            initializer=die_with_parent,
-            initargs=(forking_parent(context),),
-        )
-    try:
-        pending: dict[Future[tuple[ScanStats, list[Path], int, int]], int] = {}
-        units: dict[Future[tuple[ScanStats, list[Path], int, int]], range] = {}
+    hashed_everything = not hash_source
+    with _Units(job, stats, opened.size) as units:
         for unit in plan.units:
             future = executor.submit(
                 scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows,
                 job.write_kept is not None,
             )  # fmt: skip
-            pending[future] = sum(frames[i].size for i in unit)
-            units[future] = unit
-        # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
-        import pyarrow.parquet  # noqa: F401
-
-        from pipelines.ingest.runs import merge_runs
-
-        hashed_everything = not hash_source
-        try:
-            while pending:
-                if not hashed_everything:
-                    # Hash the file in the gaps: the manifest records its sha256.
-                    hashed_everything = not opened.reader.read(4 << 20)
-                    finished = {f for f in pending if f.done()}
-                else:
-                    finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    unit_stats, unit_runs, unit_hits, unit_misses = future.result()
-                    done_bytes += pending.pop(future)
-                    stats.merge(unit_stats)
-                    if job.write_kept is not None:
-                        unit = units[future]
-                        path = job.staging / f"unit-{unit.start:07d}.kept"
-                        kept[unit.start] = KeptPart(path, unit_stats.rejected)
-                    runs.extend(unit_runs)
-                    hits += unit_hits
-                    misses += unit_misses
-                    if job.progress is not None:
-                        job.progress(
-                            Progress(
-                                done_bytes,
-                                opened.size,
-                                stats.games_read,
-                                stats.games_kept,
-                                time.monotonic() - job.started,
-                            )
-                        )
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            raise
-    finally:
-        if own_pool is not None:
-            own_pool.shutdown(cancel_futures=True)
+            units.submit(future, unit.start, sum(frames[i].size for i in unit))
+        if not merge_there:
+            # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
+            import pyarrow.parquet  # noqa: F401
+        while units.pending:
+            if not hashed_everything:
+                # Hash the file in the gaps: the manifest records its sha256.
+                hashed_everything = not opened.reader.read(4 << 20)
+                units.collect(timeout=0)
+            else:
+                units.collect(timeout=0.5)
     while hash_source and opened.reader.read(4 << 20):
         pass
-    write = partial(merge_runs, sorted(runs), in_memory_rows=job.in_memory_rows)
-    return Counted(hits, misses, write, kept=[kept[start] for start in sorted(kept)])
+    return units.counted(executor if merge_there else None)
+
+
+def count_blocks(
+    blocks: Iterator[bytes],
+    job: Job,
+    stats: ScanStats,
+    executor: Executor,
+    *,
+    unit_bytes: int,
+    in_flight: int,
+    mark: Callable[[], int],
+    total: int | None,
+) -> Counted:
+    """Count blocks of whole games read here in order, in units of about `unit_bytes`, on an
+    executor whose workers also merge the runs (see merge_in_worker).
+
+    At most `in_flight` units wait or run at once: memory stays bounded whatever the source's
+    size. `mark()` tells how many of the source's `total` bytes have been read, for progress.
+    """
+    read = 0
+    with _Units(job, stats, total) as units:
+        for index, unit in enumerate(_in_units(blocks, unit_bytes)):
+            future = executor.submit(
+                count_blocks_unit, index, unit, job.settings, job.staging, job.flush_rows,
+                job.write_kept is not None,
+            )  # fmt: skip
+            units.submit(future, index, -read + (read := mark()))
+            while len(units.pending) >= in_flight:
+                units.collect(timeout=None)
+        while units.pending:
+            units.collect(timeout=None)
+    return units.counted(executor)
+
+
+def merge_in_worker(runs: list[Path], target: Path, in_memory_rows: int) -> int:
+    """Merge run files into the month's file (runs.merge_runs), in a worker that has pyarrow."""
+    from pipelines.ingest.runs import merge_runs
+
+    return merge_runs(runs, target, in_memory_rows=in_memory_rows)
+
+
+def _in_units(blocks: Iterable[bytes], unit_bytes: int) -> Iterator[list[bytes]]:
+    """Group blocks of whole games (from game_blocks) into units of at most `unit_bytes`.
+
+    A block is cut at its games' boundaries where a unit fills up (every boundary in a block is
+    a game's: those in comments were taken out); a game longer than a unit is a unit alone.
+    """
+    unit: list[bytes] = []
+    size = 0
+    for block in blocks:
+        start = 0
+        while size + len(block) - start > unit_bytes:
+            room = unit_bytes - size  # (a unit holding a game longer than itself has none)
+            cut = block.rfind(BOUNDARY, start + 1, start + room + len(BOUNDARY)) if room > 0 else -1
+            if cut < 0 and not unit:  # a game longer than a unit
+                cut = block.find(BOUNDARY, start + 1)
+                if cut < 0:
+                    break
+            if cut >= 0:
+                unit.append(block[start:cut])
+                start = cut
+            yield unit
+            unit, size = [], 0
+        if start < len(block):
+            unit.append(block[start:] if start else block)
+            size += len(block) - start
+    if unit:
+        yield unit
+
+
+class _Units:
+    """The units submitted to an executor, and what those done counted, gathered in order."""
+
+    def __init__(self, job: Job, stats: ScanStats, total: int | None) -> None:
+        self.job = job
+        self.stats = stats
+        self.total = total
+        self.pending: dict[Future[UnitCounts], tuple[int, int]] = {}
+        self.runs: list[Path] = []
+        self.kept: dict[int, KeptPart] = {}
+        self.hits = self.misses = 0
+        self.done_bytes = 0
+
+    def submit(self, future: Future[UnitCounts], place: int, size: int) -> None:
+        """Follow a unit's future: its place in source order and its share of the source's
+        bytes (for progress)."""
+        self.pending[future] = (place, size)
+
+    def collect(self, timeout: float | None) -> None:
+        """Gather the units done within `timeout` seconds (at least one when None)."""
+        finished, _ = wait(self.pending, timeout=timeout, return_when=FIRST_COMPLETED)
+        for future in finished:
+            place, size = self.pending.pop(future)
+            counts = future.result()
+            self.stats.merge(counts.stats)
+            if self.job.write_kept is not None:
+                path = self.job.staging / f"unit-{place:07d}.kept"
+                self.kept[place] = KeptPart(path, counts.stats.rejected)
+            self.runs.extend(counts.runs)
+            self.hits += counts.hits
+            self.misses += counts.misses
+            self.done_bytes += size
+            if self.job.progress is not None:
+                self.job.progress(
+                    Progress(
+                        self.done_bytes,
+                        self.total,
+                        self.stats.games_read,
+                        self.stats.games_kept,
+                        time.monotonic() - self.job.started,
+                    )
+                )
+
+    def counted(self, merging: Executor | None) -> Counted:
+        """Return what the units counted; their runs are merged in this process, or on
+        `merging` (whose workers have the libraries imported)."""
+        runs = sorted(self.runs)
+        in_memory_rows = self.job.in_memory_rows
+        write: Callable[[Path], int]
+        if merging is None:
+            from pipelines.ingest.runs import merge_runs
+
+            write = partial(merge_runs, runs, in_memory_rows=in_memory_rows)
+        else:
+
+            def write(target: Path) -> int:
+                return merging.submit(merge_in_worker, runs, target, in_memory_rows).result()
+
+        return Counted(
+            self.hits, self.misses, write, kept=[self.kept[p] for p in sorted(self.kept)]
+        )
+
+    def __enter__(self) -> _Units:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:  # nothing more is started; those running are waited for
+            for future in self.pending:
+                future.cancel()

@@ -2,8 +2,8 @@
 
 - UNITS: a pzstd-style file (or URL, on an executor) is split into units of zstd frames that
   worker processes (or the executor) scan and count at once.
-- COUNTING_PROCESS: the source is read and scanned in order here, and a second process counts
-  the kept games, when there are cores to spare.
+- BLOCKS: any other source is read in order here and split into blocks of whole games, which
+  worker processes scan and count, when there are cores to spare.
 - IN_PROCESS: read, scanned and counted here.
 """
 
@@ -28,25 +28,32 @@ if TYPE_CHECKING:
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
 
+#: Text in a unit of blocks: at least (the work of sending one), at most (memory: the units in
+#: flight are held here and in the workers).
+MIN_BLOCK_UNIT_BYTES = 256 << 10
+MAX_BLOCK_UNIT_BYTES = 32 << 20
+
+#: About how much text a compressed byte of PGN holds (Lichess's dumps: 4.5 to 7).
+TEXT_PER_COMPRESSED_BYTE = 5
+
 
 class Strategy(enum.Enum):
     """How a source is read and its kept games counted."""
 
     UNITS = "units"
-    COUNTING_PROCESS = "counting process"
+    BLOCKS = "blocks"
     IN_PROCESS = "in process"
 
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """The strategy chosen for a source, with the frames and units it is split into (UNITS)."""
+    """The strategy chosen for a source, with the frames and units it is split into (UNITS),
+    or the size of its units of text (BLOCKS)."""
 
     strategy: Strategy
     frames: list[Frame] = field(default_factory=list)
     units: list[range] = field(default_factory=list)
-    #: COUNTING_PROCESS on a small source: decompress inline, not in a thread, which leaves
-    #: the other core to the counting process's start-up.
-    inline: bool = False
+    unit_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,9 +111,17 @@ def plan_read(
         if split is not None:
             return ReadPlan(Strategy.UNITS, *split)
     if workers > 1 and executor is None:
-        inline = 0 < (opened.size or 0) < parallel_min_bytes
-        return ReadPlan(Strategy.COUNTING_PROCESS, inline=inline)
+        return ReadPlan(Strategy.BLOCKS, unit_bytes=block_unit_bytes(opened.size, workers))
     return ReadPlan(Strategy.IN_PROCESS)
+
+
+def block_unit_bytes(size: int | None, workers: int) -> int:
+    """Return the text in a unit of blocks for a source of `size` compressed bytes (None:
+    unknown): about sixteen units a worker, within MIN_ and MAX_BLOCK_UNIT_BYTES."""
+    if not size:
+        return MAX_BLOCK_UNIT_BYTES
+    share = size * TEXT_PER_COMPRESSED_BYTE // (workers * 16)
+    return max(MIN_BLOCK_UNIT_BYTES, min(MAX_BLOCK_UNIT_BYTES, share))
 
 
 def _units(

@@ -15,20 +15,16 @@ from typing import TYPE_CHECKING, Any
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.files import file_sha256
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.counting_process import (
-    FLUSH_ROWS,
-    IN_MEMORY_ROWS,
-    CountingProcess,
-    count_games,
-)
+from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES, Counted, Job, ReadPlan, Strategy, plan_read
 from pipelines.ingest.processes import StartMethod, may_start_processes
-from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
+from pipelines.ingest.scan import game_blocks
 from pipelines.ingest.settings import IngestSettings
+from pipelines.ingest.workers import WorkerPool
 from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, partition_file, publish_file, staging_dir
@@ -54,7 +50,7 @@ def ingest(
     expected_sha256: str | None = None,
     http_options: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
-    counting: CountingProcess | None = None,
+    pool: WorkerPool | None = None,
     flush_rows: int = FLUSH_ROWS,
     in_memory_rows: int = IN_MEMORY_ROWS,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
@@ -65,16 +61,16 @@ def ingest(
     """Stream a month's games into its move statistics partition; return the run manifest.
 
     The source is read by one of three strategies (pipelines.ingest.plan): units of pzstd
-    frames scanned by `workers` processes (default: all cores), in order with a second process
-    counting the kept games, or in order here. With `keep_partial`, a truncated or corrupt
-    stream publishes what was read, marked partial.
+    frames scanned by `workers` processes (default: all cores), in order here with its blocks
+    of games scanned and counted by those processes, or in order here alone. With
+    `keep_partial`, a truncated or corrupt stream publishes what was read, marked partial.
 
     With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
     `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
     (for example `distributed.Client(...).get_executor()`), a pzstd-style file or URL is split
     into units of frames scanned there; a URL is then read by byte ranges and not hashed, so
-    `expected_sha256` cannot be checked and is refused. `counting` hands over a CountingProcess
-    started beforehand (it is closed here in any case).
+    `expected_sha256` cannot be checked and is refused. `pool` hands over a WorkerPool of
+    `workers` processes started beforehand (it is closed here in any case).
 
     Tuning: `flush_rows`, rows counted in memory before a run file is written;
     `in_memory_rows`, the most rows of run files merged in memory at once (more are merged a
@@ -122,18 +118,16 @@ def ingest(
                         keep_partial=keep_partial,
                         parallel_min_bytes=parallel_min_bytes,
                     )
-                    counting = _counting_for(plan, counting, stack, start_method)
+                    pool = _pool_for(plan, pool, stack, workers, executor, start_method)
                     stats = ScanStats()
-                    counted = _count(
-                        opened, plan, job, stats, counting,
-                        workers=workers, executor=executor, start_method=start_method,
-                    )  # fmt: skip
+                    counted = _count(opened, plan, job, stats, pool, executor)
                     counted = _check_scan(opened.name, stats, counted, keep_partial)
                     if progress is not None:
                         # The scan's and the counting's totals: the manifest's numbers.
                         reader = opened.reader
                         progress(_progress(reader.bytes_read, opened.size, stats, started, True))
                     used = workers if executor is None else "executor"
+                    parallel = plan.strategy is not Strategy.IN_PROCESS
                     return _publish(
                         job,
                         opened,
@@ -143,13 +137,13 @@ def ingest(
                         replace=replace,
                         # A URL read by byte ranges is never read whole.
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
-                        workers=used if plan.strategy is Strategy.UNITS else 1,
+                        workers=used if parallel else 1,
                     )
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     finally:
-        if counting is not None:
-            counting.close()
+        if pool is not None:
+            pool.close()
 
 
 def _check_kept_target(source: str, target: Path) -> None:
@@ -160,22 +154,24 @@ def _check_kept_target(source: str, target: Path) -> None:
         raise ChesspipeError(f"the kept games file {target} is the source itself")
 
 
-def _counting_for(
+def _pool_for(
     plan: ReadPlan,
-    counting: CountingProcess | None,
+    pool: WorkerPool | None,
     stack: ExitStack,
+    workers: int,
+    executor: Executor | None,
     start_method: StartMethod | None,
-) -> CountingProcess | None:
-    """Return the counting process the plan needs (the one handed over, or a new one), or None.
+) -> WorkerPool | None:
+    """Return the worker pool the plan needs (the one handed over, or a new one), or None.
 
-    The one returned is closed when `stack` closes; one handed over and not needed is closed
-    at once.
+    The one returned is closed when `stack` closes; one handed over and not needed (this
+    process reads alone, or the executor's workers do) is closed at once.
     """
-    if plan.strategy is Strategy.COUNTING_PROCESS:
-        # Started before the read-ahead thread: a process with a single thread forks safely.
-        return stack.enter_context(counting or CountingProcess(start_method=start_method))
-    if counting is not None:
-        counting.close()  # the workers count what they scan, or this process counts
+    if plan.strategy is Strategy.BLOCKS or (plan.strategy is Strategy.UNITS and executor is None):
+        # Started before any thread of this process: a process with a single thread forks safely.
+        return stack.enter_context(pool or WorkerPool(workers, start_method=start_method))
+    if pool is not None:
+        pool.close()
     return None
 
 
@@ -184,82 +180,76 @@ def _count(
     plan: ReadPlan,
     job: Job,
     stats: ScanStats,
-    counting: CountingProcess | None,
-    *,
-    workers: int,
+    pool: WorkerPool | None,
     executor: Executor | None,
-    start_method: StartMethod | None,
 ) -> Counted:
     """Scan the source and count its kept games by the plan's strategy."""
     if plan.strategy is Strategy.UNITS:
         from pipelines.ingest.parallel import count_units
 
-        return count_units(
-            opened, plan, job, stats, workers=workers, executor=executor, start_method=start_method
-        )
-    return _count_in_order(opened, plan.inline, job, stats, counting)
-
-
-def _count_in_order(
-    opened: OpenSource,
-    inline: bool,
-    job: Job,
-    stats: ScanStats,
-    counting: CountingProcess | None,
-) -> Counted:
-    """Read and scan a source in order; count its kept games in `counting`, or here.
-
-    With `inline`, the text is decompressed in this thread, not read ahead in another.
-    """
-    if counting is not None:
-        counting.begin(
-            stats,
-            job.settings,
-            job.staging,
-            flush_rows=job.flush_rows,
-            in_memory_rows=job.in_memory_rows,
-        )
-    kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
+        there = pool if pool is not None else executor
+        assert there is not None  # (_pool_for)
+        return count_units(opened, plan, job, stats, there, merge_there=pool is not None)
     errors: list[str] = []
-    try:
-        hits, misses, write = _scan_in_order(
-            opened, inline, job, stats, counting,
-            keep=kept_text.add if kept_text is not None else None, errors=errors,
+    kept_text = None
+    if plan.strategy is Strategy.BLOCKS:
+        assert pool is not None  # (_pool_for)
+        from pipelines.ingest.parallel import count_blocks
+
+        # The workers do the heavy work: this process decompresses and splits, no thread needed.
+        blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=False, report=False)
+        counted = count_blocks(
+            blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
+            in_flight=2 * pool.workers, mark=lambda: opened.reader.bytes_read, total=opened.size,
         )  # fmt: skip
-    finally:
-        if kept_text is not None:
-            kept_text.close()
-    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else []
-    return Counted(hits, misses, write, errors[0] if errors else None, kept)
+    else:
+        kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
+        try:
+            blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
+            counted = _count_here(
+                blocks, job, stats, keep=kept_text.add if kept_text is not None else None
+            )
+        finally:
+            if kept_text is not None:
+                kept_text.close()
+    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else counted.kept
+    return replace(counted, error=errors[0] if errors else None, kept=kept)
 
 
-def _scan_in_order(
+def _blocks_in_order(
     opened: OpenSource,
-    inline: bool,
     job: Job,
     stats: ScanStats,
-    counting: CountingProcess | None,
-    *,
-    keep: Callable[[bytes], object] | None,
     errors: list[str],
-) -> tuple[int, int, Callable[[Path], int]]:
-    """Scan and count as _count_in_order says; return hits, misses and the partition writer.
+    *,
+    read_ahead: bool,
+    report: bool,
+) -> Iterator[bytes]:
+    """Return the source's blocks of whole games (scan.game_blocks), read in order.
 
-    `keep` gets the text of each game that passes the filter; `errors` why reading stopped.
+    With `read_ahead`, a thread decompresses while the blocks are used; with `report`, progress
+    is reported as blocks are taken. A corrupt stream stops the blocks, its reason in `errors`,
+    when partial months are kept; otherwise it raises.
     """
     reader = opened.reader
     ahead = ReadAhead(
-        decompressed_chunks(reader), 0 if inline else 16, mark=lambda: reader.bytes_read
+        decompressed_chunks(reader), 16 if read_ahead else 0, mark=lambda: reader.bytes_read
     )
     blocks = game_blocks(iter(ahead), stats, check_end=True)
-    # Progress counts the bytes read for the text scanned, not how far the thread read.
-    blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
-    blocks = _until_corrupt(blocks, job.keep_partial, errors)
-    if counting is not None:
-        for kept in kept_games_in_blocks(blocks, job.settings.rules, stats, keep=keep):
-            counting.add(kept)
-        hits, misses = counting.finish()
-        return hits, misses, counting.write
+    if report:
+        # Progress counts the bytes read for the text scanned, not how far the thread read.
+        blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
+    return _until_corrupt(blocks, job.keep_partial, errors)
+
+
+def _count_here(
+    blocks: Iterator[bytes],
+    job: Job,
+    stats: ScanStats,
+    *,
+    keep: Callable[[bytes], object] | None,
+) -> Counted:
+    """Scan and count blocks in this process; `keep` gets the text of each game kept."""
     runs, tree = count_games(
         blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, keep=keep
     )
@@ -270,7 +260,7 @@ def _scan_in_order(
 
         return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
-    return hits, misses, write
+    return Counted(hits, misses, write)
 
 
 def _until_corrupt(

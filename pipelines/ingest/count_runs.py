@@ -1,0 +1,91 @@
+"""Counting the kept games of blocks of text into run files of statistics.
+
+This runs wherever the games are scanned: in the process reading the source, or in a worker
+process (pipelines.ingest.parallel). python-chess, NumPy and pyarrow are imported once a game
+is kept, not before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.scan import kept_games_in_blocks
+
+if TYPE_CHECKING:
+    from pipelines.ingest.counting import MoveCounter, OpeningTree
+    from pipelines.ingest.game_filter import KeptGame
+    from pipelines.ingest.settings import IngestSettings
+
+
+#: Rows of (key, move, ...) held in memory before they are aggregated into a run file.
+FLUSH_ROWS = 2_000_000
+
+#: Runs with at most this many rows in all are merged in memory (about 40 bytes a row).
+IN_MEMORY_ROWS = 4_000_000
+
+
+def count_kept(
+    games: Iterable[KeptGame],
+    settings: IngestSettings,
+    stats: ScanStats,
+    staging: Path,
+    *,
+    prefix: str = "run",
+    flush_rows: int = FLUSH_ROWS,
+    tree: OpeningTree | None = None,
+) -> tuple[list[Path], OpeningTree | None]:
+    """Count the first plies of games that passed the filter into run files under staging.
+
+    Return the run files and the opening tree used (None if no game came and none was given).
+    """
+    counter: MoveCounter | None = None
+    runs: list[Path] = []
+    for kept in games:
+        if counter is None:  # python-chess and NumPy are imported once a game is kept
+            from pipelines.ingest.counting import MoveCounter
+
+            chess960 = settings.rules.variant == "chess960"
+            counter = MoveCounter(settings.plies, stats, tree, chess960)
+        counter.add(kept)
+        if len(counter.rows) >= flush_rows:
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+    if counter is not None:
+        counter.flush()
+        if len(counter.rows):
+            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+        tree = counter.tree
+    return runs, tree
+
+
+def _write_counted(counter: MoveCounter, path: Path) -> Path:
+    """Write the rows counted so far as a run file, and start new rows; return its path."""
+    from pipelines.ingest.runs import from_rows, write_run
+
+    write_run(from_rows(counter.take_rows()), path)
+    return path
+
+
+def count_games(
+    blocks: Iterable[bytes],
+    settings: IngestSettings,
+    stats: ScanStats,
+    staging: Path,
+    *,
+    prefix: str = "run",
+    flush_rows: int = FLUSH_ROWS,
+    tree: OpeningTree | None = None,
+    keep: Callable[[bytes], object] | None = None,
+) -> tuple[list[Path], OpeningTree | None]:
+    """Count the first plies of the kept games into aggregated run files under staging.
+
+    Return the run files and the opening tree used (None if no game was kept and none given).
+    `keep` is called with the text of each game that passes the filter (see
+    kept_games_in_blocks).
+    """
+    kept = kept_games_in_blocks(blocks, settings.rules, stats, keep=keep)
+    return count_kept(
+        kept, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=tree
+    )

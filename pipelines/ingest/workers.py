@@ -1,0 +1,212 @@
+"""The worker processes that scan and count units of games, started before they are needed.
+
+A WorkerPool is started first thing by the command, so that its processes import python-chess,
+NumPy and pyarrow on other cores while this process starts up and opens the source. Ingest then
+hands it units of work: frames of a pzstd-style file (pipelines.ingest.parallel.scan_unit) or
+blocks of whole games read here in order (count_blocks_unit), and the merge of their runs.
+
+Each worker talks to this process over its own pipe, and nothing else holds the pipe's other
+end: when this process dies, however it dies, a waiting worker reads the end of its input and
+exits, and a busy one cannot send its reply and exits too (forked workers are also killed by
+the kernel at once). No named semaphores are made, so none can be left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from pipelines.errors import ChesspipeError
+from pipelines.ingest.processes import (
+    StartMethod,
+    die_with_parent,
+    forking_parent,
+    process_context,
+)
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class WorkerDied(ChesspipeError):
+    """A worker process stopped while it had work (killed, or out of memory)."""
+
+
+class WorkerPool(Executor):
+    """Worker processes that end with this one; each imports what counting needs at start.
+
+    An Executor: tasks go to whichever worker is free, one at a time each. A thread of this
+    process stands for each worker, sending it tasks and setting their futures from its
+    replies. An exception raised by a task comes back with the worker's traceback as a note.
+    """
+
+    def __init__(self, workers: int, *, start_method: StartMethod | None = None) -> None:
+        """Start `workers` processes, forked or from a fork server (see process_context)."""
+        if workers < 1:
+            raise ValueError(f"a worker pool needs at least one worker, not {workers}")
+        self.workers = workers
+        context = process_context(start_method)
+        parent = forking_parent(context)
+        self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._closed = False
+        self._lock = threading.Lock()
+        processes: list[tuple[BaseProcess, Connection]] = []
+        for _ in range(workers):  # all forked before the first thread starts
+            conn, child = context.Pipe()
+            process = context.Process(
+                target=_serve, args=(child, conn, parent), name="chesspipe-worker", daemon=True
+            )
+            process.start()
+            child.close()
+            processes.append((process, conn))
+        self._threads = [
+            threading.Thread(
+                target=_stand_for,
+                args=(process, conn, self._tasks),
+                daemon=True,
+                name=f"chesspipe-worker-{process.pid}",
+            )  # fmt: skip
+            for process, conn in processes
+        ]
+        self._processes = [process for process, _ in processes]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        """Have a worker call fn(*args, **kwargs); fn and its arguments must pickle."""
+        future: Future[T] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            self._tasks.put(_Task(future, fn, args, kwargs))
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the workers once the tasks given are done (those not begun are cancelled with
+        `cancel_futures`); with `wait`, return when they have stopped."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                if cancel_futures:
+                    with contextlib.suppress(queue.Empty):
+                        while (task := self._tasks.get_nowait()) is not None:
+                            task.future.cancel()
+                for _ in self._threads:
+                    self._tasks.put(None)
+        if wait:
+            for thread in self._threads:
+                thread.join()
+            for process in self._processes:
+                process.join()
+
+    def close(self) -> None:
+        """Stop the workers: tasks not begun are cancelled, those running are waited for."""
+        self.shutdown(wait=True, cancel_futures=True)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class _Task:
+    """A call for a worker, and the future of its result."""
+
+    def __init__(
+        self, future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Any
+    ) -> None:
+        self.future = future
+        self.call = (fn, args, kwargs)
+
+
+def _stand_for(
+    process: BaseProcess, conn: Connection, tasks: queue.SimpleQueue[_Task | None]
+) -> None:
+    """Give one worker the tasks it takes, one at a time, and set their futures; then stop it.
+
+    Once the worker has died, the tasks it takes fail with WorkerDied.
+    """
+    dead: WorkerDied | None = None
+    while (task := tasks.get()) is not None:
+        if not task.future.set_running_or_notify_cancel():
+            continue
+        if dead is not None:
+            task.future.set_exception(dead)
+            continue
+        try:
+            conn.send(task.call)
+            done, value = conn.recv()
+        except (EOFError, ConnectionError):
+            process.join(1)
+            dead = WorkerDied(
+                "a worker process scanning and counting games stopped "
+                f"(exit code {process.exitcode})"
+            )
+            task.future.set_exception(dead)
+            continue
+        except BaseException as exc:  # noqa: BLE001 - a call that does not pickle, say
+            task.future.set_exception(exc)
+            continue
+        if done:
+            task.future.set_result(value)
+        else:
+            task.future.set_exception(value)
+    with contextlib.suppress(OSError):
+        conn.send(None)  # no more tasks
+    conn.close()
+
+
+def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> None:
+    """A worker: import what counting needs, then do the tasks received until there are none.
+
+    `parents_end` is the other end of the pipe, closed here so that the parent's going away
+    is seen as the end of input.
+    """
+    parents_end.close()
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    from pipelines.ingest.allocator import reuse_large_buffers
+
+    reuse_large_buffers()
+    # Imported before anything is asked: this runs while the parent starts and reads.
+    import pyarrow.parquet  # noqa: F401
+
+    import pipelines.ingest.counting  # noqa: F401
+    import pipelines.ingest.runs  # noqa: F401
+
+    try:
+        while (task := conn.recv()) is not None:
+            fn, args, kwargs = task
+            try:
+                reply = (True, fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent
+                reply = (False, _portable(exc))
+            conn.send(reply)
+    except (EOFError, BrokenPipeError):
+        return  # the parent went away
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """Return the exception with the worker's traceback as a note, in a form that pickles."""
+    import pickle
+    import traceback
+
+    exc.add_note("in a worker process:\n" + "".join(traceback.format_exception(exc)))
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any exception that does not round-trip
+        return ChesspipeError(f"a worker process failed: {exc!r}")
+    return exc
