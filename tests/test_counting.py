@@ -255,6 +255,47 @@ def test_the_workers_die_with_their_parent() -> None:
                 os.kill(worker, 9)
 
 
+IDLE_WORKERS = """
+import os, time
+from pipelines.ingest.workers import WorkerPool
+
+pool = WorkerPool(2, start_method="forkserver")
+pids = set()
+while len(pids) < 2:  # (either worker may take both tasks)
+    pids |= {pool.submit(os.getpid).result(), pool.submit(os.getpid).result()}
+print(*pids, flush=True)
+time.sleep(60)
+"""
+
+
+def test_workers_from_a_fork_server_end_with_the_command() -> None:
+    # Their parent is the fork server, which the kernel does not kill with the command: they
+    # end because the command held the only other end of their pipes.
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    parent = subprocess.Popen(
+        [sys.executable, "-c", IDLE_WORKERS], cwd=root, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(workers) == 2
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    try:
+        for worker in workers:
+            while _state(worker) not in ("gone", "Z"):
+                assert time.monotonic() < deadline, "a worker outlived the command"
+                time.sleep(0.01)
+    finally:
+        for worker in workers:
+            if _state(worker) not in ("gone", "Z"):
+                os.kill(worker, 9)
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
