@@ -353,6 +353,11 @@ def main() -> int:
     parser.add_argument("--no-year", action="store_true")
     parser.add_argument("--no-real", action="store_true", help="leave out the real samples")
     parser.add_argument(
+        "--one-frame",
+        action="store_true",
+        help="also the generated dump as one zstd frame (as plain zstd writes it): read in order",
+    )
+    parser.add_argument(
         "--before", type=Path, help="another checkout of chesspipe, measured beside (d)"
     )
     parser.add_argument("--out", type=Path, default=HERE / "EVERY_GAME.md")
@@ -373,6 +378,15 @@ def main() -> int:
                 check=True,
             )  # fmt: skip
         inputs.append(run_input(dump, f"dump-{args.mb}", plies, args.repeat, args.before))
+        if args.one_frame:
+            one_frame = WORK / f"dump-{args.mb}-one-frame.pgn.zst"
+            if not one_frame.exists():
+                subprocess.run(
+                    f"zstd -dc '{dump}' | zstd -q -3 --single-thread -o '{one_frame}'",
+                    shell=True, check=True,
+                )  # fmt: skip
+            label = f"dump-{args.mb}-one-frame"
+            inputs.append(run_input(one_frame, label, plies, args.repeat, args.before))
     year_result = None if args.no_year else year(args.year_mb, args.repeat, args.lichess)
     ran_at = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     text = report(inputs, year_result, ran_at)
