@@ -219,3 +219,24 @@ def test_blocks_read_here_are_counted_alike_by_workers(
     assert one.games_read == 25611 + 95 + 2 and one.games_dropped["illegal_move"] == 2
     files = [partition_file(tmp_path / name, "2020-01").read_bytes() for name in ("one", "two")]
     assert files[0] == files[1]
+
+
+def test_units_of_blocks_are_sized_for_balance_and_bounded_memory() -> None:
+    from pipelines.ingest.plan import (
+        BLOCK_UNITS_PER_WORKER,
+        MAX_BLOCK_UNIT_BYTES,
+        MAX_BLOCKS_IN_FLIGHT_BYTES,
+        MIN_BLOCK_UNIT_BYTES,
+        block_unit_bytes,
+    )
+
+    for workers in (2, 3, 8, 64, 1000):
+        for size in (None, 0, 1, 10_000, 5 << 20, 300 << 20, 30 << 30):
+            unit = block_unit_bytes(size, workers)
+            assert MIN_BLOCK_UNIT_BYTES <= unit <= MAX_BLOCK_UNIT_BYTES
+            in_flight = unit * workers * BLOCK_UNITS_PER_WORKER
+            assert in_flight <= MAX_BLOCKS_IN_FLIGHT_BYTES or unit == MIN_BLOCK_UNIT_BYTES
+    # The real samples (5 MB compressed, 22 MB of text) make dozens of units for two workers.
+    assert 22e6 / block_unit_bytes(5 << 20, 2) > 16
+    assert block_unit_bytes(30 << 30, 2) == MAX_BLOCK_UNIT_BYTES  # a month
+    assert block_unit_bytes(None, 16) == MAX_BLOCKS_IN_FLIGHT_BYTES // 32  # stdin, many cores

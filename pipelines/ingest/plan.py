@@ -33,6 +33,12 @@ PARALLEL_MIN_BYTES = 16 << 20
 MIN_BLOCK_UNIT_BYTES = 256 << 10
 MAX_BLOCK_UNIT_BYTES = 32 << 20
 
+#: Units of blocks in flight (waiting for a worker or counted by one), per worker.
+BLOCK_UNITS_PER_WORKER = 2
+
+#: Most text in units of blocks in flight at once, however many workers there are.
+MAX_BLOCKS_IN_FLIGHT_BYTES = 128 << 20
+
 #: About how much text a compressed byte of PGN holds (Lichess's dumps: 4.5 to 7).
 TEXT_PER_COMPRESSED_BYTE = 5
 
@@ -117,11 +123,11 @@ def plan_read(
 
 def block_unit_bytes(size: int | None, workers: int) -> int:
     """Return the text in a unit of blocks for a source of `size` compressed bytes (None:
-    unknown): about sixteen units a worker, within MIN_ and MAX_BLOCK_UNIT_BYTES."""
-    if not size:
-        return MAX_BLOCK_UNIT_BYTES
-    share = size * TEXT_PER_COMPRESSED_BYTE // (workers * 16)
-    return max(MIN_BLOCK_UNIT_BYTES, min(MAX_BLOCK_UNIT_BYTES, share))
+    unknown): about sixteen units a worker, within MIN_ and MAX_BLOCK_UNIT_BYTES, and small
+    enough that the units in flight hold at most MAX_BLOCKS_IN_FLIGHT_BYTES."""
+    share = size * TEXT_PER_COMPRESSED_BYTE // (workers * 16) if size else MAX_BLOCK_UNIT_BYTES
+    in_flight = MAX_BLOCKS_IN_FLIGHT_BYTES // (workers * BLOCK_UNITS_PER_WORKER)
+    return max(MIN_BLOCK_UNIT_BYTES, min(MAX_BLOCK_UNIT_BYTES, share, in_flight))
 
 
 def _units(

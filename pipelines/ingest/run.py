@@ -20,7 +20,15 @@ from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
-from pipelines.ingest.plan import PARALLEL_MIN_BYTES, Counted, Job, ReadPlan, Strategy, plan_read
+from pipelines.ingest.plan import (
+    BLOCK_UNITS_PER_WORKER,
+    PARALLEL_MIN_BYTES,
+    Counted,
+    Job,
+    ReadPlan,
+    Strategy,
+    plan_read,
+)
 from pipelines.ingest.processes import StartMethod, may_start_processes
 from pipelines.ingest.scan import game_blocks
 from pipelines.ingest.settings import IngestSettings
@@ -200,7 +208,8 @@ def _count(
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=False, report=False)
         counted = count_blocks(
             blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
-            in_flight=2 * pool.workers, mark=lambda: opened.reader.bytes_read, total=opened.size,
+            in_flight=BLOCK_UNITS_PER_WORKER * pool.workers, mark=lambda: opened.reader.bytes_read,
+            total=opened.size,
         )  # fmt: skip
     else:
         kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
