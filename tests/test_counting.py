@@ -228,33 +228,6 @@ pool.submit(busy)
 time.sleep(60)
 """
 
-
-def test_the_workers_die_with_their_parent() -> None:
-    import subprocess
-    import sys
-    import time
-
-    root = Path(__file__).resolve().parent.parent
-    parent = subprocess.Popen(
-        [sys.executable, "-c", BUSY_WORKERS], cwd=root, stdout=subprocess.PIPE, text=True
-    )
-    assert parent.stdout is not None
-    workers = [int(parent.stdout.readline()), int(parent.stdout.readline())]
-    assert len(set(workers)) == 2
-    parent.kill()  # SIGKILL: the parent cleans nothing up
-    parent.wait()
-    deadline = time.monotonic() + 10
-    try:
-        for worker in workers:
-            while _state(worker) not in ("gone", "Z"):
-                assert time.monotonic() < deadline, "a worker outlived its parent"
-                time.sleep(0.01)
-    finally:
-        for worker in workers:
-            if _state(worker) not in ("gone", "Z"):
-                os.kill(worker, 9)
-
-
 IDLE_WORKERS = """
 import os, time
 from pipelines.ingest.workers import WorkerPool
@@ -268,22 +241,31 @@ time.sleep(60)
 """
 
 
-def test_workers_from_a_fork_server_end_with_the_command() -> None:
-    # Their parent is the fork server, which the kernel does not kill with the command: they
-    # end because the command held the only other end of their pipes.
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(BUSY_WORKERS, id="forked-and-busy"),
+        # Their parent is the fork server, which the kernel does not kill with the command:
+        # they end because the command held the only other end of their pipes.
+        pytest.param(IDLE_WORKERS, id="from-a-fork-server-and-idle"),
+    ],
+)
+def test_the_workers_end_with_a_killed_command(script: str) -> None:
     import subprocess
     import sys
     import time
 
     root = Path(__file__).resolve().parent.parent
-    parent = subprocess.Popen(
-        [sys.executable, "-c", IDLE_WORKERS], cwd=root, stdout=subprocess.PIPE, text=True
+    command = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=root, stdout=subprocess.PIPE, text=True
     )
-    assert parent.stdout is not None
-    workers = [int(pid) for pid in parent.stdout.readline().split()]
-    assert len(workers) == 2
-    parent.kill()
-    parent.wait()
+    assert command.stdout is not None
+    workers: list[int] = []
+    while len(workers) < 2:  # (busy workers print a line each)
+        workers += [int(pid) for pid in command.stdout.readline().split()]
+    assert len(set(workers)) == 2
+    command.kill()  # SIGKILL: the command cleans nothing up
+    command.wait()
     deadline = time.monotonic() + 10
     try:
         for worker in workers:

@@ -191,7 +191,9 @@ def count_blocks(
                 count_blocks_unit, index, unit, job.settings, job.staging, job.flush_rows,
                 job.write_kept is not None,
             )  # fmt: skip
-            units.submit(future, index, -read + (read := mark()))
+            now = mark()
+            units.submit(future, index, now - read)
+            read = now
             while len(units.pending) >= in_flight:
                 units.collect(timeout=None)
         while units.pending:

@@ -199,7 +199,6 @@ def _count(
         assert there is not None  # (_pool_for)
         return count_units(opened, plan, job, stats, there, merge_there=pool is not None)
     errors: list[str] = []
-    kept_text = None
     if plan.strategy is Strategy.BLOCKS:
         assert pool is not None  # (_pool_for)
         from pipelines.ingest.parallel import count_blocks
@@ -212,17 +211,9 @@ def _count(
             total=opened.size,
         )  # fmt: skip
     else:
-        kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
-        try:
-            blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
-            counted = _count_here(
-                blocks, job, stats, keep=kept_text.add if kept_text is not None else None
-            )
-        finally:
-            if kept_text is not None:
-                kept_text.close()
-    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else counted.kept
-    return replace(counted, error=errors[0] if errors else None, kept=kept)
+        blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
+        counted = _count_here(blocks, job, stats)
+    return replace(counted, error=errors[0] if errors else None)
 
 
 def _blocks_in_order(
@@ -251,17 +242,17 @@ def _blocks_in_order(
     return _until_corrupt(blocks, job.keep_partial, errors)
 
 
-def _count_here(
-    blocks: Iterator[bytes],
-    job: Job,
-    stats: ScanStats,
-    *,
-    keep: Callable[[bytes], object] | None,
-) -> Counted:
-    """Scan and count blocks in this process; `keep` gets the text of each game kept."""
-    runs, tree = count_games(
-        blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, keep=keep
-    )
+def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
+    """Scan and count blocks in this process (staging the text of the games kept if asked)."""
+    kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
+    try:
+        runs, tree = count_games(
+            blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows,
+            keep=kept_text.add if kept_text is not None else None,
+        )  # fmt: skip
+    finally:
+        if kept_text is not None:
+            kept_text.close()
     hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
 
     def write(target: Path) -> int:
@@ -269,7 +260,8 @@ def _count_here(
 
         return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
-    return Counted(hits, misses, write)
+    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else []
+    return Counted(hits, misses, write, kept=kept)
 
 
 def _until_corrupt(

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.processes import (
@@ -88,7 +88,7 @@ class WorkerPool(Executor):
         with self._lock:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")
-            self._tasks.put(_Task(future, fn, args, kwargs))
+            self._tasks.put(_Task(future, (fn, args, kwargs)))
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -122,14 +122,11 @@ class WorkerPool(Executor):
         self.close()
 
 
-class _Task:
+class _Task(NamedTuple):
     """A call for a worker, and the future of its result."""
 
-    def __init__(
-        self, future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Any
-    ) -> None:
-        self.future = future
-        self.call = (fn, args, kwargs)
+    future: Future[Any]
+    call: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 def _stand_for(
