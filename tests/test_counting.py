@@ -148,7 +148,7 @@ def test_a_failure_in_a_worker_publishes_nothing(
     import pipelines.ingest.parallel
 
     # Forked after the patch: the workers count with the replacement.
-    monkeypatch.setattr(pipelines.ingest.parallel, "count_games", replacement)
+    monkeypatch.setattr(pipelines.ingest.parallel, "count_kept", replacement)
     pool = WorkerPool(2, start_method="fork")
     with pytest.raises(error, match=message) as raised:
         ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, pool=pool)
@@ -283,3 +283,43 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def test_a_later_worker_is_told_to_start_once_the_first_is_ready() -> None:
+    import queue
+    import threading
+    from multiprocessing import Pipe
+
+    from pipelines.ingest.workers import _stand_for, _Task, _Worker
+
+    class Process:  # stands for the worker process: this test answers on its pipe
+        pid = 0
+        exitcode = None
+
+        def join(self, timeout: float | None = None) -> None:
+            pass
+
+    ours, theirs = Pipe()
+    worker = _Worker(Process(), ours, True, threading.Event())  # type: ignore[arg-type]
+    tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+    first_ready = threading.Event()
+    thread = threading.Thread(target=_stand_for, args=(worker, tasks, first_ready), daemon=True)
+    thread.start()
+    assert not theirs.poll(0.3)  # not before the first worker is ready
+    first_ready.set()
+    assert theirs.poll(5) and theirs.recv() == "start"
+    assert not worker.ready.is_set()
+    theirs.send("ready")
+    assert worker.ready.wait(5)
+    from concurrent.futures import Future
+
+    future: Future[int] = Future()
+    tasks.put(_Task(future, (len, ("abc",), {})))
+    call = theirs.recv()
+    assert call[0] is len
+    theirs.send((True, 3))
+    assert future.result(5) == 3
+    tasks.put(None)
+    assert theirs.recv() is None  # no more tasks
+    thread.join(5)
+    assert not thread.is_alive()

@@ -19,6 +19,7 @@ from pipelines.ingest.processes import StartMethod
 from pipelines.ingest.run import ingest
 from pipelines.ingest.scan import game_blocks, split_games
 from pipelines.ingest.settings import IngestSettings
+from pipelines.ingest.workers import WorkerPool
 from pipelines.sources.open import open_source
 from pipelines.warehouse.layout import partition_file
 from schemas.speed import Speed
@@ -240,3 +241,46 @@ def test_units_of_blocks_are_sized_for_balance_and_bounded_memory() -> None:
     assert 22e6 / block_unit_bytes(5 << 20, 2) > 16
     assert block_unit_bytes(30 << 30, 2) == MAX_BLOCK_UNIT_BYTES  # a month
     assert block_unit_bytes(None, 16) == MAX_BLOCKS_IN_FLIGHT_BYTES // 32  # stdin, many cores
+
+
+class _Starting(WorkerPool):
+    """A pool whose workers seem to start late: never ready, or ready every other time asked."""
+
+    def __init__(self, when: str) -> None:
+        super().__init__(2)
+        self.when = when
+        self.asked = 0
+
+    @property
+    def ready(self) -> bool:
+        self.asked += 1
+        return self.when == "always" or (self.when == "every other time" and self.asked % 2 == 0)
+
+
+@pytest.mark.parametrize("when", ["never", "every other time", "always"])
+def test_games_scanned_here_while_workers_start_are_counted_alike(
+    tmp_path: Path, games_2021: Path, odd_cases: Path, when: str
+) -> None:
+    # Units scanned here (the workers not ready) send their kept games; the others their text.
+    illegal = (
+        '[Event "x"]\n[Result "1-0"]\n[WhiteElo "2500"]\n[BlackElo "2500"]\n'
+        '[TimeControl "300+0"]\n\n1. e4 e5 2. Ke3 Nc6 1-0\n\n'
+    )
+    text = read_text(games_2021) + "\n\n" + illegal + odd_cases.read_text() + illegal
+    path = tmp_path / "one-frame.pgn.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=1).compress(text.encode()))
+    want = ingest(
+        str(path), "2020-01", tmp_path / "one", EVERY, workers=1, write_kept=tmp_path / "one.pgn"
+    )
+    pool = _Starting(when)
+    got = ingest(
+        str(path), "2020-01", tmp_path / "two", EVERY, workers=2, pool=pool,
+        write_kept=tmp_path / "two.pgn",
+    )  # fmt: skip
+    assert pool.asked > 8  # (many units)
+    for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
+        assert getattr(want, key) == getattr(got, key), key
+    assert want.games_dropped["illegal_move"] == 2
+    files = [partition_file(tmp_path / name, "2020-01").read_bytes() for name in ("one", "two")]
+    assert files[0] == files[1]
+    assert (tmp_path / "one.pgn").read_bytes() == (tmp_path / "two.pgn").read_bytes()

@@ -12,16 +12,17 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from functools import partial
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.count_runs import count_games
+from pipelines.ingest.count_runs import count_kept
 from pipelines.ingest.frames import BOUNDARY, Frame, UnitText
-from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
-from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks
+from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource
@@ -41,15 +42,14 @@ def scan_unit(
 ) -> UnitCounts:
     """Count the games one unit of frames owns (see UnitText), read from the source here."""
     stats = ScanStats()
+    prefix = f"unit-{unit.start:07d}"
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the
         # caches.
         text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
         # Only the last unit's text ends where the source ends: its tail tells a cut source.
         blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
-        counts = _count_unit(
-            f"unit-{unit.start:07d}", blocks, stats, settings, staging, flush_rows, write_kept
-        )
+        counts = _count_unit(prefix, stats, settings, staging, flush_rows, write_kept, blocks)
     stats.pgn_bytes = text.own_length
     return counts
 
@@ -67,9 +67,17 @@ def count_blocks_unit(
     The text's own counts (bytes, line ends, oversized and cut games) were taken where it was
     split into blocks; these are the filter's and the counting's.
     """
-    return _count_unit(
-        f"unit-{index:07d}", blocks, ScanStats(), settings, staging, flush_rows, write_kept
-    )
+    prefix = f"unit-{index:07d}"
+    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, write_kept, blocks)
+
+
+def count_kept_unit(
+    index: int, games: list[KeptGame], settings: IngestSettings, staging: Path, flush_rows: int
+) -> UnitCounts:
+    """Count games that passed the filter where the text was read, the unit `index` in order
+    (their text, if asked for, was staged there)."""
+    prefix = f"unit-{index:07d}"
+    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, False, (), games)
 
 
 class UnitCounts(NamedTuple):
@@ -83,17 +91,19 @@ class UnitCounts(NamedTuple):
 
 def _count_unit(
     prefix: str,
-    blocks: Iterable[bytes],
     stats: ScanStats,
     settings: IngestSettings,
     staging: Path,
     flush_rows: int,
     write_kept: bool,
+    blocks: Iterable[bytes],
+    games: Iterable[KeptGame] = (),
 ) -> UnitCounts:
-    """Count the games of a unit's blocks into run files named after `prefix` under staging.
+    """Count `games` that passed the filter, then those of `blocks` that pass it, into run files
+    named after `prefix` under staging.
 
-    With `write_kept`, the text of the games kept is staged in `PREFIX.kept` under staging,
-    and the scan counts name those counting dropped (ScanStats.rejected).
+    With `write_kept`, the text of the games of `blocks` kept is staged in `PREFIX.kept` under
+    staging, and the scan counts name those counting dropped (ScanStats.rejected).
     """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     # The opening tree is kept across the units of this worker process (openings repeat).
@@ -101,9 +111,12 @@ def _count_unit(
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     kept = KeptText(staging / f"{prefix}.kept") if write_kept else None
     try:
-        runs, _TREE = count_games(
-            blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
-            keep=kept.add if kept is not None else None,
+        scanned = kept_games_in_blocks(
+            blocks, settings.rules, stats, keep=kept.add if kept is not None else None
+        )
+        runs, _TREE = count_kept(
+            chain(games, scanned), settings, stats, staging, prefix=prefix,
+            flush_rows=flush_rows, tree=_TREE,
         )  # fmt: skip
     finally:
         if kept is not None:
@@ -177,28 +190,86 @@ def count_blocks(
     in_flight: int,
     mark: Callable[[], int],
     total: int | None,
+    ready: Callable[[], bool] = lambda: True,
 ) -> Counted:
     """Count blocks of whole games read here in order, in units of about `unit_bytes`, on an
     executor whose workers also merge the runs (see merge_in_worker).
 
     At most `in_flight` units wait or run at once: memory stays bounded whatever the source's
     size. `mark()` tells how many of the source's `total` bytes have been read, for progress.
+    Until `ready()` (the workers have started), this process scans the units itself and sends
+    the workers the games kept, at most KEPT_UNIT_GAMES at a time, rather than wait.
     """
-    read = 0
-    with _Units(job, stats, total) as units:
-        for index, unit in enumerate(_in_units(blocks, unit_bytes)):
-            future = executor.submit(
-                count_blocks_unit, index, unit, job.settings, job.staging, job.flush_rows,
-                job.write_kept is not None,
-            )  # fmt: skip
-            now = mark()
-            units.submit(future, index, now - read)
-            read = now
-            while len(units.pending) >= in_flight:
-                units.collect(timeout=None)
-        while units.pending:
+    read = sent = 0  # source bytes read, units sent
+    units = _Units(job, stats, total)
+    here: _KeptHere | None = None
+
+    def submit(future: Future[UnitCounts]) -> None:
+        """Follow the unit sent last (the next place in source order)."""
+        nonlocal read, sent
+        now = mark()
+        units.submit(future, sent, now - read)
+        read, sent = now, sent + 1
+        while len(units.pending) >= in_flight:
             units.collect(timeout=None)
+
+    def send_here() -> None:
+        nonlocal here
+        assert here is not None and here.index == sent
+        games = here.close()
+        here = None
+        submit(executor.submit(count_kept_unit, sent, games, *common))
+
+    common = (job.settings, job.staging, job.flush_rows)
+    try:
+        with units:
+            for unit in _in_units(blocks, unit_bytes):
+                if not ready():
+                    here = here or _KeptHere(sent, job)  # (sent next: nothing goes before it)
+                    here.scan(unit, stats)
+                    if len(here.games) >= KEPT_UNIT_GAMES:
+                        send_here()
+                    continue
+                if here is not None:
+                    send_here()
+                write_kept = job.write_kept is not None
+                submit(executor.submit(count_blocks_unit, sent, unit, *common, write_kept))
+            if here is not None:
+                send_here()
+            while units.pending:
+                units.collect(timeout=None)
+    finally:
+        if here is not None:
+            here.close()
     return units.counted(executor)
+
+
+#: Most games scanned here sent to a worker at once (while the workers start).
+KEPT_UNIT_GAMES = 4096
+
+
+class _KeptHere:
+    """The games of units scanned here that passed the filter, to be counted as one unit."""
+
+    def __init__(self, index: int, job: Job) -> None:
+        self.index = index
+        self.rules = job.settings.rules
+        self.games: list[KeptGame] = []
+        self._text = None
+        if job.write_kept is not None:
+            self._text = KeptText(job.staging / f"unit-{index:07d}.kept")
+
+    def scan(self, blocks: list[bytes], stats: ScanStats) -> None:
+        """Add the games of blocks that pass the filter (counting the others in stats)."""
+        keep = self._text.add if self._text is not None else None
+        self.games.extend(kept_games_in_blocks(blocks, self.rules, stats, keep=keep))
+
+    def close(self) -> list[KeptGame]:
+        """Stop staging text; return the games."""
+        if self._text is not None:
+            self._text.close()
+            self._text = None
+        return self.games
 
 
 def merge_in_worker(runs: list[Path], target: Path, in_memory_rows: int) -> int:

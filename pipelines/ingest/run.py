@@ -208,7 +208,7 @@ def _count(
         counted = count_blocks(
             blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
             in_flight=BLOCK_UNITS_PER_WORKER * pool.workers, mark=lambda: opened.reader.bytes_read,
-            total=opened.size,
+            total=opened.size, ready=lambda: pool.ready,
         )  # fmt: skip
     else:
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)

@@ -48,6 +48,10 @@ class WorkerPool(Executor):
     An Executor: tasks go to whichever worker is free, one at a time each. A thread of this
     process stands for each worker, sending it tasks and setting their futures from its
     replies. An exception raised by a task comes back with the worker's traceback as a note.
+
+    The first worker imports at once; the others once it is ready. On two cores, a second
+    import at the same time would slow this process's start, and the first worker's, for work
+    a small source may never have for them.
     """
 
     def __init__(self, workers: int, *, start_method: StartMethod | None = None) -> None:
@@ -58,29 +62,36 @@ class WorkerPool(Executor):
         context = process_context(start_method)
         parent = forking_parent(context)
         self._tasks: queue.SimpleQueue[_Task | None] = queue.SimpleQueue()
+        self._first_ready = threading.Event()
         self._closed = False
         self._lock = threading.Lock()
-        processes: list[tuple[BaseProcess, Connection]] = []
-        for _ in range(workers):  # all forked before the first thread starts
+        self._workers: list[_Worker] = []
+        for number in range(workers):  # all forked before the first thread starts
             conn, child = context.Pipe()
+            later = number > 0
             process = context.Process(
-                target=_serve, args=(child, conn, parent), name="chesspipe-worker", daemon=True
-            )
+                target=_serve, args=(child, conn, parent, later), name="chesspipe-worker",
+                daemon=True,
+            )  # fmt: skip
             process.start()
             child.close()
-            processes.append((process, conn))
+            self._workers.append(_Worker(process, conn, later, threading.Event()))
         self._threads = [
             threading.Thread(
                 target=_stand_for,
-                args=(process, conn, self._tasks),
+                args=(worker, self._tasks, self._first_ready),
                 daemon=True,
-                name=f"chesspipe-worker-{process.pid}",
+                name=f"chesspipe-worker-{worker.process.pid}",
             )  # fmt: skip
-            for process, conn in processes
+            for worker in self._workers
         ]
-        self._processes = [process for process, _ in processes]
         for thread in self._threads:
             thread.start()
+
+    @property
+    def ready(self) -> bool:
+        """Whether a worker has done its imports and takes tasks (until then, tasks wait)."""
+        return self._first_ready.is_set()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         """Have a worker call fn(*args, **kwargs); fn and its arguments must pickle."""
@@ -93,7 +104,11 @@ class WorkerPool(Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Stop the workers once the tasks given are done (those not begun are cancelled with
-        `cancel_futures`); with `wait`, return when they have stopped."""
+        `cancel_futures`); with `wait`, return when they have stopped.
+
+        With `cancel_futures`, workers still importing (they have taken no task) are stopped at
+        once.
+        """
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -101,13 +116,17 @@ class WorkerPool(Executor):
                     with contextlib.suppress(queue.Empty):
                         while (task := self._tasks.get_nowait()) is not None:
                             task.future.cancel()
+                    for worker in self._workers:
+                        if not worker.ready.is_set():  # (it has no task, and will get none)
+                            worker.process.terminate()
+                self._first_ready.set()  # (no worker waits for the first any longer)
                 for _ in self._threads:
                     self._tasks.put(None)
         if wait:
             for thread in self._threads:
                 thread.join()
-            for process in self._processes:
-                process.join()
+            for worker in self._workers:
+                worker.process.join()
 
     def close(self) -> None:
         """Stop the workers: tasks not begun are cancelled, those running are waited for."""
@@ -122,6 +141,17 @@ class WorkerPool(Executor):
         self.close()
 
 
+class _Worker(NamedTuple):
+    """A worker process, this process's end of its pipe, and how it starts."""
+
+    process: BaseProcess
+    conn: Connection
+    #: It imports once the first worker is ready (it waits for a word on its pipe).
+    later: bool
+    #: Set once it has imported and takes tasks.
+    ready: threading.Event
+
+
 class _Task(NamedTuple):
     """A call for a worker, and the future of its result."""
 
@@ -130,13 +160,25 @@ class _Task(NamedTuple):
 
 
 def _stand_for(
-    process: BaseProcess, conn: Connection, tasks: queue.SimpleQueue[_Task | None]
+    worker: _Worker, tasks: queue.SimpleQueue[_Task | None], first_ready: threading.Event
 ) -> None:
     """Give one worker the tasks it takes, one at a time, and set their futures; then stop it.
 
-    Once the worker has died, the tasks it takes fail with WorkerDied.
+    A worker that starts later is told to start once `first_ready` is set; tasks are taken once
+    it says it is ready (`first_ready` is then set, if it was not). Once the worker has died,
+    the tasks it takes fail with WorkerDied.
     """
+    process, conn = worker.process, worker.conn
     dead: WorkerDied | None = None
+    try:
+        if worker.later:
+            first_ready.wait()
+            conn.send("start")
+        conn.recv()  # ready
+        worker.ready.set()
+    except (EOFError, ConnectionError):
+        dead = _died(process)
+    first_ready.set()  # (a first worker that died leaves the work to the others)
     while (task := tasks.get()) is not None:
         if not task.future.set_running_or_notify_cancel():
             continue
@@ -147,11 +189,7 @@ def _stand_for(
             conn.send(task.call)
             done, value = conn.recv()
         except (EOFError, ConnectionError):
-            process.join(1)
-            dead = WorkerDied(
-                "a worker process scanning and counting games stopped "
-                f"(exit code {process.exitcode})"
-            )
+            dead = _died(process)
             task.future.set_exception(dead)
             continue
         except BaseException as exc:  # noqa: BLE001 - a call that does not pickle, say
@@ -166,8 +204,17 @@ def _stand_for(
     conn.close()
 
 
-def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> None:
-    """A worker: import what counting needs, then do the tasks received until there are none.
+def _died(process: BaseProcess) -> WorkerDied:
+    """Return the error for the tasks of a worker that died (once it is reaped)."""
+    process.join(1)
+    return WorkerDied(
+        f"a worker process scanning and counting games stopped (exit code {process.exitcode})"
+    )
+
+
+def _serve(conn: Connection, parents_end: Connection, parent: int | None, later: bool) -> None:
+    """A worker: import what counting needs (`later`: once told to), say so, then do the tasks
+    received until there are none.
 
     `parents_end` is the other end of the pipe, closed here so that the parent's going away
     is seen as the end of input.
@@ -175,6 +222,11 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> Non
     parents_end.close()
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    if later:
+        try:
+            conn.recv()
+        except (EOFError, OSError):
+            return  # the parent went away, or closed the pool first
     from pipelines.ingest.allocator import reuse_large_buffers
 
     reuse_large_buffers()
@@ -185,6 +237,7 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None) -> Non
     import pipelines.ingest.runs  # noqa: F401
 
     try:
+        conn.send("ready")
         while (task := conn.recv()) is not None:
             fn, args, kwargs = task
             try:
