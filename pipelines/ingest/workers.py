@@ -1,9 +1,11 @@
 """The worker processes that scan and count units of games, started before they are needed.
 
-A WorkerPool is started first thing by the command, so that its processes import python-chess,
-NumPy and pyarrow on other cores while this process starts up and opens the source. Ingest then
-hands it units of work: frames of a pzstd-style file (pipelines.ingest.parallel.scan_unit) or
-blocks of whole games read here in order (count_blocks_unit), and the merge of their runs.
+A WorkerPool is started first thing by the command, so that its first process imports
+python-chess, NumPy and pyarrow on another core while this process starts up and opens the
+source (the others import once it is ready). Ingest then hands it units of work: frames of a
+pzstd-style file (pipelines.ingest.parallel.scan_unit), blocks of whole games read here in order
+(count_blocks_unit) or the games kept from blocks scanned here (count_kept_unit), and the merge
+of their runs.
 
 Each worker talks to this process over its own pipe, and nothing else holds the pipe's other
 end: when this process dies, however it dies, a waiting worker reads the end of its input and
