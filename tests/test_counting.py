@@ -188,8 +188,8 @@ def _ingest_rows(
 def test_a_daemonic_process_ingests_on_its_own(
     tmp_path: Path, games_2021: Path, framed: bool
 ) -> None:
-    # A Dask worker's process is daemonic: it may start neither the counting process nor
-    # worker processes (a pzstd-framed file would otherwise be split among workers).
+    # A Dask worker's process is daemonic: it may start no worker processes (a file would
+    # otherwise be split among them, by frames or by blocks).
     source = games_2021
     parallel_min_bytes = PARALLEL_MIN_BYTES
     if framed:
