@@ -304,6 +304,42 @@ def test_a_stray_closing_brace_or_parenthesis_is_skipped_as_python_chess_skips_i
     assert san_tokens(movetext, plies) == sans
 
 
+#: Text between moves that python-chess's PGN reader skips: it finds moves in the movetext by
+#: their pattern, whatever stands between them.
+BETWEEN_MOVES = [
+    b"1. e4 e5 2. Nf3.Nc6 3. Bb5 a6 4. Ba4 Nf6 1-0",  # a dot, no space
+    b"1. e4 e5 2. Nf3! . Nc6 3. Bb5 a6 1-0",  # a dot alone
+    b"1. e4 e5 2. Nf3 Nc6 3. Bb5+ a6 4. Ba4 Nf6xyz 5. O-O Be7 1-0",  # letters after a move
+    b"1. Pe4 e5 2. Nf3 Nc6 3. Bb5 a6 1-0",  # a pawn's letter
+    b"1. e4\xc3\xa9 e5 2. Nf3 Nc6 3. Bb5 a6 1-0",  # a letter beyond ASCII
+    b"1. e4$1 e5 2. Nf3$14 Nc6 3. Bb5 a6 1-0",  # NAGs against the moves
+    b"1.e4 e5 2.Nf3 Nc6 3.Bb5 a6 4.Ba4 Nf6 5.O-O Be7 6.Re1 b5 7.Bb3 d6 8.c3 O-O 1-0",
+]
+
+
+@pytest.mark.parametrize("plies", [3, 40])
+@pytest.mark.parametrize("movetext", BETWEEN_MOVES)
+def test_text_between_moves_is_skipped_as_python_chess_skips_it(
+    movetext: bytes, plies: int
+) -> None:
+    import io
+
+    import chess.pgn
+
+    game = chess.pgn.read_game(io.StringIO(movetext.decode()))
+    assert game is not None and not game.errors  # python-chess reads it whole
+    keys, moves = python_chess_mainline_rows(movetext, plies)
+    assert len(keys) >= 3
+    for batched in (True, False):
+        stats = ScanStats()
+        counter = MoveCounter(plies, stats, batched=batched)
+        counter.add(KeptGame(2300, 2300, Speed.BLITZ, 2, None, movetext))
+        counter.flush()
+        assert stats.dropped == {} and stats.games_kept == 1, batched
+        assert counter.rows.keys.tolist() == keys, batched
+        assert counter.rows.moves.tolist() == moves, batched
+
+
 def numbered_movetext(tokens: list[bytes], comments: list[bytes], rng: random.Random) -> bytes:
     """Tokens written as PGN movetext with move numbers and, at random, comments after moves."""
     out = []

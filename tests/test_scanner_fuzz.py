@@ -250,7 +250,10 @@ def test_below_pattern_matches_exactly_the_smaller_numbers(limit: int) -> None:
 
 
 def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[bytes]:
-    """The tokenizer spelled out with one regular expression per step."""
+    """The tokenizer spelled out with one regular expression per step, the moves found by
+    python-chess's own movetext pattern."""
+    import chess.pgn
+
     text = re.sub(rb"\{[^}]*(?:\}|\Z)|;[^\n]*", b" ", movetext)
     while True:
         stripped = re.sub(rb"\([^()]*\)", b" ", text)
@@ -258,15 +261,11 @@ def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[byte
             break
         text = stripped
     text = re.sub(rb"\(.*", b"", text, flags=re.DOTALL)  # a variation never closed
-    text = re.sub(rb"[})]", b" ", text)  # stray closers
-    tokens = []
-    for raw in text.split():
-        token = re.sub(rb"^\d+\.+", b"", raw)
-        if not token or token.startswith(b"$") or token in (b"1-0", b"0-1", b"1/2-1/2", b"*"):
-            continue
-        token = token.rstrip(b"!?")
-        if token:
-            tokens.append(token)
+    tokens = [
+        match.group(1).encode("latin-1")
+        for match in chess.pgn.MOVETEXT_REGEX.finditer(text.decode("latin-1"))
+        if match.group(1)
+    ]
     return tokens if limit is None else tokens[:limit]
 
 
@@ -276,7 +275,8 @@ def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[byte
         st.sampled_from(
             [b"1.", b"12...", b"3.e4", b"e4", b"Nf3!?", b"O-O", b"0-0", b"1-0", b"1/2-1/2", b"*",
              b"$14", b"{ [%clk 0:03:00] }", b"{", b"}", b"(", b")", b";c\n", b"??", b"1.1-0",
-             b"exd8=Q+", b"\t", b"\n", b"7", b"...", b"e4$1", b"\xc3\xa9"]
+             b"exd8=Q+", b"\t", b"\n", b"7", b"...", b"e4$1", b"\xc3\xa9", b"Nf3.", b".",
+             b"Pe4", b"e4xyz", b"--", b"Z0", b"0000", b"Qh4#", b"@", b"N@f3", b"e8Q"]
         ),
         max_size=40,
     ),
@@ -287,6 +287,27 @@ def test_san_tokens_equal_the_reference(parts: list[bytes], limit: int | None) -
     assert san_tokens(movetext, limit) == san_tokens_reference(movetext, limit)
     joined = b"".join(parts)
     assert san_tokens(joined, limit) == san_tokens_reference(joined, limit)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    text=st.lists(
+        st.sampled_from(list(b"0123456789abcdefghNBRQKPOZxX@-=/.$!?+#*{}();\n \xc3")),
+        max_size=60,
+    ).map(bytes),
+    limit=st.sampled_from([None, 1, 3]),
+)
+def test_san_tokens_find_moves_as_python_chess_finds_them(text: bytes, limit: int | None) -> None:
+    # Any text of movetext's characters: words split or glued anyhow, digits against moves.
+    assert san_tokens(text, limit) == san_tokens_reference(text, limit)
+
+
+def test_a_long_game_with_a_bad_word_at_its_end_is_read_at_once() -> None:
+    # (A guard: checking the words with a pattern that tries each word's shapes again on every
+    # failure after it took minutes for 30 words, and would never end here.)
+    movetext = b" ".join(b"%d. e4 e5" % n for n in range(1, 200)) + b" 200. e4x! 1-0"
+    assert san_tokens(movetext) == san_tokens_reference(movetext)
+    assert len(san_tokens(movetext)) == 2 * 199 + 1
 
 
 #: Comments and tags that hold what looks like a game boundary, or braces, in legal PGN.

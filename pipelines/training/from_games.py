@@ -25,7 +25,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +46,7 @@ from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import atomic_path
 from schemas.binpack import fen_prefix
-from schemas.movetext import has_moves, san_tokens
+from schemas.movetext import are_moves, has_moves, move_words, san_tokens
 from schemas.plain import PlainRecord
 from schemas.training_lineage import TRAINING_LINEAGE_SCHEMA, lineage_path_for
 from schemas.version import __version__
@@ -213,8 +213,19 @@ def moves_and_evals(movetext: bytes) -> tuple[list[bytes], list[int | None]]:
     """Return a movetext's mainline SAN moves and, for each, the score of the [%eval] after it.
 
     Scores are from the mover's view (White moves first), None where a move has no eval. Raise
-    BadEval when a comment holds an [%eval without a well-formed value.
+    BadEval when a comment holds an [%eval without a well-formed value. The moves are
+    san_tokens's: words between comments that are each a move, else what python-chess finds.
     """
+    tokens, evals = _moves_and_evals(movetext, move_words)
+    if are_moves(tokens):
+        return tokens, evals
+    return _moves_and_evals(movetext, san_tokens)
+
+
+def _moves_and_evals(
+    movetext: bytes, read: Callable[[bytes], list[bytes]]
+) -> tuple[list[bytes], list[int | None]]:
+    """moves_and_evals, the text between comments read by `read`."""
     tokens: list[bytes] = []
     evals: list[int | None] = []
     pieces = _COMMENT.split(movetext) if b"{" in movetext else [movetext]
@@ -228,7 +239,7 @@ def moves_and_evals(movetext: bytes) -> tuple[list[bytes], list[int | None]]:
             if tokens and evals[-1] is None:
                 evals[-1] = parse_eval(found.group(1), len(tokens) % 2 == 1)
             continue
-        for token in san_tokens(piece):
+        for token in read(piece):
             tokens.append(token)
             evals.append(None)
     return tokens, evals

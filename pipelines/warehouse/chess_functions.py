@@ -12,7 +12,7 @@ import re
 import chess
 import chess.polyglot
 
-from schemas.movetext import san_tokens
+from schemas.movetext import move_words
 from schemas.polyglot import decode_move, move_to_uci, polyglot_key
 
 
@@ -74,7 +74,7 @@ def play_moves(start: chess.Board, moves: str) -> chess.Board:
     """
     board = start.copy(stack=False)
     root = board.copy()
-    tokens = san_tokens(moves.encode("utf-8", "replace"))
+    tokens = move_words(moves.encode("utf-8", "replace"))
     for token in (t.decode("utf-8", "replace") for t in tokens):
         move_text = _ANNOTATION.sub("", token)
         try:
