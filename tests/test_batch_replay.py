@@ -277,15 +277,11 @@ STRAY_CLOSERS = [
 ]
 
 
-@pytest.mark.parametrize("plies", [4, 40])
-@pytest.mark.parametrize("movetext", STRAY_CLOSERS)
-def test_a_stray_closing_brace_or_parenthesis_is_skipped_as_python_chess_skips_it(
-    movetext: bytes, plies: int
-) -> None:
-    """A `}` or `)` that closes nothing: python-chess reads the moves around it (a variation
-    never closed, the moves before it); the batch and the one-by-one counting count them."""
+def assert_counted_as_python_chess_reads_it(movetext: bytes, plies: int, at_least: int) -> None:
+    """The batch and the one-by-one counting count a kept game's first plies as python-chess
+    reads its movetext (at least `at_least` plies)."""
     keys, moves = python_chess_mainline_rows(movetext, plies)
-    assert len(keys) >= 4
+    assert len(keys) >= at_least
     for batched in (True, False):
         stats = ScanStats()
         counter = MoveCounter(plies, stats, batched=batched)
@@ -294,6 +290,16 @@ def test_a_stray_closing_brace_or_parenthesis_is_skipped_as_python_chess_skips_i
         assert stats.dropped == {} and stats.games_kept == 1, batched
         assert counter.rows.keys.tolist() == keys, batched
         assert counter.rows.moves.tolist() == moves, batched
+
+
+@pytest.mark.parametrize("plies", [4, 40])
+@pytest.mark.parametrize("movetext", STRAY_CLOSERS)
+def test_a_stray_closing_brace_or_parenthesis_is_skipped_as_python_chess_skips_it(
+    movetext: bytes, plies: int
+) -> None:
+    """A `}` or `)` that closes nothing: python-chess reads the moves around it (a variation
+    never closed, the moves before it); the batch and the one-by-one counting count them."""
+    assert_counted_as_python_chess_reads_it(movetext, plies, at_least=4)
     import io
 
     import chess.pgn
@@ -328,16 +334,7 @@ def test_text_between_moves_is_skipped_as_python_chess_skips_it(
 
     game = chess.pgn.read_game(io.StringIO(movetext.decode()))
     assert game is not None and not game.errors  # python-chess reads it whole
-    keys, moves = python_chess_mainline_rows(movetext, plies)
-    assert len(keys) >= 3
-    for batched in (True, False):
-        stats = ScanStats()
-        counter = MoveCounter(plies, stats, batched=batched)
-        counter.add(KeptGame(2300, 2300, Speed.BLITZ, 2, None, movetext))
-        counter.flush()
-        assert stats.dropped == {} and stats.games_kept == 1, batched
-        assert counter.rows.keys.tolist() == keys, batched
-        assert counter.rows.moves.tolist() == moves, batched
+    assert_counted_as_python_chess_reads_it(movetext, plies, at_least=3)
 
 
 def numbered_movetext(tokens: list[bytes], comments: list[bytes], rng: random.Random) -> bytes:
