@@ -148,7 +148,7 @@ def test_a_failure_in_a_worker_publishes_nothing(
     import pipelines.ingest.parallel
 
     # Forked after the patch: the workers count with the replacement.
-    monkeypatch.setattr(pipelines.ingest.parallel, "count_kept", replacement)
+    monkeypatch.setattr(pipelines.ingest.parallel, "count_games", replacement)
     pool = WorkerPool(2, start_method="fork")
     with pytest.raises(error, match=message) as raised:
         ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, pool=pool)

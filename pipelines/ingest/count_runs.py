@@ -7,11 +7,13 @@ is kept, not before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.kept_text import KeptText
 from pipelines.ingest.scan import kept_games_in_blocks
 
 if TYPE_CHECKING:
@@ -77,15 +79,25 @@ def count_games(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-    keep: Callable[[bytes], object] | None = None,
+    kept: Iterable[KeptGame] = (),
+    kept_text: Path | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
-    """Count the first plies of the kept games into aggregated run files under staging.
+    """Count the first plies of the games of blocks (from game_blocks) that pass the filter,
+    after `kept` (games that passed it where they were read), into run files under staging.
 
     Return the run files and the opening tree used (None if no game was kept and none given).
-    `keep` is called with the text of each game that passes the filter (see
-    kept_games_in_blocks).
+    With `kept_text`, the text of the games of blocks that pass is staged there (KeptText);
+    the scan counts then name those counting dropped (ScanStats.rejected).
     """
-    kept = kept_games_in_blocks(blocks, settings.rules, stats, keep=keep)
-    return count_kept(
-        kept, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=tree
-    )
+    text = KeptText(kept_text) if kept_text is not None else None
+    try:
+        passed = kept_games_in_blocks(
+            blocks, settings.rules, stats, keep=text.add if text is not None else None
+        )
+        return count_kept(
+            chain(kept, passed), settings, stats, staging, prefix=prefix, flush_rows=flush_rows,
+            tree=tree,
+        )  # fmt: skip
+    finally:
+        if text is not None:
+            text.close()

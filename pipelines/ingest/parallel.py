@@ -12,12 +12,11 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import contextmanager
 from functools import partial
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
-from pipelines.ingest.count_runs import count_kept
+from pipelines.ingest.count_runs import count_games
 from pipelines.ingest.frames import BOUNDARY, Frame, UnitText
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
@@ -100,7 +99,7 @@ def _count_unit(
     games: Iterable[KeptGame] = (),
 ) -> UnitCounts:
     """Count `games` that passed the filter, then those of `blocks` that pass it, into run files
-    named after `prefix` under staging.
+    named after `prefix` under staging (count_runs.count_games).
 
     With `write_kept`, the text of the games of `blocks` kept is staged in `PREFIX.kept` under
     staging, and the scan counts name those counting dropped (ScanStats.rejected).
@@ -109,18 +108,10 @@ def _count_unit(
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    kept = KeptText(staging / f"{prefix}.kept") if write_kept else None
-    try:
-        scanned = kept_games_in_blocks(
-            blocks, settings.rules, stats, keep=kept.add if kept is not None else None
-        )
-        runs, _TREE = count_kept(
-            chain(games, scanned), settings, stats, staging, prefix=prefix,
-            flush_rows=flush_rows, tree=_TREE,
-        )  # fmt: skip
-    finally:
-        if kept is not None:
-            kept.close()
+    runs, _TREE = count_games(
+        blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
+        kept=games, kept_text=staging / f"{prefix}.kept" if write_kept else None,
+    )  # fmt: skip
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
 

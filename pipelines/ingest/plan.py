@@ -54,12 +54,14 @@ class Strategy(enum.Enum):
 @dataclass(frozen=True)
 class ReadPlan:
     """The strategy chosen for a source, with the frames and units it is split into (UNITS),
-    or the size of its units of text (BLOCKS)."""
+    or the size of its units of text and how many may be in flight (BLOCKS)."""
 
     strategy: Strategy
     frames: list[Frame] = field(default_factory=list)
     units: list[range] = field(default_factory=list)
     unit_bytes: int = 0
+    #: BLOCKS: the most units read ahead of the workers (waiting for one, or being counted).
+    in_flight: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,10 @@ def plan_read(
         if split is not None:
             return ReadPlan(Strategy.UNITS, *split)
     if workers > 1 and executor is None:
-        return ReadPlan(Strategy.BLOCKS, unit_bytes=block_unit_bytes(opened.size, workers))
+        unit_bytes = block_unit_bytes(opened.size, workers)
+        return ReadPlan(
+            Strategy.BLOCKS, unit_bytes=unit_bytes, in_flight=BLOCK_UNITS_PER_WORKER * workers
+        )
     return ReadPlan(Strategy.IN_PROCESS)
 
 

@@ -18,10 +18,9 @@ from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
 from pipelines.ingest.game_filter import ScanStats
-from pipelines.ingest.kept_text import KeptPart, KeptText, write_kept_games
+from pipelines.ingest.kept_text import KeptPart, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
 from pipelines.ingest.plan import (
-    BLOCK_UNITS_PER_WORKER,
     PARALLEL_MIN_BYTES,
     Counted,
     Job,
@@ -207,8 +206,8 @@ def _count(
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=False, report=False)
         counted = count_blocks(
             blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
-            in_flight=BLOCK_UNITS_PER_WORKER * pool.workers, mark=lambda: opened.reader.bytes_read,
-            total=opened.size, ready=lambda: pool.ready,
+            in_flight=plan.in_flight, mark=lambda: opened.reader.bytes_read, total=opened.size,
+            ready=lambda: pool.ready,
         )  # fmt: skip
     else:
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
@@ -244,15 +243,10 @@ def _blocks_in_order(
 
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     """Scan and count blocks in this process (staging the text of the games kept if asked)."""
-    kept_text = KeptText(job.staging / "source.kept") if job.write_kept is not None else None
-    try:
-        runs, tree = count_games(
-            blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows,
-            keep=kept_text.add if kept_text is not None else None,
-        )  # fmt: skip
-    finally:
-        if kept_text is not None:
-            kept_text.close()
+    kept_text = job.staging / "source.kept" if job.write_kept is not None else None
+    runs, tree = count_games(
+        blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, kept_text=kept_text
+    )
     hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
 
     def write(target: Path) -> int:
@@ -260,7 +254,7 @@ def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
 
         return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
-    kept = [KeptPart(kept_text.path, stats.rejected)] if kept_text is not None else []
+    kept = [KeptPart(kept_text, stats.rejected)] if kept_text is not None else []
     return Counted(hits, misses, write, kept=kept)
 
 
