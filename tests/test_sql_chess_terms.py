@@ -109,7 +109,8 @@ def query(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[tuple[
 
 @pytest.fixture
 def con(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
-    connection = connect(tmp_path / "empty-warehouse", chess_terms=True)
+    # The tests load tables of their own from tmp_path: the connection may read there too.
+    connection = connect(tmp_path / "empty-warehouse", chess_terms=True, allow_read=[tmp_path])
     yield connection
     connection.close()
 

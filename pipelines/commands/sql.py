@@ -23,22 +23,39 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--warehouse", required=True, type=Path)
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument(
+        "--allow-read",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="also let the query read this file or folder (repeatable); without it a query "
+        "reads the warehouse's statistics and the bundled opening names, no other file",
+    )
+    parser.add_argument(
         "--allow-write",
         action="store_true",
-        help="also run statements that may write files (COPY ... TO, EXPORT, ATTACH, CREATE, "
-        "INSERT, ...); without it a query only reads, and cannot overwrite the warehouse",
+        help="run any statement, on any file, with any setting (COPY ... TO, EXPORT, ATTACH, "
+        "CREATE, SET, ...); without it a query only reads (SELECT, WITH, VALUES, DESCRIBE, "
+        "SHOW, SUMMARIZE, EXPLAIN), cannot change a setting and cannot write a file",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
-    from pipelines.warehouse.sql import WriteNotAllowed, run_query
+    from pipelines.warehouse.sql import ReadNotAllowed, WriteNotAllowed, run_query
 
+    for extra in args.allow_read:
+        if not extra.exists():
+            raise ChesspipeError(f"--allow-read {extra}: no such file or folder")
     try:
-        columns, rows = run_query(args.warehouse, args.query, allow_write=args.allow_write)
+        columns, rows = run_query(
+            args.warehouse, args.query, allow_write=args.allow_write, allow_read=args.allow_read
+        )
     except WriteNotAllowed as exc:
         raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None
+    except ReadNotAllowed as exc:
+        raise ChesspipeError(f"{exc} (pass --allow-read PATH to let it)") from None
     except ValueError as exc:
         raise ChesspipeError(str(exc).splitlines()[0]) from None
     from pipelines.warehouse.layout import available_months

@@ -84,10 +84,8 @@ class StatsIndex:
         }  # fmt: skip
         if not months:
             return cls([], [], {name: np.zeros(0, dtype=t) for name, t in dtypes.items()})
-        con = connect(warehouse)
+        con = connect(warehouse, threads=2)
         try:
-            con.execute("SET threads = 2")
-            con.execute("SET enable_progress_bar = false")
             names = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
             rated_rows = "rating_group" in names
             group = "rating_group" if rated_rows else "NULL::USMALLINT"

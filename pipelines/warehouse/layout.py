@@ -97,7 +97,8 @@ def publish_file(tmp: Path, target: Path) -> None:
 
 
 def available_months(warehouse: Path) -> list[str]:
-    """Return the months that have statistics, in order."""
+    """Return the months that have statistics, in order: folders named `month=YYYY-MM` that
+    hold a `part-0.parquet` file (a `month=2021-10.bak` is no month)."""
     root = stats_dir(warehouse)
     if not root.is_dir():
         return []
@@ -106,17 +107,18 @@ def available_months(warehouse: Path) -> list[str]:
         if (
             child.is_dir()
             and child.name.startswith("month=")
-            and (child / "part-0.parquet").exists()
+            and MONTH_RE.fullmatch(child.name[len("month=") :])
+            and (child / "part-0.parquet").is_file()
         ):
             months.append(child.name[len("month=") :])
     return sorted(months)
 
 
-def sql_string(path: Path) -> str:
-    """Return a path as a DuckDB string literal (quotes doubled), for read_parquet and read_csv."""
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def sql_paths(paths: list[Path]) -> str:
     """Return paths as a DuckDB list of string literals."""
-    return "[" + ", ".join(sql_string(path) for path in paths) + "]"
+    return sql_list([str(path) for path in paths])
+
+
+def sql_list(texts: list[str]) -> str:
+    """Return texts as a DuckDB list of string literals (quotes doubled)."""
+    return "[" + ", ".join("'" + text.replace("'", "''") + "'" for text in texts) + "]"

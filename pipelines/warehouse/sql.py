@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.warehouse.layout import available_months, sql_paths, sql_string, stats_dir
+from pipelines.warehouse.layout import available_months, partition_file, sql_list, sql_paths
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.yearly import fresh_yearly_files
 
@@ -15,25 +17,50 @@ if TYPE_CHECKING:
     import duckdb
 
 
-#: Statements that only read: anything else (COPY ... TO, EXPORT, ATTACH, CREATE, INSERT, ...)
-#: needs `allow_write`, so that a query cannot overwrite the warehouse's files by accident.
-READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN", "SET", "VARIABLE_SET", "PRAGMA"})
+#: Statements that only read. DuckDB parses WITH, VALUES, FROM-first queries, DESCRIBE, SHOW,
+#: SUMMARIZE and UNPIVOT as SELECT; anything else (SET, PRAGMA, CALL, COPY, EXPORT, ATTACH,
+#: CREATE, INSERT, LOAD, ...) needs `allow_write`.
+READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
 
 
 class WriteNotAllowed(ValueError):
-    """A statement that may write files, in a query that was to read only."""
+    """A statement that does not only read, in a query that was to read only."""
 
     def __init__(self, kind: str) -> None:
-        super().__init__(f"{kind} statements may write files; queries only read")
+        super().__init__(
+            f"{kind} statements are refused: a query only reads (SELECT, WITH, VALUES, "
+            "DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
+        )
         self.kind = kind
 
 
+class ReadNotAllowed(ValueError):
+    """A query that opens a file outside the warehouse and the folders it may read."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"the query opens {path}: a query reads the warehouse's statistics and the "
+            "bundled opening names, no other file"
+        )
+        self.path = path
+
+
+#: DuckDB's message when a locked connection is asked for a file it may not open.
+_NOT_ALLOWED = re.compile(r'Permission Error: Cannot access (?:file|directory) "(.*?)"')
+
+
 def run_query(
-    warehouse: Path, query: str, *, allow_write: bool = False
+    warehouse: Path,
+    query: str,
+    *,
+    allow_write: bool = False,
+    allow_read: Sequence[Path] = (),
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run a query over the warehouse; return column names and rows.
 
-    Only statements that read are taken unless `allow_write`.
+    Unless `allow_write`, only statements that read are taken, and they open no file but the
+    warehouse's statistics, the bundled opening names and what lies under `allow_read`
+    (`connect`).
     """
     import duckdb
 
@@ -41,7 +68,10 @@ def run_query(
     if not warehouse.is_dir():
         reason = "is not a folder" if warehouse.exists() else "does not exist"
         raise ValueError(f"warehouse {warehouse} {reason}")
-    con = connect(warehouse, chess_terms=uses_chess_terms(query))
+    con = connect(
+        warehouse, chess_terms=uses_chess_terms(query), allow_read=allow_read,
+        allow_write=allow_write,
+    )  # fmt: skip
     try:
         if not allow_write:
             for statement in con.extract_statements(query):
@@ -51,6 +81,11 @@ def run_query(
         result = con.execute(query)
         columns = [d[0] for d in result.description] if result.description else []
         rows = result.fetchall() if result.description else []
+    except duckdb.PermissionException as exc:
+        refused = _NOT_ALLOWED.search(str(exc))
+        if refused is None:
+            raise ValueError(f"SQL error: {duckdb_message(str(exc))}") from None
+        raise ReadNotAllowed(refused.group(1)) from None
     except duckdb.Error as exc:
         raise ValueError(f"SQL error: {duckdb_message(str(exc))}") from None
     finally:
@@ -102,7 +137,13 @@ _EMPTY_STATS = (
 
 
 def connect(
-    warehouse: Path, memory_limit: str = "2GB", chess_terms: bool = False
+    warehouse: Path,
+    *,
+    memory_limit: str = "2GB",
+    threads: int | None = None,
+    chess_terms: bool = False,
+    allow_read: Sequence[Path] = (),
+    allow_write: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """Open DuckDB with a view `move_stats` over every month, `move_stats_yearly` over the
     compacted years that still match their months (pipelines.warehouse.yearly; the same rows
@@ -110,34 +151,69 @@ def connect(
     `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
     (`register_chess_terms`).
 
+    The connection is locked: DuckDB may open the files its views read and whatever lies
+    under `allow_read` (files or folders), no other file, and no setting can be changed
+    (`enable_external_access = false`, `allowed_paths`, `lock_configuration`). So no query
+    reads elsewhere, loads an extension or creates a file; the one write DuckDB still lets
+    through is a `COPY ... (USE_TMP_FILE false)` over one of the views' own files, which
+    `run_query` refuses with every statement that does not only read. `allow_write` gives
+    DuckDB as it comes: any file, any setting.
+
     `chess_terms` is off by default because DuckDB imports NumPy to register a Python function
     (about 0.1 s), which a book build does not need.
     """
     import duckdb
 
-    con = duckdb.connect()
-    con.execute(f"SET memory_limit = '{memory_limit}'")
-    con.execute("SET preserve_insertion_order = false")
+    config: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
+    if threads is not None:
+        config["threads"] = threads
+    con = duckdb.connect(config=config)
+    # No bar on a server's or a command's terminal (the setting is locked below); in Jupyter
+    # without ipywidgets DuckDB refuses the setting, and has no bar to turn off.
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.execute("SET enable_progress_bar = false")
     con.execute(UCI_MACRO)
+    read: list[Path] = []
     if chess_terms:
-        register_chess_terms(con)
-    months = stats_dir(Path(warehouse)) / "month=*" / "*.parquet"
-    has_months = bool(available_months(Path(warehouse)))
-    _stats_view(con, "move_stats", sql_string(months) if has_months else None, "month")
-    yearly = fresh_yearly_files(Path(warehouse))
-    _stats_view(con, "move_stats_yearly", sql_paths(yearly) if yearly else None, "year")
+        read += register_chess_terms(con)
+    root = Path(warehouse).absolute()
+    months = [partition_file(root, month) for month in available_months(root)]
+    _stats_view(con, "move_stats", months, "month")
+    yearly = fresh_yearly_files(root)
+    _stats_view(con, "move_stats_yearly", yearly, "year")
+    if not allow_write:
+        lock(con, [*months, *yearly, *read], allow_read)
     return con
 
 
-def _stats_view(
-    con: duckdb.DuckDBPyConnection, name: str, files: str | None, partition: str
+def lock(
+    con: duckdb.DuckDBPyConnection, files: Sequence[Path], allow_read: Sequence[Path] = ()
 ) -> None:
-    """Create a view of statistics files (a DuckDB glob or list) partitioned by `partition`
-    (a VARCHAR hive column); without files, a view of no rows with the same columns."""
+    """Let a DuckDB connection open `files` and what lies under `allow_read` only, and lock
+    its configuration so that no statement can widen that."""
+    paths = [str(Path(path).absolute()) for path in files]
+    folders = []
+    for extra in allow_read:
+        extra = Path(extra).absolute()
+        if extra.is_dir():
+            folders.append(os.path.join(extra, ""))  # a folder, not every name it begins
+        else:
+            paths.append(str(extra))
+    con.execute(f"SET allowed_paths = {sql_list(paths)}")
+    con.execute(f"SET allowed_directories = {sql_list(folders)}")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def _stats_view(
+    con: duckdb.DuckDBPyConnection, name: str, files: list[Path], partition: str
+) -> None:
+    """Create a view of statistics files partitioned by `partition` (a VARCHAR hive column);
+    without files, a view of no rows with the same columns."""
     source = (
-        f"read_parquet({files}, hive_partitioning = true, "
+        f"read_parquet({sql_paths(files)}, hive_partitioning = true, "
         f"hive_types = {{'{partition}': VARCHAR}}, union_by_name = true)"
-        if files is not None
+        if files
         else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
@@ -192,8 +268,11 @@ CHESS_FUNCTIONS: tuple[tuple[str, Callable[..., Any], tuple[str, ...], str], ...
 )
 
 
-def register_chess_terms(con: duckdb.DuckDBPyConnection, openings: Path | None = None) -> None:
-    """Add the chess functions and the `openings` view to a DuckDB connection.
+def register_chess_terms(
+    con: duckdb.DuckDBPyConnection, openings: Path | None = None
+) -> list[Path]:
+    """Add the chess functions and the `openings` view to a DuckDB connection; return the
+    files the view reads (for `lock`).
 
     `key_of_fen(fen)`, `key_after(moves)`, `fen_after(moves)` and `san(move, fen)` run
     python-chess, imported on their first call; `openings` (eco, name, pgn, key, plies, fen)
@@ -204,7 +283,7 @@ def register_chess_terms(con: duckdb.DuckDBPyConnection, openings: Path | None =
     folder = openings_dir() if openings is None else Path(openings)
     files = opening_files(folder)
     if not files:
-        return
+        return []
 
     def fact(index: int) -> Callable[[str], Any]:
         def call(pgn: str) -> Any:
@@ -227,3 +306,4 @@ def register_chess_terms(con: duckdb.DuckDBPyConnection, openings: Path | None =
         f"FROM read_csv({sql_paths(files)}, delim = '\t', header = true, quote = '', escape = '', "
         "auto_detect = false, columns = {'eco': 'VARCHAR', 'name': 'VARCHAR', 'pgn': 'VARCHAR'})"
     )
+    return files

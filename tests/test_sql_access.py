@@ -1,0 +1,223 @@
+"""What a query may open: the warehouse's statistics and the opening names, nothing else, and no
+setting that would widen it; `chesspipe sql`, `run_query` and `connect` alike."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from pipelines.ingest.game_filter import GameFilter
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
+from pipelines.warehouse.layout import available_months
+from pipelines.warehouse.sql import ReadNotAllowed, WriteNotAllowed, connect, run_query
+from schemas.speed import Speed
+from tests.conftest import run_cli
+from tests.sample_tool import make_sample
+
+ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
+MONTH = make_sample.SAMPLE_MONTHS[0]
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("warehouse")
+    ingest(str(make_sample.sample_path(MONTH)), MONTH, folder, IngestSettings(ANY))
+    return folder
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """Every file under a folder with its sha256: what a refused query must leave as it was."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _partition(warehouse: Path) -> Path:
+    return warehouse / "move_stats" / f"month={MONTH}" / "part-0.parquet"
+
+
+def _manifest(warehouse: Path) -> Path:
+    return warehouse / "move_stats" / f"month={MONTH}.json"
+
+
+# The attacks an adversarial run found, and their kin: each would open, write or reconfigure.
+WRITES = [
+    "SET log_query_path = '{partition}'; SELECT 1",
+    "PRAGMA enable_profiling = 'json'; SET profiling_output = '{manifest}'; SELECT 1",
+    "SET enable_external_access = true",
+    "COPY (SELECT 1 AS x) TO '{partition}' (FORMAT parquet, USE_TMP_FILE false)",
+    "SELECT 1; COPY (SELECT 1 AS x) TO '{outside}'",
+    "EXPORT DATABASE '{outside}'",
+    "ATTACH '{outside}.db'",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "CALL checkpoint()",
+    "CREATE TABLE t AS SELECT 1",
+]
+READS_OUTSIDE = [
+    ("SELECT * FROM read_text('/etc/passwd')", "/etc/passwd"),
+    ("SELECT * FROM glob('/root/*')", "/root/*"),
+    ("SELECT * FROM read_csv('/etc/passwd', sep = ':')", "/etc/passwd"),
+    ("SELECT * FROM read_text('{manifest}')", "{manifest}"),
+    ("SELECT count(*) FROM glob('{warehouse}/**')", "{warehouse}/**"),
+    ("SELECT * FROM read_text('/proc/self/environ')", "/proc/self/environ"),
+    ("SELECT * FROM read_csv('http://127.0.0.1:9/x.csv')", "http://127.0.0.1:9/x.csv"),
+]
+
+
+def _fill(text: str, warehouse: Path, outside: Path) -> str:
+    return text.format(
+        partition=_partition(warehouse), manifest=_manifest(warehouse), warehouse=warehouse,
+        outside=outside,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("query", WRITES)
+def test_a_query_that_writes_or_reconfigures_is_refused(
+    warehouse: Path, tmp_path: Path, query: str
+) -> None:
+    before = _digests(warehouse)
+    query = _fill(query, warehouse, tmp_path / "out")
+    with pytest.raises(WriteNotAllowed):
+        run_query(warehouse, query)
+    proc = run_cli("sql", "--warehouse", str(warehouse), query, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("chesspipe: error: ") and line.endswith("(pass --allow-write to run it)")
+    assert _digests(warehouse) == before
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("query", "path"), READS_OUTSIDE)
+def test_a_query_reads_no_file_but_the_statistics(
+    warehouse: Path, tmp_path: Path, query: str, path: str
+) -> None:
+    query, path = _fill(query, warehouse, tmp_path), _fill(path, warehouse, tmp_path)
+    with pytest.raises(ReadNotAllowed) as refused:
+        run_query(warehouse, query)
+    assert refused.value.path == path
+    proc = run_cli("sql", "--warehouse", str(warehouse), query, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"chesspipe: error: the query opens {path}: a query reads the warehouse's statistics "
+        "and the bundled opening names, no other file (pass --allow-read PATH to let it)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT count(*) FROM move_stats",
+        "WITH m AS (SELECT games FROM move_stats) SELECT sum(games) FROM m",
+        "FROM move_stats LIMIT 1",
+        "VALUES (1), (2)",
+        "DESCRIBE move_stats",
+        "SHOW TABLES",
+        "SUMMARIZE move_stats",
+        "EXPLAIN SELECT count(*) FROM move_stats",
+        "SELECT count(*) FROM move_stats_yearly",
+        "SELECT name FROM openings WHERE key = key_after('1. e4 c5') ",
+        "SELECT * FROM read_parquet('{partition}') LIMIT 1",
+    ],
+)
+def test_what_reads_still_runs(warehouse: Path, tmp_path: Path, query: str) -> None:
+    columns, rows = run_query(warehouse, _fill(query, warehouse, tmp_path))
+    assert columns and rows
+
+
+def test_allow_read_opens_that_folder_or_file_only(warehouse: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "a.csv").write_text("x\n1\n")
+    sibling = tmp_path / "extra-sibling"  # begins with the allowed folder's name
+    sibling.mkdir()
+    (sibling / "b.csv").write_text("x\n2\n")
+    read_a = f"SELECT x FROM read_csv('{extra / 'a.csv'}')"
+    read_b = f"SELECT x FROM read_csv('{sibling / 'b.csv'}')"
+    assert run_query(warehouse, read_a, allow_read=[extra])[1] == [(1,)]
+    assert run_query(warehouse, read_a, allow_read=[extra / "a.csv"])[1] == [(1,)]
+    with pytest.raises(ReadNotAllowed):
+        run_query(warehouse, read_b, allow_read=[extra])
+    with pytest.raises(ReadNotAllowed):
+        run_query(warehouse, read_a)
+    proc = run_cli("sql", "--warehouse", str(warehouse), "--allow-read", str(extra),
+                   "--format", "csv", read_a)  # fmt: skip
+    assert proc.stdout.splitlines() == ["x", "1"]
+    # Reading is all it allows: no file appears in the folder.
+    copy = f"COPY (SELECT 1) TO '{extra / 'c.csv'}'"
+    with pytest.raises(WriteNotAllowed):
+        run_query(warehouse, copy, allow_read=[extra])
+    missing = run_cli("sql", "--warehouse", str(warehouse), "--allow-read",
+                      str(tmp_path / "nowhere"), "SELECT 1", check=False)  # fmt: skip
+    assert missing.returncode == 1
+    assert missing.stderr.splitlines() == [
+        f"chesspipe: error: --allow-read {tmp_path / 'nowhere'}: no such file or folder"
+    ]
+
+
+def test_allow_write_is_duckdb_as_it_comes(warehouse: Path, tmp_path: Path) -> None:
+    out = tmp_path / "n.csv"
+    run_query(warehouse, f"SET threads = 1; COPY (SELECT 7 AS n) TO '{out}'", allow_write=True)
+    assert out.read_text().splitlines() == ["n", "7"]
+
+
+def test_a_python_connection_is_locked_the_same_way(warehouse: Path, tmp_path: Path) -> None:
+    """`connect` gives a DuckDB connection that opens the views' files and nothing else, and
+    whose settings cannot change: no statement run on it creates or reads another file."""
+    before = _digests(warehouse)
+    con = connect(warehouse, chess_terms=True)
+    try:
+        assert con.execute("SELECT count(*) > 0 FROM move_stats").fetchone() == (True,)
+        assert con.execute(
+            "SELECT name FROM openings WHERE key = key_after('1. e4 c5') AND plies = 2"
+        ).fetchall() == [("Sicilian Defense",)]
+        for query in (
+            "SELECT * FROM read_text('/etc/passwd')",
+            f"SELECT * FROM read_text('{_manifest(warehouse)}')",
+            f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'",
+            f"COPY (SELECT 1) TO '{warehouse / 'x.parquet'}' (FORMAT parquet)",
+            f"COPY (SELECT 1) TO '{_partition(warehouse)}' (FORMAT parquet)",  # via a temp file
+            f"EXPORT DATABASE '{tmp_path / 'dump'}'",
+            f"ATTACH '{tmp_path / 'x.db'}'",
+            "LOAD httpfs",
+        ):
+            with pytest.raises(duckdb.PermissionException):
+                con.execute(query)
+        for query in (
+            "SET enable_external_access = true",
+            "SET allowed_directories = ['/']",
+            f"SET log_query_path = '{tmp_path / 'log'}'",
+            "SET lock_configuration = false",
+        ):
+            with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+                con.execute(query)
+    finally:
+        con.close()
+    assert _digests(warehouse) == before
+    assert list(tmp_path.iterdir()) == []
+    free = connect(warehouse, allow_write=True)
+    try:
+        free.execute(f"COPY (SELECT 1 AS x) TO '{tmp_path / 'x.csv'}'")
+    finally:
+        free.close()
+    assert (tmp_path / "x.csv").read_text().splitlines() == ["x", "1"]
+
+
+def test_only_month_folders_are_months(warehouse: Path, tmp_path: Path) -> None:
+    """A stray `month=2024-01.bak` copy, or a folder named like markup, is no month: the
+    statistics count each month once."""
+    copy = tmp_path / "warehouse"
+    shutil.copytree(warehouse, copy)
+    months = copy / "move_stats"
+    shutil.copytree(months / f"month={MONTH}", months / f"month={MONTH}.bak")
+    shutil.copytree(months / f"month={MONTH}", months / "month=<img src=x onerror=alert(1)>")
+    assert available_months(copy) == [MONTH]
+    count = "SELECT month, sum(games) FROM move_stats GROUP BY month"
+    assert run_query(copy, count) == run_query(warehouse, count)
