@@ -12,9 +12,11 @@ from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_bytes_atomic
 from pipelines.warehouse.layout import available_months, sql_paths
+from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect
 from pipelines.warehouse.yearly import choose_years, yearly_file
+from schemas.atomic_files import check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
 
@@ -146,6 +148,23 @@ def build_book(
     (pipelines.warehouse.yearly) is read from its yearly file while that still matches the
     months; a stale one is left out (the months are read), with a line in `notes`.
     """
+    out = Path(out)
+    for path in (out, book_manifest_path(out)):
+        check_output(path)
+    with output_lock(out):
+        return _build_book(warehouse, months, out, settings, allow_empty=allow_empty, notes=notes)
+
+
+def _build_book(
+    warehouse: Path,
+    months: str | list[str],
+    out: Path,
+    settings: BookSettings | None,
+    *,
+    allow_empty: bool,
+    notes: list[str] | None,
+) -> BookManifest:
+    """build_book, under the output's lock."""
     settings = settings or BookSettings()
     started = time.monotonic()
     have = available_months(Path(warehouse))
@@ -174,7 +193,6 @@ def build_book(
         con.close()
     if not entries and not allow_empty:
         raise EmptyBook(wanted, settings)
-    out = Path(out)
     write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
     manifest = BookManifest(
         chesspipe_version=__version__,

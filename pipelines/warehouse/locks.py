@@ -1,4 +1,4 @@
-"""Month locks: one run per month at a time, released when the run ends or dies."""
+"""Locks: one run per month, or per output, at a time, released when the run ends or dies."""
 
 from __future__ import annotations
 
@@ -32,6 +32,27 @@ os.register_at_fork(after_in_child=_drop_locks_after_fork)
 
 
 @contextmanager
+def exclusive_lock(lock_path: Path, busy: str) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path` (created if missing), failing at once with
+    ChesspipeError(busy) if another process holds it. Forked child processes do not hold it:
+    the lock ends with this process."""
+    import fcntl
+
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ChesspipeError(busy) from None
+        _HELD_LOCKS.add(handle.fileno())
+        try:
+            yield
+        finally:
+            _HELD_LOCKS.discard(handle.fileno())
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+@contextmanager
 def month_lock(warehouse: Path, month: str, clean: bool = True) -> Iterator[None]:
     """Hold an exclusive lock on a month, failing at once if another run holds it.
 
@@ -39,25 +60,23 @@ def month_lock(warehouse: Path, month: str, clean: bool = True) -> Iterator[None
     temporary files) is removed, unless `clean` is false: no live run of the month exists then.
     Forked child processes do not hold it: the lock ends with this process.
     """
-    import fcntl
-
     lock_path = Path(warehouse) / ".locks" / f"{month}.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ChesspipeError(
-                f"month {month} is being built by another run (lock {lock_path}); try again later"
-            ) from None
-        _HELD_LOCKS.add(handle.fileno())
-        try:
-            if clean:
-                remove_month_leftovers(warehouse, month)
-            yield
-        finally:
-            _HELD_LOCKS.discard(handle.fileno())
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    busy = f"month {month} is being built by another run (lock {lock_path}); try again later"
+    with exclusive_lock(lock_path, busy):
+        if clean:
+            remove_month_leftovers(warehouse, month)
+        yield
+
+
+@contextmanager
+def output_lock(out: Path) -> Iterator[None]:
+    """Hold an exclusive lock on an output written with others beside it (a book and its
+    manifest), so that two runs to one output cannot pair one's file with the other's: the
+    lock file `.NAME.lock` stays beside it, empty."""
+    out = Path(out)
+    lock_path = out.with_name(f".{out.name}.lock")
+    with exclusive_lock(lock_path, f"{out} is being written by another run; try again later"):
+        yield
 
 
 def clean_month_if_free(warehouse: Path, month: str) -> bool:
