@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +16,22 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
+def json_bytes(payload: dict[str, Any]) -> bytes:
+    """A JSON document as chesspipe writes its manifests: indented, keys sorted, one newline."""
+    return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write a JSON document to `path` as it is (a file of an OutputSet, renamed later)."""
+    Path(path).write_bytes(json_bytes(payload))
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write a JSON document so that it appears whole or not at all."""
-    write_bytes_atomic(path, (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode())
+    write_bytes_atomic(path, json_bytes(payload))
 
 
 def write_bytes_atomic(path: Path, data: bytes, sync: bool = False) -> None:
     """Write a file so that it appears whole or not at all (flushed to disk first if `sync`)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        handle.write(data)
-        if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
+    with atomic_path(path, sync=sync) as tmp:
+        tmp.write_bytes(data)

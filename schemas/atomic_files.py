@@ -49,19 +49,113 @@ def check_output(path: str | os.PathLike[str]) -> None:
         raise NotARegularFile(target, kind)
 
 
-@contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside `path`, renamed onto it if the block succeeds, else removed.
+class OutputSet:
+    """Files that appear together (data files and the manifest that describes them).
 
-    `path` must not exist or be a regular file (NotARegularFile), before and after the block.
+    Each is written to a temporary path beside its place (`path(target)`). When the block
+    ends well and every one is whole, they are renamed into place in the order given, the
+    manifest last; if the block fails, or a file was not written, no target changes and no
+    temporary file stays. If a rename fails, the targets already renamed are put back as they
+    were (the previous files are kept as hard links until the end). Every target must not
+    exist or be a regular file (NotARegularFile), before and after the block.
+
+    Temporary names are `.NAME.XXXXXXXX.tmp` beside each target, for leftover cleaners.
     """
-    target = Path(path)
-    check_output(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+
+    def __init__(self, *targets: str | os.PathLike[str], sync: bool = False) -> None:
+        self.targets = [Path(target) for target in targets]
+        self.sync = sync
+        self._tmp = {target: _temporary(target) for target in self.targets}
+
+    def path(self, target: str | os.PathLike[str]) -> Path:
+        """Where to write `target` until the set is published."""
+        return self._tmp[Path(target)]
+
+    def __enter__(self) -> OutputSet:
+        for target in self.targets:
+            check_output(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, *_: object
+    ) -> None:
+        try:
+            if kind is None:
+                self._publish()
+        finally:
+            for tmp in self._tmp.values():
+                tmp.unlink(missing_ok=True)
+        if isinstance(error, OSError) and not isinstance(error, NotARegularFile):
+            named = self.named(error)
+            if named is not error:
+                raise named from None
+
+    def named(self, error: OSError) -> OSError:
+        """The error as the user should read it: naming the output, not a temporary file
+        (an error that names no file, such as a full disk, names the set's first file)."""
+        by_tmp = {str(tmp): target for target, tmp in self._tmp.items()}
+        if error.filename is not None and str(error.filename) not in by_tmp:
+            return error
+        target = by_tmp.get(str(error.filename), self.targets[0])
+        return OSError(error.errno, error.strerror or str(error), str(target))
+
+    def _publish(self) -> None:
+        for target, tmp in self._tmp.items():
+            if not tmp.is_file():
+                raise FileNotFoundError(
+                    errno.ENOENT, "not written, so nothing published", str(target)
+                )
+            check_output(target)
+            if self.sync:
+                _fsync(tmp)
+        done: list[tuple[Path, Path | None]] = []
+        try:
+            for target, tmp in self._tmp.items():
+                backup = _keep(target)
+                done.append((target, backup))
+                os.replace(tmp, target)
+        except BaseException:
+            for target, backup in reversed(done):
+                if backup is not None:
+                    os.replace(backup, target)
+                elif not self._tmp[target].exists():  # renamed in: there was no file before
+                    target.unlink(missing_ok=True)
+            raise
+        finally:
+            for _, backup in done:
+                if backup is not None:
+                    backup.unlink(missing_ok=True)
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def _keep(target: Path) -> Path | None:
+    """A hard link to the file at `target` under a temporary name (None: no file, or the file
+    system has no hard links)."""
+    if not target.exists():
+        return None
+    backup = _temporary(target)
     try:
-        yield tmp
-        check_output(target)
-        os.replace(tmp, target)
+        os.link(target, backup)
+    except OSError:
+        return None
+    return backup
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
     finally:
-        tmp.unlink(missing_ok=True)
+        os.close(fd)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str], *, sync: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside `path`, renamed onto it if the block succeeds, else removed
+    (an OutputSet of one file)."""
+    with OutputSet(path, sync=sync) as outputs:
+        yield outputs.path(path)

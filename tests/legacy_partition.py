@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from pipelines.files import file_sha256
+from pipelines.warehouse.layout import manifest_path
 
 DIMENSIONS = ["key", "move", "speed", "rating_band"]
 COUNTS = ["games", "wins", "draws", "losses"]
@@ -19,3 +23,17 @@ def write_legacy_partition(source: Path, target: Path) -> None:
     summed = summed.select(DIMENSIONS + COUNTS).sort_by([(d, "ascending") for d in DIMENSIONS])
     target.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(summed, target)
+
+
+def write_manifest_for(partition: Path) -> None:
+    """Write the manifest of a partition written by hand (`.../move_stats/month=M/part-0.parquet`):
+    a month is published when its manifest is there. Only what readers look at: the month, the
+    output and its sha256."""
+    month = partition.parent.name.removeprefix("month=")
+    warehouse = partition.parent.parent.parent
+    record = {
+        "month": month,
+        "output": str(partition.relative_to(warehouse)),
+        "output_sha256": file_sha256(partition),
+    }
+    manifest_path(warehouse, month).write_text(json.dumps(record))

@@ -28,7 +28,7 @@ from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.polyglot import read_entries
 from schemas.speed import Speed
 from tests.conftest import need_program, run_cli
-from tests.legacy_partition import write_legacy_partition
+from tests.legacy_partition import write_legacy_partition, write_manifest_for
 from tests.random_moves import chess960_games
 from tests.recount import pgn_extract_elo, read_text
 
@@ -152,6 +152,7 @@ def synthetic_month(
         schema=MOVE_STATS_SCHEMA,
     )
     pq.write_table(table, path)
+    write_manifest_for(path)
 
 
 def test_scaling_ties_and_order(tmp_path: Path) -> None:
@@ -327,6 +328,7 @@ def test_rating_groups_and_sums_leave_books_unchanged(tmp_path: Path, games_2021
     ingest(str(games_2021), "2021-10", new, IngestSettings(GameFilter(0, ALL, True)))
     old = tmp_path / "old"
     write_legacy_partition(partition_file(new, "2021-10"), partition_file(old, "2021-10"))
+    write_manifest_for(partition_file(old, "2021-10"))
     assert "rating_group" in pq.read_schema(partition_file(new, "2021-10")).names
     for settings in (BookSettings(2, 0.0), BookSettings(1, 0.3, min_band=1800)):
         build_book(new, "2021-10", new / "book.bin", settings)
@@ -336,10 +338,12 @@ def test_rating_groups_and_sums_leave_books_unchanged(tmp_path: Path, games_2021
     mixed = partition_file(old, "2021-11")
     mixed.parent.mkdir(parents=True)
     mixed.write_bytes(partition_file(new, "2021-10").read_bytes())
+    write_manifest_for(mixed)
     build_book(old, "2021-10..2021-11", old / "two.bin", BookSettings(2, 0.0))
     doubled = tmp_path / "doubled"
-    write_legacy_partition(partition_file(new, "2021-10"), partition_file(doubled, "2021-10"))
-    write_legacy_partition(partition_file(new, "2021-10"), partition_file(doubled, "2021-11"))
+    for month in ("2021-10", "2021-11"):
+        write_legacy_partition(partition_file(new, "2021-10"), partition_file(doubled, month))
+        write_manifest_for(partition_file(doubled, month))
     build_book(doubled, "2021-10..2021-11", doubled / "two.bin", BookSettings(2, 0.0))
     assert (old / "two.bin").read_bytes() == (doubled / "two.bin").read_bytes()
 
@@ -476,6 +480,7 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
         schema=MOVE_STATS_SCHEMA,
     )
     pq.write_table(table, path)
+    write_manifest_for(path)
     out = tmp_path / "big.bin"
     build_book(tmp_path, "2024-01", out, BookSettings(20, 0.35))
     entries = read_entries(out)  # rejects unsorted keys

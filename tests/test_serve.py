@@ -39,7 +39,7 @@ from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.browser import chromium_driver
 from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
-from tests.legacy_partition import write_legacy_partition
+from tests.legacy_partition import write_legacy_partition, write_manifest_for
 from tests.recount import keeps, read_text, speed
 
 berserk = pytest.importorskip("berserk")
@@ -325,9 +325,11 @@ def test_months_ingested_before_rating_groups(
     folder, truth, _ = warehouse
     old = tmp_path / "warehouse"
     write_legacy_partition(partition_file(folder, "2013-01"), partition_file(old, "2013-01"))
+    write_manifest_for(partition_file(old, "2013-01"))
     new = partition_file(old, "2021-10")
     new.parent.mkdir(parents=True)
     new.write_bytes(partition_file(folder, "2021-10").read_bytes())
+    write_manifest_for(new)
     explorer = Explorer(old)
     board = chess.Board()
     board.push_uci("e2e4")
@@ -351,6 +353,7 @@ def test_months_ingested_before_rating_groups(
     assert "notes" not in recent
     only_old = tmp_path / "only-old"
     write_legacy_partition(partition_file(folder, "2013-01"), partition_file(only_old, "2013-01"))
+    write_manifest_for(partition_file(only_old, "2013-01"))
     alone = Explorer(only_old).lichess({"play": "e2e4"})
     assert alone["moves"] and all(m["averageRating"] is None for m in alone["moves"])
     assert "2013-01" in alone["notes"][0]

@@ -10,13 +10,13 @@ from typing import Any
 from pipelines.books.manifest import BookManifest, book_manifest_path
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_bytes_atomic
+from pipelines.files import file_sha256, write_json
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect
 from pipelines.warehouse.yearly import choose_years, yearly_file
-from schemas.atomic_files import check_output
+from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
 
@@ -193,20 +193,23 @@ def _build_book(
         con.close()
     if not entries and not allow_empty:
         raise EmptyBook(wanted, settings)
-    write_bytes_atomic(out, bytes.fromhex(hex_entries or ""), sync=True)
-    manifest = BookManifest(
-        chesspipe_version=__version__,
-        out=str(out),
-        months=tuple(wanted),
-        settings=settings,
-        entries=int(entries),
-        positions=int(positions),
-        entry_games=int(entry_games),
-        size=out.stat().st_size,
-        sha256=file_sha256(out),
-        seconds=round(time.monotonic() - started, 3),
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        warehouse=str(Path(warehouse).resolve()),
-    )
-    manifest.write(book_manifest_path(out))
+    manifest_file = book_manifest_path(out)
+    with OutputSet(out, manifest_file, sync=True) as outputs:  # the book, then its manifest
+        staged = outputs.path(out)
+        staged.write_bytes(bytes.fromhex(hex_entries or ""))
+        manifest = BookManifest(
+            chesspipe_version=__version__,
+            out=str(out),
+            months=tuple(wanted),
+            settings=settings,
+            entries=int(entries),
+            positions=int(positions),
+            entry_games=int(entry_games),
+            size=staged.stat().st_size,
+            sha256=file_sha256(staged),
+            seconds=round(time.monotonic() - started, 3),
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            warehouse=str(Path(warehouse).resolve()),
+        )
+        write_json(outputs.path(manifest_file), manifest.to_json())
     return manifest

@@ -18,8 +18,8 @@ from pipelines.endgames.labeller import Labeller
 from pipelines.endgames.positions import Position
 from pipelines.endgames.probing import TablebaseError
 from pipelines.errors import ChesspipeError
-from pipelines.files import write_json_atomic
-from schemas.atomic_files import atomic_path
+from pipelines.files import write_json
+from schemas.atomic_files import OutputSet
 from schemas.endgame_labels import ENDGAME_LABELS_SCHEMA
 from schemas.version import __version__
 
@@ -154,9 +154,10 @@ def write_label_set(
     out_dir = Path(out_dir)
     check_label_set_free(out_dir, name, overwrite=overwrite)
     out_dir.mkdir(parents=True, exist_ok=True)
-    target, _ = label_set_paths(out_dir, name)
+    target, manifest_file = label_set_paths(out_dir, name)
     counts: dict[str, int] = {}
-    with atomic_path(target) as tmp:
+    with OutputSet(target, manifest_file) as outputs:  # the labels, then their manifest
+        tmp = outputs.path(target)
         with pq.ParquetWriter(tmp, ENDGAME_LABELS_SCHEMA, compression="zstd") as writer:
             for batch in label_batches(positions, labeller, skip_uncovered, counts):
                 writer.write_batch(batch)
@@ -177,7 +178,7 @@ def write_label_set(
             manifest.update(extra())
         # Labelling can take long: a run that started meanwhile must not be replaced either.
         check_label_set_free(out_dir, name, overwrite=overwrite)
-    write_json_atomic(out_dir / f"{name}.json", manifest)
+        write_json(outputs.path(manifest_file), manifest)
     return manifest
 
 

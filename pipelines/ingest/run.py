@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.files import file_sha256
+from pipelines.files import file_sha256, json_bytes
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
 from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
@@ -34,9 +34,9 @@ from pipelines.ingest.settings import IngestSettings
 from pipelines.ingest.workers import WorkerPool
 from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
-from pipelines.warehouse.layout import check_month, partition_file, publish_file, staging_dir
+from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
 from pipelines.warehouse.locks import month_lock
-from schemas.atomic_files import atomic_path
+from schemas.atomic_files import OutputSet, check_output
 from schemas.version import __version__
 
 if TYPE_CHECKING:
@@ -146,6 +146,11 @@ def ingest(
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
                         workers=used if parallel else 1,
                     )
+            except OSError as exc:
+                if exc.filename is not None or exc.errno is None:
+                    raise
+                # A full disk while counting (the run files in staging): name the warehouse.
+                raise OSError(exc.errno, exc.strerror, str(warehouse)) from None
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     finally:
@@ -154,7 +159,9 @@ def ingest(
 
 
 def _check_kept_target(source: str, target: Path) -> None:
-    """Refuse a kept games file that is the source itself (it would replace what it reads)."""
+    """Refuse a kept games file that is the source itself (it would replace what it reads), or
+    that exists and is not a regular file (a folder, a device: NotARegularFile)."""
+    check_output(target)
     resolved = resolve(source)
     local = source != "-" and not is_url(resolved) and Path(resolved).exists()
     if local and target.exists() and target.samefile(resolved):
@@ -326,9 +333,11 @@ def _publish(
         check_replacement(job.warehouse, job.month, stats.games_read)
     scanned = time.monotonic()
     target = partition_file(job.warehouse, job.month)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{job.staging.name}.tmp")
-    try:
+    manifest_file = manifest_path(job.warehouse, job.month)
+    # The partition, the kept games if asked, the manifest last: all or none (OutputSet).
+    files = [target] if job.write_kept is None else [target, job.write_kept]
+    with OutputSet(*files, manifest_file) as outputs:
+        tmp = outputs.path(target)
         rows = counted.write(tmp)
         manifest = IngestManifest(
             chesspipe_version=__version__,
@@ -360,19 +369,12 @@ def _publish(
             unreadable_bytes=stats.unreadable_bytes,
             warnings=_unreadable_warning(stats),
         )
-        if job.write_kept is None:
-            publish_file(tmp, target)
-        else:
-            # Both files or neither: the kept games appear right after the partition.
-            with atomic_path(job.write_kept) as kept_tmp:
-                write_kept_games(
-                    counted.kept, kept_tmp, crlf=stats.crlf, expected=stats.games_kept,
-                    compressed=job.write_kept.name.endswith(".zst"),
-                )  # fmt: skip
-                publish_file(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    manifest.write(job.warehouse)
+        if job.write_kept is not None:
+            write_kept_games(
+                counted.kept, outputs.path(job.write_kept), crlf=stats.crlf,
+                expected=stats.games_kept, compressed=job.write_kept.name.endswith(".zst"),
+            )  # fmt: skip
+        outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 
 

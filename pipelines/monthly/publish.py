@@ -11,11 +11,12 @@ from typing import Any
 
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256
+from pipelines.files import file_sha256, write_json
 from pipelines.monthly.manifest import MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
 from pipelines.monthly.source import ResolvedSource
 from pipelines.warehouse.leftovers import month_staging, remove_leftovers
+from schemas.atomic_files import OutputSet
 from schemas.version import __version__
 
 
@@ -93,28 +94,29 @@ def publish_step(
     staged = staging / book.name
     book_sha256 = file_sha256(staged)
     moves = top_moves(staged)
-    os.replace(staged, book)
-    manifest = MonthManifest(
-        chesspipe_version=__version__,
-        month=month,
-        variant=variant,
-        status="built",
-        source=resolved.source,
-        source_resolved=resolved.resolved,
-        source_kind=resolved.kind,
-        source_identity=resolved.identity,
-        settings=settings.record(),
-        ingest={k: v for k, v in ingest_manifest.items() if k != "reused"},
-        ingest_reused=bool(ingest_manifest.get("reused")),
-        book=replace(book_manifest, out=book.name),
-        book_file=book.name,
-        book_sha256=book_sha256,
-        book_size=book.stat().st_size,
-        top_moves=moves,
-        seconds=round(time.monotonic() - started, 3),
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
-    manifest.write(manifest_file)
+    with OutputSet(book, manifest_file) as outputs:  # the book, then the run manifest
+        os.replace(staged, outputs.path(book))
+        manifest = MonthManifest(
+            chesspipe_version=__version__,
+            month=month,
+            variant=variant,
+            status="built",
+            source=resolved.source,
+            source_resolved=resolved.resolved,
+            source_kind=resolved.kind,
+            source_identity=resolved.identity,
+            settings=settings.record(),
+            ingest={k: v for k, v in ingest_manifest.items() if k != "reused"},
+            ingest_reused=bool(ingest_manifest.get("reused")),
+            book=replace(book_manifest, out=book.name),
+            book_file=book.name,
+            book_sha256=book_sha256,
+            book_size=outputs.path(book).stat().st_size,
+            top_moves=moves,
+            seconds=round(time.monotonic() - started, 3),
+            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        write_json(outputs.path(manifest_file), manifest.to_json())
     return manifest
 
 

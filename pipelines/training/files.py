@@ -46,10 +46,19 @@ def read_training(path: Path) -> Iterator[PlainRecord]:
 
 
 @contextmanager
-def training_writer(path: Path) -> Iterator[Callable[[PlainRecord], None]]:
-    """Yield a function that writes one record to `path`; the file appears only if all went well."""
-    kind = training_format(path)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+def training_writer(
+    path: Path, *, kind: str | None = None
+) -> Iterator[Callable[[PlainRecord], None]]:
+    """Yield a function that writes one record to `path`; the file appears only if all went well.
+
+    With `kind` ('plain' or 'binpack'), `path` is a file of an OutputSet, written as it is
+    (the set publishes it); otherwise the format is `path`'s extension.
+    """
+    if kind is None:
+        with atomic_path(path) as tmp, training_writer(tmp, kind=training_format(path)) as write:
+            yield write
+        return
+    with open(path, "wb") as handle:
         if kind == "plain":
 
             def write_plain(record: PlainRecord) -> None:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 import chess
 
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_json_atomic
+from pipelines.files import file_sha256, write_json
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.frames import Frame
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
@@ -44,7 +44,7 @@ from pipelines.progress import Progress, ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
-from schemas.atomic_files import atomic_path
+from schemas.atomic_files import OutputSet
 from schemas.binpack import fen_prefix
 from schemas.movetext import are_moves, has_moves, move_words, san_tokens
 from schemas.plain import PlainRecord
@@ -700,67 +700,70 @@ def export_games(
     lineage = Path(lineage_path_for(str(out)))
     stats = ScanStats()
     run = _Run()
+    manifest_file = manifest_path_for(out)
     try:
         with (
             open_source(source, settings.rules.variant) as opened,
-            atomic_path(lineage) as lineage_tmp,
-            training_writer(out) as write,
+            # The records, their lineage, the manifest last: all or none.
+            OutputSet(out, lineage, manifest_file) as outputs,
         ):
-            lineage_writer = _LineageWriter(lineage_tmp)
-            games: Iterator[Exported] | None = None
-            used = 1
-            if workers > 1:
-                from pipelines.ingest.plan import Strategy, plan_read
+            with training_writer(outputs.path(out), kind=training_format(out)) as write:
+                lineage_writer = _LineageWriter(outputs.path(lineage))
+                games: Iterator[Exported] | None = None
+                used = 1
+                if workers > 1:
+                    from pipelines.ingest.plan import Strategy, plan_read
 
-                plan = plan_read(opened, workers=workers, executor=None, keep_partial=False,
-                                 parallel_min_bytes=parallel_min_bytes)  # fmt: skip
-                if plan.strategy is Strategy.UNITS:
-                    games = _exported_by_units(
-                        opened, plan.frames, settings, outcomes, stats, run, workers=workers,
-                        spool=out.parent, started=started, progress=progress,
-                    )  # fmt: skip
-                    used = workers
-            if games is None:
-                games = _exported_in_order(opened, settings, outcomes, stats, run, started,
-                                           progress)  # fmt: skip
-            for speed, band, gid, rows in games:
-                for row in rows:
-                    write(row.record)
-                lineage_writer.add(month, speed, band, gid, rows)
-            lineage_writer.close()
-            if progress is not None:
-                done = opened.reader.bytes_read if opened.size is None else opened.size
-                progress(Progress(done, opened.size, stats.games_read, stats.games_kept,
-                                  time.monotonic() - started))  # fmt: skip
+                    plan = plan_read(opened, workers=workers, executor=None, keep_partial=False,
+                                     parallel_min_bytes=parallel_min_bytes)  # fmt: skip
+                    if plan.strategy is Strategy.UNITS:
+                        games = _exported_by_units(
+                            opened, plan.frames, settings, outcomes, stats, run,
+                            workers=workers, spool=out.parent, started=started,
+                            progress=progress,
+                        )  # fmt: skip
+                        used = workers
+                if games is None:
+                    games = _exported_in_order(opened, settings, outcomes, stats, run, started,
+                                               progress)  # fmt: skip
+                for speed, band, gid, rows in games:
+                    for row in rows:
+                        write(row.record)
+                    lineage_writer.add(month, speed, band, gid, rows)
+                lineage_writer.close()
+                if progress is not None:
+                    done = opened.reader.bytes_read if opened.size is None else opened.size
+                    progress(Progress(done, opened.size, stats.games_read, stats.games_kept,
+                                      time.monotonic() - started))  # fmt: skip
+            dropped = Counter(stats.dropped)
+            dropped.update(run.skipped)
+            manifest = FromGamesManifest(
+                chesspipe_version=__version__,
+                month=month,
+                source=source,
+                output=str(out),
+                lineage=str(lineage),
+                settings=settings,
+                tables=list(tables or []),
+                games_read=stats.games_read,
+                games_kept=stats.games_kept,
+                games_skipped=dict(sorted(dropped.items())),
+                games_exported=run.exported,
+                games_reaching_tables=run.reaching,
+                results_changed=dict(sorted(run.changed.items())),
+                positions=run.positions,
+                positions_skipped={k: run.positions_skipped[k] for k in POSITION_FILTERS},
+                records=run.records,
+                records_result_changed=run.records_changed,
+                records_tablebase_scored=run.records_tb,
+                output_sha256=file_sha256(outputs.path(out)),
+                seconds=round(time.monotonic() - started, 3),
+                finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                workers=used,
+            )
+            write_json(outputs.path(manifest_file), manifest.to_json())
     except OSError as exc:
         raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
-    dropped = Counter(stats.dropped)
-    dropped.update(run.skipped)
-    manifest = FromGamesManifest(
-        chesspipe_version=__version__,
-        month=month,
-        source=source,
-        output=str(out),
-        lineage=str(lineage),
-        settings=settings,
-        tables=list(tables or []),
-        games_read=stats.games_read,
-        games_kept=stats.games_kept,
-        games_skipped=dict(sorted(dropped.items())),
-        games_exported=run.exported,
-        games_reaching_tables=run.reaching,
-        results_changed=dict(sorted(run.changed.items())),
-        positions=run.positions,
-        positions_skipped={k: run.positions_skipped[k] for k in POSITION_FILTERS},
-        records=run.records,
-        records_result_changed=run.records_changed,
-        records_tablebase_scored=run.records_tb,
-        output_sha256=file_sha256(out),
-        seconds=round(time.monotonic() - started, 3),
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        workers=used,
-    )
-    write_json_atomic(manifest_path_for(out), manifest.to_json())
     return manifest
 
 

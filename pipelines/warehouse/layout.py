@@ -90,27 +90,24 @@ def staging_dir(warehouse: Path, month: str) -> Path:
     return path
 
 
-def publish_file(tmp: Path, target: Path) -> None:
-    """Move a finished file into place atomically (same filesystem)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, target)
-
-
 def available_months(warehouse: Path) -> list[str]:
     """Return the months that have statistics, in order: folders named `month=YYYY-MM` that
-    hold a `part-0.parquet` file (a `month=2021-10.bak` is no month)."""
+    hold a `part-0.parquet` file, with the month's manifest beside them (ingest publishes the
+    manifest last: a partition without one is a run that did not finish, which `warehouse
+    check` reports; a `month=2021-10.bak` is no month)."""
     root = stats_dir(warehouse)
     if not root.is_dir():
         return []
     months = []
     for child in root.iterdir():
+        month = child.name[len("month=") :]
         if (
-            child.is_dir()
-            and child.name.startswith("month=")
-            and MONTH_RE.fullmatch(child.name[len("month=") :])
+            child.name.startswith("month=")
+            and MONTH_RE.fullmatch(month)
             and (child / "part-0.parquet").is_file()
+            and manifest_path(warehouse, month).is_file()
         ):
-            months.append(child.name[len("month=") :])
+            months.append(month)
     return sorted(months)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256, write_json_atomic
+from pipelines.files import file_sha256, write_json
 from pipelines.warehouse.layout import (
     PARQUET_OPTIONS,
     ROW_GROUP_ROWS,
@@ -29,7 +29,7 @@ from pipelines.warehouse.layout import (
     sql_paths,
 )
 from pipelines.warehouse.locks import month_lock
-from schemas.atomic_files import atomic_path
+from schemas.atomic_files import OutputSet
 from schemas.version import __version__
 
 
@@ -305,24 +305,25 @@ def compact_year(
                 )
             sources[month] = source
         target = yearly_file(warehouse, year)
-        with atomic_path(target) as tmp:
+        manifest_file = yearly_manifest_path(warehouse, year)
+        with OutputSet(target, manifest_file) as outputs:  # the year's file, then its manifest
+            tmp = outputs.path(target)
             rows, month_rows = _write_summed(
                 [partition_file(warehouse, m) for m in months],
                 tmp,
                 memory_limit=settings.memory_limit,
             )
-            sha256, size = file_sha256(tmp), tmp.stat().st_size
-        manifest = YearlyManifest(
-            chesspipe_version=__version__,
-            year=year,
-            months=sources,
-            rows=rows,
-            month_rows=month_rows,
-            output=str(target.relative_to(warehouse)),
-            output_sha256=sha256,
-            output_size=size,
-            seconds=round(time.monotonic() - started, 3),
-            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        )
-        write_json_atomic(yearly_manifest_path(warehouse, year), manifest.to_json())
+            manifest = YearlyManifest(
+                chesspipe_version=__version__,
+                year=year,
+                months=sources,
+                rows=rows,
+                month_rows=month_rows,
+                output=str(target.relative_to(warehouse)),
+                output_sha256=file_sha256(tmp),
+                output_size=tmp.stat().st_size,
+                seconds=round(time.monotonic() - started, 3),
+                finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+            write_json(outputs.path(manifest_file), manifest.to_json())
     return manifest

@@ -1,0 +1,218 @@
+"""A full disk at any write step: the run fails in one line naming what the user gave, and the
+files a reader sees are the previous complete set, exactly; nothing new is left behind.
+
+Each command runs for real on a small tmpfs (root only: CI runs as root) filled so that the
+disk runs out at different moments: from the first write to the last byte of the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.sample_tool import make_sample
+
+MONTH = make_sample.SAMPLE_MONTHS[0]
+SAMPLE = make_sample.sample_path(MONTH)
+DISK_BYTES = 24 << 20
+PAGE = 4096
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MB tmpfs mounted for the test."""
+    if os.geteuid() != 0 and not os.environ.get("CI"):
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES}", "tmpfs", str(mount)],
+                   check=True)  # fmt: skip
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def _state(root: Path) -> dict[str, str]:
+    """Every regular file under `root` but the filler and lock files, with its sha256."""
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.name != "filler" and not path.name.endswith(".lock")
+    }
+
+
+class FullDisk:
+    """Runs one command on the disk from the same starting files, with `free` bytes left."""
+
+    def __init__(self, disk: Path, pristine: Path, command: list[str]) -> None:
+        self.disk, self.pristine, self.command = disk, pristine, command
+
+    def run(self, free: int) -> subprocess.CompletedProcess[str]:
+        for child in self.disk.iterdir():
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+        shutil.copytree(self.pristine, self.disk, dirs_exist_ok=True, symlinks=True)
+        stat = os.statvfs(self.disk)
+        filler = stat.f_bavail * stat.f_frsize - free
+        fd = os.open(self.disk / "filler", os.O_CREAT | os.O_WRONLY)
+        try:
+            if filler > 0:
+                os.posix_fallocate(fd, 0, filler)
+        finally:
+            os.close(fd)
+        return run_cli(*self.command, check=False)
+
+    def need(self, *, precision: int = PAGE) -> int:
+        """The fewest free bytes (to `precision`) with which the command succeeds."""
+        low, high = 0, DISK_BYTES // 2
+        assert self.run(high).returncode == 0, self.run(high).stderr
+        while high - low > precision:
+            middle = (low + high) // 2 // PAGE * PAGE
+            low, high = (low, middle) if self.run(middle).returncode == 0 else (middle, high)
+        return high
+
+
+def _full_disk_runs(
+    disk: Path,
+    tmp_path: Path,
+    prepare: Callable[[Path], None],
+    command: Callable[[Path], list[str]],
+    published: Callable[[Path], None],
+    *,
+    steps: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+) -> None:
+    """`prepare` lays the starting files on the disk; `command` is run with the disk's path;
+    `published` checks a successful run's set (each file whole and matching its manifest).
+    The disk runs out `steps` pages short of what the run needs, and earlier."""
+    prepare(disk)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(disk, pristine, symlinks=True)
+    before = _state(pristine)
+    runs = FullDisk(disk, pristine, command(disk))
+    need = runs.need(precision=PAGE * steps[0])
+    failed = 0
+    # From the first write to the last: every step of the staging and of the publishing.
+    near = [need - k * PAGE for k in steps]
+    levels = sorted({0, PAGE, need // 4, need // 2, *(n for n in near if n > 0)})
+    for free in levels:
+        proc = runs.run(free)
+        if proc.returncode == 0:  # a page's rounding can leave room enough
+            published(disk)
+            continue
+        failed += 1
+        assert proc.returncode == 1, proc.stderr
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("chesspipe: error: ") and str(disk) in line, line
+        assert ".tmp" not in line and "No space left on device" in line, line
+        assert _state(disk) == before, f"free={free}: {line}"
+    assert failed >= len(levels) // 2
+    assert runs.run(need).returncode == 0
+    published(disk)
+
+
+def _ingest_manifest_matches(warehouse: Path) -> None:
+    manifest = json.loads((warehouse / "move_stats" / f"month={MONTH}.json").read_text())
+    part = warehouse / manifest["output"]
+    assert hashlib.sha256(part.read_bytes()).hexdigest() == manifest["output_sha256"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("previous", [False, True], ids=["new-month", "replaced-month"])
+def test_ingest_on_a_full_disk(disk: Path, tmp_path: Path, previous: bool) -> None:
+    other = make_sample.sample_path(make_sample.SAMPLE_MONTHS[1])
+
+    def prepare(root: Path) -> None:
+        if previous:  # another month's games published as this month: the set to keep
+            run_cli("ingest", str(other), "--month", MONTH, "--warehouse", str(root / "wh"),
+                    "--write-kept", str(root / "kept.pgn.zst"))  # fmt: skip
+
+    def published(root: Path) -> None:
+        _ingest_manifest_matches(root / "wh")
+        assert (root / "kept.pgn.zst").stat().st_size > 0
+
+    _full_disk_runs(
+        disk, tmp_path, prepare,
+        lambda root: ["ingest", str(SAMPLE), "--month", MONTH, "--warehouse", str(root / "wh"),
+                      "--write-kept", str(root / "kept.pgn.zst"), "--force"],
+        published,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("warehouse")
+    run_cli("ingest", str(SAMPLE), "--month", MONTH, "--warehouse", str(folder),
+            "--min-rating", "0", "--speeds",
+            "ultrabullet,bullet,blitz,rapid,classical,correspondence", "--allow-bots")  # fmt: skip
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("previous", [False, True], ids=["new-book", "replaced-book"])
+def test_book_build_on_a_full_disk(
+    disk: Path, tmp_path: Path, warehouse: Path, previous: bool
+) -> None:
+    def build(root: Path, *options: str) -> list[str]:
+        return ["book", "build", "--warehouse", str(warehouse), "--months", MONTH,
+                "--out", str(root / "b.bin"), *options]  # fmt: skip
+
+    def prepare(root: Path) -> None:
+        if previous:
+            run_cli(*build(root, "--min-games", "5"))
+
+    def published(root: Path) -> None:
+        manifest = json.loads((root / "b.json").read_text())
+        assert manifest["sha256"] == hashlib.sha256((root / "b.bin").read_bytes()).hexdigest()
+
+    _full_disk_runs(disk, tmp_path, prepare, lambda root: build(root, "--min-games", "1"),
+                    published)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("previous", [False, True], ids=["new-file", "replaced-file"])
+def test_training_from_games_on_a_full_disk(disk: Path, tmp_path: Path, previous: bool) -> None:
+    def export(root: Path, source: Path) -> list[str]:
+        return ["training", "from-games", str(source), "--month", MONTH,
+                "--out", str(root / "t.binpack"), "--min-rating", "0", "--no-tables",
+                "--no-require-eval", "--quiet"]  # fmt: skip
+
+    def prepare(root: Path) -> None:
+        if previous:
+            run_cli(*export(root, make_sample.sample_path(make_sample.SAMPLE_MONTHS[1])))
+
+    def published(root: Path) -> None:
+        manifest = json.loads((root / "t.binpack.json").read_text())
+        data = (root / "t.binpack").read_bytes()
+        assert manifest["output_sha256"] == hashlib.sha256(data).hexdigest()
+        assert (root / "t.binpack.lineage.parquet").stat().st_size > 0
+
+    _full_disk_runs(disk, tmp_path, prepare, lambda root: export(root, SAMPLE), published)
+
+
+@pytest.mark.slow
+def test_warehouse_compact_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
+    year = "2023"
+
+    def prepare(root: Path) -> None:
+        for number in range(1, 13):
+            run_cli("ingest", str(SAMPLE), "--month", f"{year}-{number:02d}",
+                    "--warehouse", str(root / "wh"))  # fmt: skip
+
+    def published(root: Path) -> None:
+        folder = root / "wh" / "move_stats_yearly"
+        [manifest_file] = folder.glob("*.json")
+        manifest = json.loads(manifest_file.read_text())
+        data = (root / "wh" / manifest["output"]).read_bytes()
+        assert manifest["output_sha256"] == hashlib.sha256(data).hexdigest()
+
+    _full_disk_runs(disk, tmp_path, prepare,
+                    lambda root: ["warehouse", "compact", str(root / "wh"), "--year", year],
+                    published)  # fmt: skip
