@@ -60,6 +60,16 @@ OPTIONS: dict[str, Spin | bool | str] = {
 }
 
 
+#: Characters of the GUI's own text an `info string` echoes before '...'.
+ECHOED_CHARS = 80
+
+
+def echoed(text: str) -> str:
+    """Return the GUI's text as an `info string` quotes it: its first ECHOED_CHARS characters,
+    then '...' where it was longer."""
+    return text if len(text) <= ECHOED_CHARS else text[:ECHOED_CHARS] + "..."
+
+
 def parse_move(board: chess.Board, text: str) -> chess.Move | None:
     """Return the legal move `text` names (castling as king-takes-rook or king-two-squares)."""
     try:
@@ -172,12 +182,13 @@ class UciEngine:
             "ponderhit": lambda _: self.tell("ponderhit ignored: pondering is not supported"),
         }.get(command)
         if handler is None:
-            self.tell(f"unknown command ignored: {line.strip()[:200]}")
+            self.tell(f"unknown command ignored: {echoed(line.strip())}")
             return True
         try:
             handler(line)
         except Exception as exc:  # a bad command must never end the engine
-            self.tell(f"command ignored ({type(exc).__name__}: {exc}): {line.strip()[:200]}")
+            reason = f"{type(exc).__name__}: {echoed(str(exc))}"
+            self.tell(f"command ignored ({reason}): {echoed(line.strip())}")
         return True
 
     def _searching(self) -> bool:
@@ -185,7 +196,7 @@ class UciEngine:
 
     def _refuse_while_searching(self, line: str) -> bool:
         if self._searching():
-            self.tell(f"ignored while searching (send stop first): {line.strip()[:200]}")
+            self.tell(f"ignored while searching (send stop first): {echoed(line.strip())}")
             return True
         return False
 
@@ -223,10 +234,12 @@ class UciEngine:
         if setup[:1] == ["startpos"] and len(setup) == 1:
             board = chess.Board(chess960=self.chess960)
         elif setup[:1] == ["fen"] and len(setup) > 1:
+            fen = " ".join(setup[1:])
             try:
-                board = chess.Board(" ".join(setup[1:]), chess960=self.chess960)
+                board = chess.Board(fen, chess960=self.chess960)
             except ValueError as exc:
-                self.tell(f"bad FEN, position unchanged: {exc}")
+                reason = str(exc).partition(": ")[0]  # python-chess's message ends with the FEN
+                self.tell(f"bad FEN, position unchanged: {reason}: {echoed(fen)!r}")
                 return
             if not board.is_valid():
                 self.tell(f"invalid position, position unchanged: {board.status()!r}")
@@ -237,7 +250,7 @@ class UciEngine:
         for text in moves:
             move = parse_move(board, text)
             if move is None:
-                self.tell(f"illegal move {text} in {board.fen()}; position unchanged")
+                self.tell(f"illegal move {echoed(text)} in {board.fen()}; position unchanged")
                 return
             board.push(move)
         self.board = board
@@ -247,19 +260,19 @@ class UciEngine:
             return
         match = re.match(r"\s*setoption\s+name\s+(.*?)(?:\s+value\s*(.*?))?\s*$", line)
         if match is None:
-            self.tell(f"setoption needs 'name NAME [value VALUE]': {line.strip()[:200]}")
+            self.tell(f"setoption needs 'name NAME [value VALUE]': {echoed(line.strip())}")
             return
         wanted, value = match.group(1).strip(), (match.group(2) or "").strip()
         name = next((n for n in OPTIONS if n.lower() == wanted.lower()), None)
         if name is None:
-            self.tell(f"unknown option ignored: {wanted}")
+            self.tell(f"unknown option ignored: {echoed(wanted)}")
             return
         kind = OPTIONS[name]
         if isinstance(kind, Spin):
             try:
                 number = int(value)
             except ValueError:
-                self.tell(f"option {name} needs a whole number, not {value!r}; unchanged")
+                self.tell(f"option {name} needs a whole number, not {echoed(value)!r}; unchanged")
                 return
             if not kind.low <= number <= kind.high:
                 self.tell(f"option {name} must be {kind.low}-{kind.high}, not {number}; unchanged")
@@ -267,7 +280,7 @@ class UciEngine:
             self._set_spin(name, number)
         elif isinstance(kind, bool):
             if value.lower() not in ("true", "false"):
-                self.tell(f"option {name} needs true or false, not {value!r}; unchanged")
+                self.tell(f"option {name} needs true or false, not {echoed(value)!r}; unchanged")
                 return
             self._set_check(name, value.lower() == "true")
         else:
@@ -339,14 +352,15 @@ class UciEngine:
                     setattr(limits, word, int(text))
                     index += 1
                 except ValueError:
-                    self.tell(f"go {word} needs a whole number, not {text!r}; ignored")
+                    self.tell(f"go {word} needs a whole number, not {echoed(text)!r}; ignored")
             elif word == "infinite":
                 limits.infinite = True
             elif word == "searchmoves":
                 while index < len(tokens) and tokens[index] not in _GO_KEYWORDS:
                     move = parse_move(self.board, tokens[index])
                     if move is None:
-                        self.tell(f"searchmoves: {tokens[index]} is not legal here; ignored")
+                        text = echoed(tokens[index])
+                        self.tell(f"searchmoves: {text} is not legal here; ignored")
                     else:
                         limits.searchmoves.append(move)
                     index += 1
@@ -357,7 +371,7 @@ class UciEngine:
                 if index < len(tokens) and tokens[index].lstrip("-").isdigit():
                     index += 1
             else:
-                self.tell(f"go: unknown word {word!r} ignored")
+                self.tell(f"go: unknown word {echoed(word)!r} ignored")
         return limits
 
     def stop_search(self) -> None:

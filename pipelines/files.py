@@ -1,7 +1,8 @@
-"""Files written whole or not at all, and their checksums."""
+"""Files written whole or not at all, their checksums, and the folders they go in."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 from pathlib import Path
@@ -35,3 +36,12 @@ def write_bytes_atomic(path: Path, data: bytes, sync: bool = False) -> None:
     """Write a file so that it appears whole or not at all (flushed to disk first if `sync`)."""
     with atomic_path(path, sync=sync) as tmp:
         tmp.write_bytes(data)
+
+
+def make_folder(path: Path) -> Path:
+    """Create the folder `path` and its parents unless it is one; refuse a file in its place."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(path)) from None
+    return path

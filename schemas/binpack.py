@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
 
 import chess
 
 from schemas.atomic_files import atomic_path
+from schemas.legal_record import legal_move, legal_position, usable_board
 from schemas.plain import PlainRecord
 
 MAGIC = b"BINP"
@@ -55,7 +57,6 @@ MAX_BLOCK_SIZE = 100 << 20
 MAX_CHAIN_PLIES = 0xFFFF
 
 _NORMAL, _PROMOTION, _CASTLING, _EN_PASSANT = 0, 1, 2, 3
-_ROOK_CORNERS = (chess.A1, chess.H1, chess.A8, chess.H8)
 
 
 class BinpackFormatError(ValueError):
@@ -160,12 +161,9 @@ def unpack_move(board: chess.Board, code: int) -> chess.Move:
 
 
 def _parse(record: PlainRecord) -> tuple[chess.Board, chess.Move]:
-    """Return a record's board and move, checking the move is legal there."""
-    board = chess.Board(record.fen)
-    move = chess.Move.from_uci(record.move)
-    if not board.is_legal(move):
-        raise ValueError(f"move {record.move} is not legal in {record.fen}")
-    return board, move
+    """Return a record's board and move, checked (schemas/legal_record.py)."""
+    board = legal_position(record.fen)
+    return board, legal_move(board, record.move)
 
 
 def _stem(board: chess.Board, move: chess.Move, record: PlainRecord) -> bytes:
@@ -376,22 +374,17 @@ class BinpackWriter:
 
     def add(self, record: PlainRecord) -> None:
         """Add one record: a further ply of the current chain, or a new chain's stem."""
-        move = chess.Move.from_uci(record.move)
-        # python-chess takes e1h1 as castling short, Stockfish's tools as castling long
-        if (
-            move.from_square in (chess.E1, chess.E8)
-            and move.to_square in _ROOK_CORNERS
-            and chess.Board(record.fen).is_castling(move)
-        ):
-            raise ValueError(f"castling is written as the king's destination, not {record.move}")
         board = self._follows(record)
-        if board is not None and board.is_legal(move):
+        move = None
+        if board is not None:
+            # if not, the stem below names what is wrong with the record itself
+            with suppress(ValueError):
+                move = legal_move(board, record.move)
+        if board is not None and move is not None:
             self._last = encode_ply(self._bits, board, move, record.score, self._last)
             self._plies += 1
         else:
-            board = chess.Board(record.fen)
-            if not board.is_legal(move):
-                raise ValueError(f"move {record.move} is not legal in {record.fen}")
+            board, move = _parse(record)
             stem = _stem(board, move, record)
             self._end_chain()
             if len(self._block) >= BLOCK_SIZE:
@@ -540,9 +533,7 @@ def _chains(block: bytes, where: str) -> Iterator[PlainRecord]:
             )
         stem = block[offset : offset + STEM_SIZE]
         try:
-            board = unpack_position(stem[:24])
-            if board.king(chess.WHITE) is None or board.king(chess.BLACK) is None:
-                raise ValueError("a king is missing")
+            board = usable_board(unpack_position(stem[:24]))
             move_code, score, ply_result, rule50 = struct.unpack(">HHHH", stem[24:32])
             board.halfmove_clock = rule50
             ply, result = ply_result & 0x3FFF, unzigzag(ply_result >> 14)

@@ -1,7 +1,8 @@
 """Stockfish's `.plain` training records: six lines per position (fen, move, score, ply, result, e).
 
 `score` and `result` are from the side to move; `result` is 1, 0 or -1; `score` fits in 16 bits;
-moves are UCI with castling as the king's destination; lines end with '\\n' only.
+moves are UCI with castling as the king's destination; lines end with '\\n' only and hold at
+most MAX_LINE_BYTES (a FEN line is under 100 bytes), so a reader's memory stays bounded.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from schemas.atomic_files import atomic_path
+from schemas.legal_record import legal_move, legal_position
 
 SCORE_MIN, SCORE_MAX = -32768, 32767
 
 #: Stockfish's "no score" value, which trainers skip.
 SCORE_NONE = 32002
+
+#: Longest line a reader takes, its newline included.
+MAX_LINE_BYTES = 4096
 
 _KEYS = ("fen", "move", "score", "ply", "result")
 _INTEGER = re.compile(r"-?[0-9]+")
@@ -66,18 +71,34 @@ def write_records(records: Iterable[PlainRecord], path: Path) -> int:
     return count
 
 
-def read_records(path: Path) -> Iterator[PlainRecord]:
+def read_records(path: Path, *, legal: bool = False) -> Iterator[PlainRecord]:
     """Yield the records of a .plain file, failing on anything outside the format."""
     with open(path, "rb") as handle:
-        yield from iter_records(handle, str(path))
+        yield from iter_records(handle, str(path), legal=legal)
 
 
-def iter_records(handle: BinaryIO, name: str = "<plain>") -> Iterator[PlainRecord]:
+def _bounded_lines(handle: BinaryIO, name: str) -> Iterator[bytes]:
+    """Yield the lines of a stream, failing on one longer than MAX_LINE_BYTES (unread)."""
+    number = 0
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise PlainFormatError(
+                f"{name}:{number}: record {(number + 5) // 6}: "
+                f"a line longer than {MAX_LINE_BYTES} bytes"
+            )
+        yield line
+
+
+def iter_records(
+    handle: BinaryIO, name: str = "<plain>", *, legal: bool = False
+) -> Iterator[PlainRecord]:
     """Yield the records of an open .plain stream, line by line.
 
+    With `legal`, each record's position and move are checked too (schemas/legal_record.py).
     Errors name the stream, the line and the record (counted from 1).
     """
-    lines = iter(handle)
+    lines = _bounded_lines(handle, name)
     for number, first in enumerate(lines, 1):
         start = 6 * number - 5
         chunk = [first, *islice(lines, 5)]
@@ -108,7 +129,22 @@ def iter_records(handle: BinaryIO, name: str = "<plain>") -> Iterator[PlainRecor
                                  _integer(result, "result"))  # fmt: skip
         except ValueError as exc:
             raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
+        if legal:
+            _check(record, name, start, number)
         yield record
+
+
+def _check(record: PlainRecord, name: str, start: int, number: int) -> None:
+    """Raise PlainFormatError unless the record's position and move are legal; the error names
+    the FEN's line (`start`) or the move's."""
+    try:
+        board = legal_position(record.fen)
+    except ValueError as exc:
+        raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
+    try:
+        legal_move(board, record.move)
+    except ValueError as exc:
+        raise PlainFormatError(f"{name}:{start + 1}: record {number}: {exc}") from None
 
 
 def _integer(text: str, key: str) -> int:

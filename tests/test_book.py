@@ -487,3 +487,16 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     assert len(entries) == n
     same_key = entries["key"][1:] == entries["key"][:-1]
     assert np.all(entries["weight"][1:][same_key] <= entries["weight"][:-1][same_key])
+
+
+@pytest.mark.parametrize(
+    ("given", "quoted"),
+    [("../x", "'../x'"), ("2024-01..", "'2024-01..'"), ("..2024-01", "'..2024-01'"),
+     ("2024-01,2023-01..2024-13", "'2023-01..2024-13'"), ("2024-1", "'2024-1'")],
+)  # fmt: skip
+def test_a_bad_month_selection_is_quoted_as_given(tmp_path: Path, given: str, quoted: str) -> None:
+    proc = run_cli("book", "build", "--warehouse", str(tmp_path), "--months", given,
+                   "--out", str(tmp_path / "x.bin"), check=False)  # fmt: skip
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("chesspipe: error: month") and quoted in proc.stderr
+    assert "''" not in proc.stderr

@@ -10,6 +10,7 @@ import re
 import select
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -168,3 +169,93 @@ def test_verbose_points_at_a_prefect_ui_only_where_one_is_served(
         assert views == [], proc.stderr
     else:
         assert len(views) == 1 and f"View at {ui_url}/runs/flow-run/" in views[0], proc.stderr
+
+
+#: Runs `chesspipe ARGS` with the build's book step failing as on a full disk (ENOSPC).
+_FULL_DISK = (
+    "import errno, sys\n"
+    "import pipelines.monthly.build as build\n"
+    "def full(*args):\n"
+    "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
+    "build.book_step = full\n"
+    "from pipelines.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KB tmpfs (root only: skipped elsewhere, except on CI, where the tests run as root)."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("a full disk is a tmpfs mounted as root")
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+@pytest.mark.parametrize(
+    "failure", ["books is a file", "books under a device", "warehouse under a file", "ENOSPC"]
+)
+def test_a_build_failing_on_the_os_says_so_in_one_line(
+    tmp_path: Path, failure: str, quiet: bool
+) -> None:
+    """What the OS says of a path (raised inside the flow's tasks) is one line, as elsewhere:
+    none of Prefect's logged tracebacks of the task and flow runs."""
+    (tmp_path / "file").write_text("a file\n")
+    warehouse, books = str(tmp_path / "wh"), str(tmp_path / "books")
+    prefix: tuple[str, ...] = ()
+    expected = {
+        "books is a file": f"{tmp_path / 'file'}: exists and is not a folder",
+        "books under a device": "/dev/null/books: Not a directory",
+        "warehouse under a file": f"{tmp_path / 'file'}/wh/.locks: Not a directory",
+        "ENOSPC": "No space left on device",
+    }[failure]
+    if failure == "books is a file":
+        books = str(tmp_path / "file")
+    elif failure == "books under a device":
+        books = "/dev/null/books"
+    elif failure == "warehouse under a file":
+        warehouse = str(tmp_path / "file" / "wh")
+    else:
+        prefix = ("-c", _FULL_DISK)
+    lines = os_error_lines(
+        *prefix, "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", warehouse,
+        "--books", books, *(["--quiet"] if quiet else []),
+    )  # fmt: skip
+    assert lines == [f"chesspipe: error: {expected}"]
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_build_on_a_full_disk_says_so_in_one_line(small_tmpfs: Path, quiet: bool) -> None:
+    lines = os_error_lines(
+        "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse",
+        str(small_tmpfs / "wh"), "--books", str(small_tmpfs / "books"),
+        *(["--quiet"] if quiet else []),
+    )  # fmt: skip
+    assert lines == ["chesspipe: error: No space left on device"]
+
+
+def os_error_lines(*args: str) -> list[str]:
+    """Run `python -m pipelines ARGS` (or `python -c SCRIPT ARGS`), which must fail in one line;
+    return its stderr's lines."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env["COLUMNS"] = "250"
+    command = [sys.executable, *(args[:2] if args[0] == "-c" else ("-m", "pipelines"))]
+    rest = args[2:] if args[0] == "-c" else args
+    proc = subprocess.run(
+        [*command, *rest], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == ""
+    return proc.stderr.splitlines()

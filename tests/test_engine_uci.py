@@ -158,6 +158,22 @@ def test_bad_commands_are_reported_and_ignored() -> None:
         assert lines[-1].split()[1] == "e7e5"
 
 
+def test_what_the_gui_sent_is_echoed_short() -> None:
+    """A 100 KB FEN, move or option value is quoted by its first 80 characters and '...'."""
+    long_fen = "rnbqkbnr/" + "p" * 100_000 + " w - - 0 1"
+    with raw_engine() as engine:
+        for command, reason, echo in [
+            (f"position fen {long_fen}", "bad FEN, position unchanged: ", long_fen[:80]),
+            ("position startpos moves " + "e" * 100_000, "illegal move ", "e" * 80),
+            ("setoption name Hash value " + "9x" * 50_000, "needs a whole number", "9x" * 40),
+            ("flibbertigibbet" * 10_000, "unknown command", ("flibbertigibbet" * 6)[:80]),
+        ]:
+            lines = engine.ask(command)
+            assert len(lines) == 1 and lines[0].startswith("info string "), (command[:80], lines)
+            assert reason in lines[0] and f"{echo}..." in lines[0], lines[0][:200]
+            assert len(lines[0]) < 250, lines[0][:300]
+
+
 def test_uci_handshake_and_options() -> None:
     with uci_engine() as engine:
         assert engine.id["name"].startswith("chesspipe")

@@ -75,6 +75,13 @@ def _bomb(path: Path, filler: bytes) -> Path:
 
 def _measured(*args: str) -> tuple[int, str, int]:
     """Run a Python command from this checkout; return its exit status, stdout and peak MB."""
+    code, out, _, peak_mb = _measured_with_stderr(*args)
+    return code, out, peak_mb
+
+
+def _measured_with_stderr(*args: str) -> tuple[int, str, str, int]:
+    """Run a Python command from this checkout; return its exit status, stdout, stderr and
+    peak MB."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
@@ -84,7 +91,7 @@ def _measured(*args: str) -> tuple[int, str, int]:
     *out, last = proc.stdout.splitlines()
     code, peak_kb = map(int, last.split())
     assert "Traceback" not in proc.stderr, proc.stderr
-    return code, "\n".join(out), peak_kb >> 10
+    return code, "\n".join(out), proc.stderr, peak_kb >> 10
 
 
 @pytest.mark.parametrize(
@@ -157,3 +164,34 @@ def test_endgames_from_games_bomb(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0
     assert peak_mb < MEMORY_BOUND_MB, f"peak RSS {peak_mb} MB"
+
+
+#: Peak resident memory allowed for a training tool reading one 50 MB line (it took 220+ MB).
+LONG_LINE_BOUND_MB = 120
+
+
+@pytest.mark.parametrize("command", ["stats", "shuffle", "interleave", "convert"])
+def test_a_long_plain_line_fails_in_one_line_in_bounded_memory(
+    tmp_path: Path, command: str
+) -> None:
+    """A .plain line longer than MAX_LINE_BYTES is refused unread, naming its line."""
+    from schemas.plain import MAX_LINE_BYTES
+
+    record = b"fen 8/8/8/8/8/8/8/K1k5 w - - 0 1\nmove a1a2\nscore 0\nply 0\nresult 0\ne\n"
+    source = tmp_path / "long.plain"
+    with open(source, "wb") as handle:
+        handle.write(record + b"fen " + b"x" * (50 << 20) + b"\n" + record[33:])
+    out = tmp_path / "out" / "o.plain"
+    args = {
+        "stats": ("stats", str(source)),
+        "shuffle": ("shuffle", str(source), str(out), "--seed", "1"),
+        "interleave": ("interleave", str(source), "--out", str(out), "--seed", "1"),
+        "convert": ("convert", str(source), str(out)),
+    }[command]
+    code, out_text, err, peak_mb = _measured_with_stderr("-m", "pipelines", "training", *args)
+    assert peak_mb < LONG_LINE_BOUND_MB, f"peak RSS {peak_mb} MB"
+    assert (code, out_text) == (1, "")
+    assert err.splitlines() == [
+        f"chesspipe: error: {source}:7: record 2: a line longer than {MAX_LINE_BYTES} bytes"
+    ]
+    assert not out.exists()

@@ -430,3 +430,55 @@ def test_bad_inputs_on_the_command_line_write_nothing(
     )
     assert "cannot read" in cli_error("training", "stats", str(tmp_path / "none.plain"))
     assert not out.exists() and not list(out.parent.iterdir())
+
+
+#: Records Stockfish's tools cannot take, as the second of two: (what is wrong, record text,
+#: the line the error names: the FEN's or the move's, and what it says).
+GOOD_RECORD = PlainRecord(START.fen(), "e2e4", 20, 0, 0).format()
+BAD_RECORDS = {
+    "illegal move": (GOOD_RECORD.replace("e2e4", "e2e5"), 8, "move e2e5 is not legal in"),
+    "bad FEN": (
+        GOOD_RECORD.replace("/pppppppp/", "/ppppXppp/"), 7, "invalid character in position",
+    ),
+    "no kings": (
+        "fen 8/8/8/8/8/8/PPPPPPPP/8 w - - 0 1\nmove e2e4\nscore 0\nply 0\nresult 0\ne\n",
+        7, "not one white king",
+    ),
+    "castling as king takes rook": (
+        "fen 4k3/8/8/8/8/8/8/4K2R w K - 0 1\nmove e1h1\nscore 0\nply 0\nresult 0\ne\n",
+        8, "castling is written as the king's destination, not e1h1",
+    ),
+    "NUL byte": (GOOD_RECORD.replace(" w KQkq", " w\x00KQkq"), 7, "for turn part of fen"),
+    "NUL byte in the move": (GOOD_RECORD.replace("e2e4", "e2e4\x00"), 8, "invalid uci"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", BAD_RECORDS)
+@pytest.mark.parametrize("command", ["shuffle", "interleave", "stats", "convert"])
+def test_bad_records_fail_in_one_line_naming_the_line_and_publish_nothing(
+    tmp_path: Path, kind: str, command: str
+) -> None:
+    """Every tool checks every record as the .binpack writer does (schemas/legal_record.py);
+    convert, whose .binpack writer checks them, names the record as it did."""
+    text, line, reason = BAD_RECORDS[kind]
+    bad = tmp_path / "bad.plain"
+    bad.write_bytes((GOOD_RECORD + text).encode())
+    outs = tmp_path / "out"
+    outs.mkdir()
+    args = {
+        "shuffle": ("shuffle", str(bad), str(outs / "o.plain"), "--seed", "1"),
+        "interleave": ("interleave", str(bad), "--out", str(outs / "o.plain"), "--seed", "1"),
+        "stats": ("stats", str(bad)),
+        "convert": ("convert", str(bad), str(outs / "o.binpack")),
+    }[command]
+    message = cli_error("training", *args)
+    where = f"{bad}: record 2: " if command == "convert" else f"{bad}:{line}: record 2: "
+    assert message.startswith(where) and reason in message, message
+    assert list(outs.iterdir()) == []
+
+
+def test_checked_tools_still_take_every_fixture_record(plain_fixture: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.plain"
+    run_cli("training", "shuffle", str(plain_fixture), str(out), "--seed", "3", "--buckets", "1")
+    assert Counter(read_records(out)) == Counter(read_records(plain_fixture))
+    assert json.loads(run_cli("training", "stats", str(out), "--json").stdout)["records"] == 9958

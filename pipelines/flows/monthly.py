@@ -44,6 +44,11 @@ class LoggedProgress:
 #: The task and flow runs (their ids) that failed with an error the command reports itself.
 _FAILED_AS_REPORTED: set[str] = set()
 
+#: Failures the command reports in one line (pipelines/cli.py): the user's to act on
+#: (ChesspipeError) and what the OS says of a path (a full disk, a file where a folder is
+#: expected, a folder that cannot be written).
+USER_ERRORS = (ChesspipeError, OSError)
+
 
 def _run_id(record: logging.LogRecord) -> str | None:
     """Return the id of the task run, else the flow run, a Prefect log record is about."""
@@ -52,14 +57,14 @@ def _run_id(record: logging.LogRecord) -> str | None:
 
 
 class QuietUserErrors(logging.Filter):
-    """Drops the traceback from Prefect's log of a failure the user can act on (one line).
+    """Drops the traceback from Prefect's log of a failure the user can act on (USER_ERRORS).
 
     The run that failed so is remembered: what it logs next (Prefect's `Finished in state
     Failed(...)`, logged once the failure is handled) is kept from the terminal too.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], ChesspipeError):
+        if record.exc_info and isinstance(record.exc_info[1], USER_ERRORS):
             record.exc_info = None
             record.exc_text = None
             if (run := _run_id(record)) is not None:
@@ -70,24 +75,25 @@ class QuietUserErrors(logging.Filter):
 class ReportedByTheCommand(logging.Filter):
     """Keeps from the terminal the log records of what the command reports itself in one line.
 
-    That is, what is logged while a failure the user can act on (ChesspipeError) or an
-    interruption (Ctrl-C, SIGTERM) is raised or unwinds, and what a run that failed with a
-    ChesspipeError logs afterwards (its final state). The flow and task runs' logs and states
-    on the Prefect server keep them.
+    That is, the failure of a run with an error the command reports (USER_ERRORS), what is
+    logged while a ChesspipeError or an interruption (Ctrl-C, SIGTERM) is raised or unwinds,
+    and what a run that failed with one of USER_ERRORS logs afterwards (its final state). The
+    flow and task runs' logs and states on the Prefect server keep them. (What is logged while
+    some OSError is handled is kept: a library may handle one and go on.)
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         from prefect.exceptions import TerminationSignal
 
-        reported = (ChesspipeError, KeyboardInterrupt, Stopped, TerminationSignal)
+        unwinding = (ChesspipeError, KeyboardInterrupt, Stopped, TerminationSignal)
         raised = record.exc_info[1] if record.exc_info else None
-        if isinstance(raised, reported) or isinstance(sys.exception(), reported):
+        if isinstance(raised, (*USER_ERRORS, *unwinding)) or isinstance(sys.exception(), unwinding):
             return False
         return _run_id(record) not in _FAILED_AS_REPORTED
 
 
 def quiet_user_errors() -> None:
-    """Log ChesspipeError failures of task and flow runs without a traceback.
+    """Log the USER_ERRORS failures of task and flow runs without a traceback.
 
     On the terminal, what the command reports itself is not logged (ReportedByTheCommand).
     """

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
-from pipelines.files import file_sha256
+from pipelines.files import file_sha256, make_folder
 from pipelines.ingest.manifest import IngestManifest, read_manifest
 from pipelines.ingest.run import ingest
 from pipelines.monthly.manifest import MonthManifest
@@ -151,7 +151,7 @@ def build_month(
         )
     warehouse, books = Path(warehouse), Path(books)
     started = time.monotonic()
-    books.mkdir(parents=True, exist_ok=True)
+    make_folder(books)
     with build_lock(books, month):
         # Whatever path follows (up to date, reuse of the partition, rebuild), what killed runs
         # of the month left in the warehouse goes; a month another run is ingesting is left alone.

@@ -26,8 +26,13 @@ def training_format(path: Path) -> str:
     return suffix
 
 
-def read_training(path: Path) -> Iterator[PlainRecord]:
-    """Yield the records of a .plain or .binpack file, streaming."""
+def read_training(path: Path, *, legal: bool = False) -> Iterator[PlainRecord]:
+    """Yield the records of a .plain or .binpack file, streaming.
+
+    With `legal`, each .plain record's position and move are checked as the .binpack writer
+    checks them (schemas/legal_record.py), the error naming its line; a .binpack's records are
+    always checked as they are decoded.
+    """
     kind = training_format(path)
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, also when the caller stops early
@@ -37,7 +42,7 @@ def read_training(path: Path) -> Iterator[PlainRecord]:
         records = (
             iter_binpack(handle, str(path))
             if kind == "binpack"
-            else iter_records(handle, str(path))
+            else iter_records(handle, str(path), legal=legal)
         )
         try:
             yield from records

@@ -64,7 +64,7 @@ def shuffle_file(source: Path, out: Path, seed: int, buckets: int | None = None)
         paths = [Path(tmp) / f"{i}.tsv" for i in range(count)]
         handles = [open(p, "w", encoding="ascii", newline="\n") for p in paths]  # noqa: SIM115
         try:
-            for record in read_training(source):
+            for record in read_training(source, legal=True):
                 handles[rng.randrange(count)].write(_line(record))
         finally:
             for handle in handles:
@@ -98,7 +98,7 @@ def interleave_files(sources: Sequence[Path], out: Path, seed: int) -> dict[str,
     counts = [count_records(path) for path in sources]
     remaining = list(counts)
     total = sum(counts)
-    streams = [read_training(path) for path in sources]
+    streams = [read_training(path, legal=True) for path in sources]
     rng = random.Random(seed)
     taken = [0] * len(sources)
     last = [0]

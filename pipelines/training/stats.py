@@ -104,7 +104,7 @@ def gather(records: Iterable[PlainRecord]) -> TrainingStats:
 
 def file_stats(path: Path) -> dict[str, Any]:
     """Return the counts over a .plain or .binpack file, as JSON-ready values."""
-    return {"file": str(path), **gather(read_training(path)).to_json()}
+    return {"file": str(path), **gather(read_training(path, legal=True)).to_json()}
 
 
 def _bars(counts: dict[str, int], total: int) -> list[str]:

@@ -36,10 +36,18 @@ def check_month(month: str) -> str:
 
 
 def month_range(spec: str) -> list[str]:
-    """Return the months of 'YYYY-MM' or 'YYYY-MM..YYYY-MM' (inclusive), in order."""
-    first, _, last = spec.partition("..")
-    first = check_month(first.strip())
-    last = check_month(last.strip()) if last else first
+    """Return the months of 'YYYY-MM' or 'YYYY-MM..YYYY-MM' (inclusive), in order.
+
+    A bad range is quoted whole in the error (`../x`, `2024-01..`), as it was given.
+    """
+    first, dots, last = spec.partition("..")
+    try:
+        first = check_month(first.strip())
+        last = check_month(last.strip()) if dots else first
+    except ChesspipeError:
+        if not dots:
+            raise
+        raise ChesspipeError(f"month range must be YYYY-MM..YYYY-MM, got {spec!r}") from None
     if last < first:
         raise ChesspipeError(f"month range {spec!r} ends before it starts")
     months = [first]
