@@ -216,3 +216,57 @@ def test_warehouse_compact_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
     _full_disk_runs(disk, tmp_path, prepare,
                     lambda root: ["warehouse", "compact", str(root / "wh"), "--year", year],
                     published)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_build_month_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
+    """The month's statistics and its book, two sets: each whole or as it was (the month may
+    be published while the book is not: a rerun reuses it)."""
+
+    def published(root: Path) -> None:
+        _ingest_manifest_matches(root / "wh")
+        manifest = json.loads((root / "books" / f"lichess-{MONTH}.json").read_text())
+        book = (root / "books" / f"lichess-{MONTH}.bin").read_bytes()
+        assert manifest["book_sha256"] == hashlib.sha256(book).hexdigest()
+
+    def command(root: Path) -> list[str]:
+        return ["build-month", str(SAMPLE), "--month", MONTH, "--warehouse", str(root / "wh"),
+                "--books", str(root / "books"), "--quiet"]  # fmt: skip
+
+    prepare_previous = lambda root: None  # noqa: E731 - a new month
+    # Few, coarse steps: each run starts a Prefect server (seconds).
+    _full_disk_runs_two_sets(disk, tmp_path, prepare_previous, command, published)
+
+
+def _full_disk_runs_two_sets(
+    disk: Path,
+    tmp_path: Path,
+    prepare: Callable[[Path], None],
+    command: Callable[[Path], list[str]],
+    published: Callable[[Path], None],
+) -> None:
+    """As _full_disk_runs, for a command that publishes two sets one after the other: a failed
+    run leaves the state before, or the first set published whole and the second as before."""
+    prepare(disk)
+    pristine = tmp_path / "pristine"
+    shutil.copytree(disk, pristine, symlinks=True)
+    before = _state(pristine)
+    runs = FullDisk(disk, pristine, command(disk))
+    need = runs.need(precision=PAGE * 16)
+    failed = 0
+    for free in sorted({0, need // 2, need - 16 * PAGE, need - 48 * PAGE}):
+        proc = runs.run(free)
+        if proc.returncode == 0:
+            published(disk)
+            continue
+        failed += 1
+        [line] = proc.stderr.splitlines()
+        assert line.startswith("chesspipe: error: ") and str(disk) in line, line
+        assert ".tmp" not in line and "No space left on device" in line, line
+        after = _state(disk)
+        if after != before:  # the month is published, whole; the book folder as it was
+            _ingest_manifest_matches(disk / "wh")
+            assert {k: v for k, v in after.items() if not k.startswith("wh/")} == {
+                k: v for k, v in before.items() if not k.startswith("wh/")
+            }
+    assert failed >= 2
