@@ -2,8 +2,10 @@
 
 Read-only over the warehouse (an in-memory index of its months, `stats_index`). Bad requests
 answer 400 with the reason as JSON (`{"error": ...}`), unknown paths 404. The answers are
-worked out in at most `WORK_THREADS` threads, off the event loop, so a long request delays
-only its own; request heads are bounded (`http_guard.HeadLimit`). Several worker processes
+worked out in threads, off the event loop: short requests in `SHORT_THREADS`, long ones (a
+`play` of more than `LONG_PLAY` plies, a tablebase mainline) in `LONG_THREADS`, so that long
+requests wait for each other and not the short ones. Request heads are bounded
+(`http_guard.HeadLimit`). Several worker processes
 (uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
 (`app_from_environment`).
 """
@@ -34,9 +36,12 @@ from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
 from pipelines.serve.tablebase import NotCovered, Tablebase
 
-#: Threads answering requests at once (replaying moves, index queries, tablebase probes); the
-#: event loop only reads requests and writes answers. More would only share the interpreter.
-WORK_THREADS = 4
+#: Threads answering short requests at once (index queries, tablebase probes, short lines);
+#: the event loop only reads requests and writes answers. More would only share the interpreter.
+SHORT_THREADS = 4
+#: Threads answering long requests at once, and what makes an explorer request long.
+LONG_THREADS = 1
+LONG_PLAY = 40
 
 
 def _error(status: int, reason: str) -> JSONResponse:
@@ -59,13 +64,19 @@ def _board(request: Request) -> chess.Board:
 def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlette:
     """The application over an explorer (a warehouse) and optional Syzygy tables."""
 
-    limiter = anyio.CapacityLimiter(WORK_THREADS)
+    short_lane = anyio.CapacityLimiter(SHORT_THREADS)
+    long_lane = anyio.CapacityLimiter(LONG_THREADS)
 
-    def off_loop(work: Callable[[Request], Response]) -> Callable[[Request], Any]:
-        """A handler whose work runs in one of the work threads."""
+    def off_loop(
+        work: Callable[[Request], Response], *, long: bool = False
+    ) -> Callable[[Request], Any]:
+        """A handler whose work runs in a thread of its lane: the long lane when `long`, or
+        when the request's `play` is longer than `LONG_PLAY` plies."""
 
         async def handler(request: Request) -> Response:
-            return await anyio.to_thread.run_sync(work, request, limiter=limiter)
+            heavy = long or (request.query_params.get("play") or "").count(",") >= LONG_PLAY
+            lane = long_lane if heavy else short_lane
+            return await anyio.to_thread.run_sync(work, request, limiter=lane)
 
         return handler
 
@@ -135,7 +146,7 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
         Route("/", page),
         Route("/lichess", off_loop(lichess)),
         Route("/standard", off_loop(standard)),
-        Route("/standard/mainline", off_loop(mainline)),
+        Route("/standard/mainline", off_loop(mainline, long=True)),
         Route("/board.svg", off_loop(board_svg)),
         Route("/position", off_loop(position)),
     ]

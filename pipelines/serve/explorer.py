@@ -18,6 +18,7 @@ What the statistics allow, and where the answer differs from explorer.lichess.ov
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,6 +42,8 @@ SPEEDS = {
     "classical": "classical",
     "correspondence": "correspondence",
 }
+#: Plies replayed between two offers of the interpreter to other threads (about 0.2 ms).
+YIELD_EVERY = 16
 #: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
 NO_SUCH_GROUP = 3200
 
@@ -119,7 +122,9 @@ def board_of(query: Query) -> Position:
     from_start = board.board_fen() == chess.STARTING_BOARD_FEN
     key = polyglot_key(board)
     path = [key]
-    for text in query.play:
+    for i, text in enumerate(query.play):
+        if i % YIELD_EVERY == YIELD_EVERY - 1:
+            time.sleep(0)  # let other threads (the event loop, short requests) run
         try:
             move = board.parse_uci(text)
         except ValueError:
