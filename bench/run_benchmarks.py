@@ -268,12 +268,24 @@ def splice(existing: str, generated: str) -> str:
     The generated part is what lies between the BEGIN and END lines; a text without them is
     kept whole after the new generated part.
     """
-    block = f"{BEGIN}\n{generated.strip()}\n{END}\n"
-    start = existing.find(BEGIN)
-    end = existing.find(END, start)
-    if start < 0 or end < 0:
-        return block + ("\n" + existing.lstrip("\n") if existing.strip() else "")
-    rest = existing[end + len(END) :]
+    return splice_between(existing, generated, BEGIN, END, first=True)
+
+
+def splice_between(
+    existing: str, generated: str, begin: str, end: str, *, first: bool = False
+) -> str:
+    """`existing` with what lies between the lines `begin` and `end` now `generated`; a text
+    without them gets the marked part first (`first`) or last, and is otherwise kept whole."""
+    block = f"{begin}\n{generated.strip()}\n{end}\n"
+    start = existing.find(begin)
+    stop = existing.find(end, start)
+    if start < 0 or stop < 0:
+        if not existing.strip():
+            return block
+        if first:
+            return block + "\n" + existing.lstrip("\n")
+        return existing.rstrip("\n") + "\n\n" + block
+    rest = existing[stop + len(end) :]
     return existing[:start] + block + rest.removeprefix("\n")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipelines.commands.options import non_negative_int, port, positive_int
 from pipelines.errors import ChesspipeError
+from pipelines.serve.answer_cache import CACHE_BYTES
 
 
 def register(subparsers: Any) -> None:
@@ -24,8 +25,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port, default=9002)
     parser.add_argument(
-        "--cache", type=non_negative_int, default=None, metavar="N",
-        help="explorer answers kept in memory (default 4096; 0: none)",
+        "--cache", type=non_negative_int, default=None, metavar="MB",
+        help=f"memory for explorer answers, in MB (default {CACHE_BYTES >> 20}; 0: none)",
     )  # fmt: skip
     parser.add_argument(
         "--workers", type=positive_int, default=1,
@@ -39,26 +40,26 @@ def run(args: argparse.Namespace) -> int:
 
     from pipelines.endgames.tables import split_paths
     from pipelines.serve.app import SETTINGS_VARIABLE, ServeSettings, open_app
-    from pipelines.serve.explorer import CACHE_SIZE
+    from pipelines.serve.http_guard import server_config
 
     if not args.warehouse.is_dir():
         raise ChesspipeError(f"warehouse {args.warehouse} does not exist")
     spec = args.syzygy or os.environ.get("SYZYGY_PATH")
     folders = [str(p) for p in split_paths(spec)] if spec else []
-    cache = CACHE_SIZE if args.cache is None else args.cache
+    cache = CACHE_BYTES if args.cache is None else args.cache * 1024 * 1024
     if cache < 0:
-        raise ChesspipeError(f"--cache must be 0 or more, not {cache}")
+        raise ChesspipeError(f"--cache must be 0 or more, not {args.cache}")
     if args.workers < 1:
         raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
     settings = ServeSettings(str(args.warehouse.resolve()), folders, cache)
     if args.workers == 1:
         app = open_app(settings)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.Server(server_config(app, host=args.host, port=args.port)).run()
         return 0
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
-    config = uvicorn.Config(
+    config = server_config(
         "pipelines.serve.app:app_from_environment", factory=True, workers=args.workers,
-        host=args.host, port=args.port, log_level="warning",
+        host=args.host, port=args.port,
     )  # fmt: skip
     _serve_workers(config)
     return 0

@@ -1,8 +1,12 @@
 """The HTTP server: `/lichess`, `/standard`, `/standard/mainline`, `/` and `/board.svg`.
 
 Read-only over the warehouse (an in-memory index of its months, `stats_index`). Bad requests
-answer 400 with the reason as JSON (`{"error": ...}`), unknown paths 404. Several worker
-processes (uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
+answer 400 with the reason as JSON (`{"error": ...}`), unknown paths 404. The answers are
+worked out in threads, off the event loop: short requests in `SHORT_THREADS`, long ones (a
+`play` of more than `LONG_PLAY` plies, a tablebase mainline) in `LONG_THREADS`, so that long
+requests wait for each other and not the short ones. Request heads are bounded
+(`http_guard.HeadLimit`). Several worker processes
+(uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
 (`app_from_environment`).
 """
 
@@ -10,20 +14,34 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import chess
 import chess.svg
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from pipelines.serve.explorer import CACHE_SIZE, BadRequest, Explorer
+from pipelines.serve import params
+from pipelines.serve.answer_cache import CACHE_BYTES
+from pipelines.serve.explorer import Explorer
+from pipelines.serve.http_guard import HeadLimit
 from pipelines.serve.page import PAGE
+from pipelines.serve.params import BadRequest
 from pipelines.serve.tablebase import NotCovered, Tablebase
+
+#: Threads answering short requests at once (index queries, tablebase probes, short lines);
+#: the event loop only reads requests and writes answers. More would only share the interpreter.
+SHORT_THREADS = 4
+#: Threads answering long requests at once, and what makes an explorer request long.
+LONG_THREADS = 1
+LONG_PLAY = 40
 
 
 def _error(status: int, reason: str) -> JSONResponse:
@@ -46,15 +64,30 @@ def _board(request: Request) -> chess.Board:
 def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlette:
     """The application over an explorer (a warehouse) and optional Syzygy tables."""
 
-    # The handlers answer on the event loop (async): each answer is a few milliseconds of
-    # in-memory work, cheaper than a hop to the thread pool.
-    async def lichess(request: Request) -> Response:
+    short_lane = anyio.CapacityLimiter(SHORT_THREADS)
+    long_lane = anyio.CapacityLimiter(LONG_THREADS)
+
+    def off_loop(
+        work: Callable[[Request], Response], *, long: bool = False
+    ) -> Callable[[Request], Any]:
+        """A handler whose work runs in a thread of its lane: the long lane when `long`, or
+        when the request's `play` is longer than `LONG_PLAY` plies."""
+
+        async def handler(request: Request) -> Response:
+            heavy = long or (request.query_params.get("play") or "").count(",") >= LONG_PLAY
+            lane = long_lane if heavy else short_lane
+            return await anyio.to_thread.run_sync(work, request, limiter=lane)
+
+        return handler
+
+    def lichess(request: Request) -> Response:
         if explorer is None:
             return _error(404, "no warehouse")
         try:
-            return JSONResponse(explorer.lichess(dict(request.query_params)))
+            body = explorer.lichess_json(dict(request.query_params))
         except BadRequest as exc:
             return _error(400, str(exc))
+        return Response(body, media_type="application/json")
 
     def _tablebase(request: Request, mainline: bool) -> Response:
         if tablebase is None:
@@ -70,29 +103,28 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
             return _error(404, str(exc))
         return JSONResponse(answer)
 
-    async def standard(request: Request) -> Response:
+    def standard(request: Request) -> Response:
         return _tablebase(request, mainline=False)
 
-    async def mainline(request: Request) -> Response:
+    def mainline(request: Request) -> Response:
         return _tablebase(request, mainline=True)
 
     def _played(request: Request) -> chess.Board:
-        params = request.query_params
-        board = chess.Board((params.get("fen") or chess.STARTING_FEN).replace("_", " "))
+        query = request.query_params
+        board = chess.Board((query.get("fen") or chess.STARTING_FEN).replace("_", " "))
         if board.status() != chess.STATUS_VALID:
             raise BadRequest("invalid fen: not a legal position")
-        for text in (params.get("play") or "").split(","):
-            if text:
-                try:
-                    board.push(board.parse_uci(text))
-                except ValueError:
-                    raise BadRequest(f"illegal move {text!r} in play") from None
+        for text in params.play(query.get("play")):
+            try:
+                board.push(board.parse_uci(text))
+            except ValueError:
+                raise BadRequest(f"illegal move {text!r} in play") from None
         return board
 
     def position(request: Request) -> Response:
         try:
             board = _played(request)
-        except (BadRequest, ValueError) as exc:
+        except ValueError as exc:  # BadRequest, or python-chess's reading of the FEN
             return _error(400, str(exc))
         pieces = chess.popcount(board.occupied)
         covered = tablebase is not None and pieces <= tablebase.labeller.tables.largest
@@ -101,7 +133,7 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
     def board_svg(request: Request) -> Response:
         try:
             board = _played(request)
-        except (BadRequest, ValueError) as exc:
+        except ValueError as exc:
             return _error(400, str(exc))
         lastmove = board.peek() if board.move_stack else None
         svg = chess.svg.board(board, lastmove=lastmove, size=360)
@@ -112,13 +144,13 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
 
     routes = [
         Route("/", page),
-        Route("/lichess", lichess),
-        Route("/standard", standard),
-        Route("/standard/mainline", mainline),
-        Route("/board.svg", board_svg),
-        Route("/position", position),
+        Route("/lichess", off_loop(lichess)),
+        Route("/standard", off_loop(standard)),
+        Route("/standard/mainline", off_loop(mainline, long=True)),
+        Route("/board.svg", off_loop(board_svg)),
+        Route("/position", off_loop(position)),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(HeadLimit)])
 
 
 #: The environment variable that hands `ServeSettings` to worker processes.
@@ -128,11 +160,11 @@ SETTINGS_VARIABLE = "CHESSPIPE_SERVE_SETTINGS"
 @dataclass(frozen=True)
 class ServeSettings:
     """What the server opens: the warehouse, Syzygy table folders (none: no tablebase), and
-    how many explorer answers to keep in memory (0: none)."""
+    the bytes of explorer answers to keep in memory (0: none)."""
 
     warehouse: str
     syzygy: list[str] = field(default_factory=list)
-    cache_size: int = CACHE_SIZE
+    cache_bytes: int = CACHE_BYTES
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -144,7 +176,7 @@ class ServeSettings:
 
 def open_app(settings: ServeSettings) -> Starlette:
     """Open the warehouse (and tables, when given) and return the application."""
-    explorer = Explorer(Path(settings.warehouse), cache_size=settings.cache_size)
+    explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
     return make_app(explorer, tablebase)
 

@@ -17,14 +17,17 @@ What the statistics allow, and where the answer differs from explorer.lichess.ov
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import chess
 
+from pipelines.serve import params
+from pipelines.serve.answer_cache import CACHE_BYTES, AnswerCache
+from pipelines.serve.params import BadRequest
 from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.openings import names_by_key
 from schemas.dimensions import RATING_GROUPS, rating_group
@@ -39,14 +42,10 @@ SPEEDS = {
     "classical": "classical",
     "correspondence": "correspondence",
 }
-#: Answers kept in memory (least recently used dropped first).
-CACHE_SIZE = 4096
+#: Plies replayed between two offers of the interpreter to other threads (about 0.2 ms).
+YIELD_EVERY = 16
 #: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
 NO_SUCH_GROUP = 3200
-
-
-class BadRequest(ValueError):
-    """A request the API refuses (HTTP 400), with the reason."""
 
 
 @dataclass(frozen=True)
@@ -63,53 +62,41 @@ class Query:
     moves: int | None
     history: bool
 
-
-def _month(value: str | None, name: str) -> str | None:
-    if not value:
-        return None
-    text = value[:7]
-    parts = text.split("-")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts) or len(parts[0]) != 4:
-        raise BadRequest(f"{name} must be YYYY-MM, not {value!r}")
-    if not 1 <= int(parts[1]) <= 12:
-        raise BadRequest(f"{name} must be YYYY-MM, not {value!r}")
-    return text
+    def filter(self) -> tuple[Any, ...]:
+        """Everything but the position: what, beside the position, an answer depends on."""
+        return (self.speeds, self.groups, self.since, self.until, self.moves, self.history)
 
 
-def parse_query(params: dict[str, str]) -> Query:
+def parse_query(args: dict[str, str]) -> Query:
     """Validate the query string of a `/lichess` request."""
-    variant = params.get("variant") or "standard"
+    variant = args.get("variant") or "standard"
     if variant not in ("standard", "chess960"):
         raise BadRequest(f"variant {variant!r} not supported; use standard or chess960")
-    fen = (params.get("fen") or chess.STARTING_FEN).replace("_", " ")
-    play = tuple(m for m in (params.get("play") or "").split(",") if m)
+    fen = (args.get("fen") or chess.STARTING_FEN).replace("_", " ")
+    play = params.play(args.get("play"))
     speeds = []
-    for name in (params.get("speeds") or "").split(","):
+    for name in (args.get("speeds") or "").split(","):
         if name:
             if name not in SPEEDS:
                 raise BadRequest(f"unknown speed {name!r}; choose from {', '.join(SPEEDS)}")
             speeds.append(SPEEDS[name])
     groups = []
-    for text in (params.get("ratings") or "").split(","):
+    for text in (args.get("ratings") or "").split(","):
         if text:
-            if not text.isdigit() or int(text) > 65535:
+            try:
+                value = params.number(text, "a rating group")
+            except BadRequest:
                 raise BadRequest(
-                    f"unknown rating group {text!r}; choose from "
-                    f"{', '.join(map(str, RATING_GROUPS))}"
-                )
-            value = int(text)
+                    f"unknown rating group {text[:40]!r}; choose from "
+                    f"{', '.join(map(str, RATING_GROUPS))} (ASCII digits)"
+                ) from None
             groups.append(NO_SUCH_GROUP if value >= 2800 else rating_group(value))
-    moves = params.get("moves")
-    if moves is not None and moves != "":
-        if not moves.isdigit():
-            raise BadRequest(f"moves must be a non-negative number, not {moves!r}")
-        count: int | None = int(moves)
-    else:
-        count = None
-    history = (params.get("history") or "").lower() in ("true", "1", "yes")
+    moves = args.get("moves")
+    count = params.number(moves, "moves") if moves else None
+    history = (args.get("history") or "").lower() in ("true", "1", "yes")
     return Query(
         variant, fen, play, tuple(sorted(set(speeds))), tuple(sorted(set(groups))),
-        _month(params.get("since"), "since"), _month(params.get("until"), "until"), count,
+        params.month(args.get("since"), "since"), params.month(args.get("until"), "until"), count,
         history,
     )  # fmt: skip
 
@@ -135,7 +122,9 @@ def board_of(query: Query) -> Position:
     from_start = board.board_fen() == chess.STARTING_BOARD_FEN
     key = polyglot_key(board)
     path = [key]
-    for text in query.play:
+    for i, text in enumerate(query.play):
+        if i % YIELD_EVERY == YIELD_EVERY - 1:
+            time.sleep(0)  # let other threads (the event loop, short requests) run
         try:
             move = board.parse_uci(text)
         except ValueError:
@@ -153,13 +142,11 @@ def average_rating(rating_sum: int, games: int) -> int:
 class Explorer:
     """Answers `/lichess` requests from a warehouse, read-only, from an in-memory index."""
 
-    def __init__(self, warehouse: Path, *, cache_size: int = CACHE_SIZE) -> None:
+    def __init__(self, warehouse: Path, *, cache_bytes: int = CACHE_BYTES) -> None:
         self.warehouse = Path(warehouse)
         self.index = StatsIndex.load(self.warehouse)
         self.months = self.index.months
-        self.cache_size = cache_size
-        self._cache: OrderedDict[Query, dict[str, Any]] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
 
     def close(self) -> None:
@@ -182,25 +169,30 @@ class Explorer:
                 return {"eco": found[0], "name": found[1]}
         return None
 
-    def lichess(self, params: dict[str, str]) -> dict[str, Any]:
-        """The `/lichess` answer for a query string (answers are cached per query)."""
-        query = parse_query(params)
-        with self._cache_lock:
-            found = self._cache.get(query)
-            if found is not None:
-                self._cache.move_to_end(query)
-                return found
-        answer = self.answer(query)
-        if self.cache_size:
-            with self._cache_lock:
-                self._cache[query] = answer
-                if len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+    def lichess(self, args: dict[str, str]) -> dict[str, Any]:
+        """The `/lichess` answer for a query string."""
+        answer: dict[str, Any] = json.loads(self.lichess_json(args))
         return answer
 
-    def answer(self, query: Query) -> dict[str, Any]:
-        """The `/lichess` answer for a validated query."""
+    def lichess_json(self, args: dict[str, str]) -> bytes:
+        """The `/lichess` answer for a query string, encoded as JSON. Answers are cached by the
+        position reached (not the `play` that reached it), the opening named on the way and
+        the filter."""
+        query = parse_query(args)
         position = board_of(query)
+        opening = self.opening(query, position)
+        named = (opening["eco"], opening["name"]) if opening else ("", "")
+        key = (query.variant, position.board.epd(), *named, *query.filter())
+        found = self.cache.get(key)
+        if found is None:
+            found = encode(self.answer(query, position, opening))
+            self.cache.put(key, found)
+        return found
+
+    def answer(
+        self, query: Query, position: Position, opening: dict[str, str] | None
+    ) -> dict[str, Any]:
+        """The `/lichess` answer for a validated query at its position."""
         board = position.board
         index = self.index
         selection = index.select(
@@ -243,7 +235,7 @@ class Explorer:
             "moves": moves,
             "topGames": [],
             "recentGames": [],
-            "opening": self.opening(query, position),
+            "opening": opening,
         }
         if query.history:
             wins, losses = totals.month_wins.tolist(), totals.month_losses.tolist()
@@ -260,3 +252,9 @@ class Explorer:
                 "were ingested before the statistics kept rating sums; re-ingest them"
             ]
         return answer
+
+
+def encode(answer: dict[str, Any]) -> bytes:
+    """An answer as JSON bytes, as Starlette's JSONResponse writes it."""
+    text = json.dumps(answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.encode("utf-8")
