@@ -8,6 +8,7 @@ S3 gives up within seconds: its timeouts and retries are bounded (`S3_OPTIONS`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,8 @@ from pipelines.errors import ChesspipeError
 from schemas.atomic_files import atomic_path
 
 #: s3fs options, unless fsspec's configuration sets them (`FSSPEC_S3_*` variables or
-#: `~/.config/fsspec/`): an unreachable endpoint fails in seconds, not minutes. The endpoint and
+#: `~/.config/fsspec/`): an unreachable endpoint fails in seconds, not minutes. The retries are
+#: botocore's own when `AWS_MAX_ATTEMPTS` or `AWS_RETRY_MODE` is set. The endpoint and
 #: credentials are botocore's (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `~/.aws/`, roles).
 S3_OPTIONS: dict[str, Any] = {
     "config_kwargs": {  # botocore's client settings
@@ -41,7 +43,11 @@ def storage_options(protocol: str) -> dict[str, Any]:
     """Return the options a protocol's filesystem is opened with: ours under fsspec's config."""
     from fsspec.config import conf
 
-    return {**DEFAULT_OPTIONS.get(protocol, {}), **conf.get(protocol, {})}
+    options = dict(DEFAULT_OPTIONS.get(protocol, {}))
+    if "config_kwargs" in options and {"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} & set(os.environ):
+        config = {k: v for k, v in options["config_kwargs"].items() if k != "retries"}
+        options["config_kwargs"] = config
+    return {**options, **conf.get(protocol, {})}
 
 
 def _filesystem(url: str) -> tuple[Any, str]:
