@@ -307,6 +307,56 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     ]
 
 
+def test_kill_9_in_the_middle_of_an_upload_leaves_the_previous_objects(
+    moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """build-month, killed while the partition's bytes are on their way to the store."""
+    from tests.slow_proxy import SlowProxy
+
+    month, source = "2024-01", SAMPLE.format(month="2024-01")
+    bucket = moto.create_bucket("slow")
+    warehouse, books = f"s3://{bucket}/wh", f"s3://{bucket}/books"
+    build_month(source, month, warehouse, books, settings(0))
+    previous = moto.objects(bucket)
+    reference = build_month(source, month, tmp_path / "wh", tmp_path / "books", settings(1800))
+    size = partition_file(tmp_path / "wh", month).stat().st_size
+    with SlowProxy(moto.port, trigger=f"PUT /{bucket}/wh/.staging/".encode()) as proxy:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "pipelines", "build-month", source, "--month", month,
+                "--warehouse", warehouse, "--books", books,
+                "--min-rating", "1800", "--min-games", "2",
+            ],
+            cwd=ROOT,
+            env=dict(
+                os.environ, PYTHONPATH=str(ROOT), AWS_ENDPOINT_URL=proxy.url,
+                PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_API_URL="",
+                PREFECT_SERVER_ANALYTICS_ENABLED="false",
+            ),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 240
+            while proxy.slowed < 16_384:
+                assert proc.poll() is None, "the build ended before it uploaded"
+                assert time.monotonic() < deadline, "the build never uploaded its partition"
+                time.sleep(0.02)
+            assert proc.poll() is None and proxy.slowed < size  # mid-upload
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # Nothing of the new run is visible, nor even stored: readers have the previous objects.
+    assert moto.objects(bucket) == previous
+    assert moto.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    rerun = build_month(source, month, warehouse, books, settings(1800))
+    assert rerun.book_sha256 == reference.book_sha256
+    assert sorted(moto.objects(bucket)) == sorted(previous)
+
+
 def documented_block(marker: str) -> str:
     """The fenced block of docs/orchestration.md whose first line is `marker`."""
     text = (ROOT / "docs" / "orchestration.md").read_text()
@@ -392,3 +442,23 @@ def test_store_failures_end_in_one_line_within_seconds(
     assert one.returncode == 1
     assert f"ChesspipeError: object storage s3://{bucket}/wh: {expected}" in one.stderr
     assert time.monotonic() - started < 20
+
+
+def test_s3_timeouts_and_retries_are_bounded_unless_the_user_sets_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fsspec.config import conf
+
+    from pipelines.sources.object_store import S3_OPTIONS, storage_options
+
+    for key in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.delitem(conf, "s3", raising=False)
+    assert storage_options("s3") == S3_OPTIONS
+    assert S3_OPTIONS["config_kwargs"]["retries"]["max_attempts"] <= 3
+    assert S3_OPTIONS["config_kwargs"]["connect_timeout"] <= 5
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "10")  # botocore's own setting is left to botocore
+    assert "retries" not in storage_options("s3")["config_kwargs"]
+    monkeypatch.setitem(conf, "s3", {"use_listings_cache": True})  # fsspec's config wins
+    assert storage_options("s3")["use_listings_cache"] is True
+    assert storage_options("memory") == {}
