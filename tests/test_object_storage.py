@@ -451,10 +451,15 @@ def test_s3_timeouts_and_retries_are_bounded_unless_the_user_sets_them(
 
     from pipelines.sources.object_store import S3_OPTIONS, storage_options
 
+    need_module("s3fs", "s3fs (chesspipe's s3 extra)")
+    from fsspec.core import url_to_fs
+
     for key in ("AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.delitem(conf, "s3", raising=False)
-    assert storage_options("s3") == S3_OPTIONS
+    bounded = storage_options("s3")
+    url_to_fs("s3://bucket/key", **storage_options("s3"))[0].connect()  # botocore reads them
+    assert storage_options("s3") == bounded == S3_OPTIONS
     assert S3_OPTIONS["config_kwargs"]["retries"]["max_attempts"] <= 3
     assert S3_OPTIONS["config_kwargs"]["connect_timeout"] <= 5
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "10")  # botocore's own setting is left to botocore

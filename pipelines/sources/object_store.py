@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def storage_options(protocol: str) -> dict[str, Any]:
     """Return the options a protocol's filesystem is opened with: ours under fsspec's config."""
     from fsspec.config import conf
 
-    options = dict(DEFAULT_OPTIONS.get(protocol, {}))
+    options = deepcopy(DEFAULT_OPTIONS.get(protocol, {}))  # botocore edits what it's given
     if "config_kwargs" in options and {"AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"} & set(os.environ):
         config = {k: v for k, v in options["config_kwargs"].items() if k != "retries"}
         options["config_kwargs"] = config
