@@ -48,6 +48,17 @@ def need_program(name: str) -> str:
     return found
 
 
+def need_module(name: str, install: str) -> None:
+    """Skip (outside CI) or fail (in CI) when a Python package a test needs is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        reason = f"{name} is not installed: pip install {install}"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; .ci/run must install it")
+        pytest.skip(reason)
+
+
 def run_cli(
     *args: str,
     stdin: bytes | None = None,

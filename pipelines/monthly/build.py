@@ -202,15 +202,27 @@ def _build_month_remote(
     progress: ProgressCallback | None,
     run_step: StepRunner,
 ) -> MonthManifest:
-    """Build in a local scratch folder seeded from object storage, then upload what changed."""
+    """Build in a local scratch folder seeded from object storage, then publish what changed.
+
+    Each changed file goes up with its manifest as `pipelines.sources.object_publish` does it:
+    partition and ingest manifest, then book and run manifest.
+    """
     import tempfile
 
     from pipelines.sources import object_store as store
+    from pipelines.sources.object_publish import Described, publish, remove_stale
 
     remote_wh, remote_books = store.is_remote(warehouse), store.is_remote(books)
+    remote_roots = [
+        root for root, remote in ((warehouse, remote_wh), (books, remote_books)) if remote
+    ]
+    for root in remote_roots:  # no credentials, or no endpoint: fail before any work
+        store.check_access(root)
     key = hashlib.sha256(f"{warehouse}\n{books}".encode()).hexdigest()[:16]
     lock_root = Path(tempfile.gettempdir()) / "chesspipe-locks" / key
     with build_lock(lock_root, month), tempfile.TemporaryDirectory(prefix="chesspipe-") as tmp:
+        for root in remote_roots:
+            remove_stale(root, month)
         scratch = Path(tmp)
         local_wh = scratch / "warehouse" if remote_wh else Path(warehouse)
         local_books = scratch / "books" if remote_books else Path(books)
@@ -235,12 +247,31 @@ def _build_month_remote(
         )
         if manifest.status != "built":
             return manifest
+        if remote_wh:  # the book's statistics are in the store, not in the scratch folder
+            manifest = replace(manifest, book=replace(manifest.book, warehouse=warehouse))
+            manifest.write(manifest_file)
+        changed: list[Described] = []
         if remote_wh and not manifest.ingest_reused:
-            store.upload(stats_file, url(warehouse, stats_file, local_wh))
-            store.upload(stats_manifest, url(warehouse, stats_manifest, local_wh))
+            changed.append(
+                Described(
+                    stats_file,
+                    url(warehouse, stats_file, local_wh),
+                    stats_manifest,
+                    url(warehouse, stats_manifest, local_wh),
+                    root=warehouse,
+                )
+            )
         if remote_books:
-            store.upload(book, url(books, book, local_books))
-            store.upload(manifest_file, url(books, manifest_file, local_books))
+            changed.append(
+                Described(
+                    book,
+                    url(books, book, local_books),
+                    manifest_file,
+                    url(books, manifest_file, local_books),
+                    root=books,
+                )
+            )
+        publish(changed, month=month)
         return manifest
 
 
