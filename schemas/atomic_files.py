@@ -42,6 +42,11 @@ def check_output(path: str | os.PathLike[str]) -> None:
         mode = os.lstat(target).st_mode
     except FileNotFoundError:
         return
+    except NotADirectoryError:  # a file where one of the path's folders should be
+        in_the_way = next(p for p in target.parents if p.exists() and not p.is_dir())
+        raise NotADirectoryError(
+            errno.ENOTDIR, "a file is in the way of this folder", str(in_the_way)
+        ) from None
     kind = _kind(mode)
     if kind == "a symlink":
         kind = f"a symlink to {os.readlink(target)}"
@@ -74,7 +79,11 @@ class OutputSet:
     def __enter__(self) -> OutputSet:
         for target in self.targets:
             check_output(target)
-            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:  # a file where a folder of the path should be
+                check_output(target)  # names it
+                raise
         return self
 
     def __exit__(

@@ -14,7 +14,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
-from pipelines.warehouse.sql import connect
+from pipelines.warehouse.sql import connect, stable_read
 from pipelines.warehouse.yearly import choose_years, yearly_file
 from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
@@ -180,17 +180,24 @@ def _build_book(
         settings,
         yearly=[yearly_file(Path(warehouse), year) for year in choice.years],
     )
-    con = connect(Path(warehouse))
-    try:
-        if settings.side is not None:
-            sql, params = one_side(con, wanted, sql, params, settings)
-        hex_entries, entries, positions, entry_games = con.execute(
-            f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
-            f"FROM ({sql})",
-            params,
-        ).fetchone() or ("", 0, 0, 0)
-    finally:
-        con.close()
+
+    def read() -> tuple[str, int, int, int]:
+        con = connect(Path(warehouse))
+        try:
+            query, values = sql, params
+            if settings.side is not None:
+                query, values = one_side(con, wanted, sql, params, settings)
+            found = con.execute(
+                f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), "
+                f"coalesce(sum(games), 0) FROM ({query})",
+                values,
+            ).fetchone()
+        finally:
+            con.close()
+        return found or ("", 0, 0, 0)
+
+    # A month re-ingested meanwhile: the book reads one version of it (stable_read).
+    hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), read)
     if not entries and not allow_empty:
         raise EmptyBook(wanted, settings)
     manifest_file = book_manifest_path(out)

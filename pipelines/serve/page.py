@@ -39,6 +39,8 @@ fieldset{margin-bottom:8px} #history svg{border:1px solid #ccc}
 const SPEEDS=["ultraBullet","bullet","blitz","rapid","classical","correspondence"];
 const RATINGS=[0,1000,1200,1400,1600,1800,2000,2200,2500];
 let play=[];
+function esc(s){return String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",
+ '"':"&quot;","'":"&#39;"})[c]);}
 function boxes(id,values){const el=document.getElementById(id);
  for(const v of values){const l=document.createElement("label");
   l.innerHTML='<input type="checkbox" checked value="'+v+'" id="'+id+'-'+v+'"> '+v+' ';
@@ -63,8 +65,9 @@ function chart(history){if(!history||!history.length)return "";
  let s='<svg width="'+(w*history.length)+'" height="80">';
  history.forEach((h,i)=>{const t=totals[i],y=70*t/max;
   s+='<rect x="'+(i*w+1)+'" y="'+(75-y)+'" width="'+(w-2)+'" height="'+y+
-  '" fill="#58a"><title>'+h.month+': '+t+'</title></rect>';});
- return s+'</svg><div>'+history[0].month+' .. '+history[history.length-1].month+'</div>';}
+  '" fill="#58a"><title>'+esc(h.month)+': '+t+'</title></rect>';});
+ return s+'</svg><div>'+esc(history[0].month)+' .. '+esc(history[history.length-1].month)+
+ '</div>';}
 async function refresh(){const q=query();
  document.getElementById("board").src="/board.svg?play="+encodeURIComponent(play.join(","));
  document.getElementById("line").textContent="line: "+(play.join(" ")||"(start)");
@@ -76,7 +79,7 @@ async function refresh(){const q=query();
   bar(data.white,data.draws,data.black);
  for(const m of data.moves){const t=m.white+m.draws+m.black,tr=document.createElement("tr");
   tr.className="move";tr.dataset.uci=m.uci;tr.id="move-"+m.uci;
-  tr.innerHTML='<td class="san">'+m.san+'</td><td class="count">'+t+'</td><td>'+
+  tr.innerHTML='<td class="san">'+esc(m.san)+'</td><td class="count">'+t+'</td><td>'+
    bar(m.white,m.draws,m.black)+pct(m.white,t)+' / '+pct(m.draws,t)+' / '+pct(m.black,t)+
    '</td>';
   tr.addEventListener("click",()=>{play.push(m.uci);refresh();});body.appendChild(tr);}

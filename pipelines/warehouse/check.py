@@ -26,7 +26,8 @@ class Finding:
     """One problem in a warehouse folder."""
 
     #: stale-staging, temp-file, no-manifest, sha256-mismatch, no-partition, in-use,
-    #: stale-yearly (a compacted year that no longer matches its months)
+    #: stale-yearly (a compacted year that no longer matches its months), not-a-month (a
+    #: stray `month=...` name), not-a-folder (a file where a month's folder should be)
     kind: str
     path: Path
     month: str | None
@@ -68,14 +69,26 @@ def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
     stats = stats_dir(warehouse)
     if not stats.is_dir():
         return
-    months = {
-        p.name[len("month=") :].removesuffix(".json")
-        for p in stats.glob("month=*")
-        if not p.name.startswith(".")
-    }
-    for month in sorted(m for m in months if MONTH_RE.match(m)):
+    months = set()
+    for path in sorted(stats.glob("month=*")):
+        month = path.name[len("month=") :].removesuffix(".json")
+        if MONTH_RE.fullmatch(month):
+            months.add(month)
+        else:
+            yield Finding(
+                "not-a-month", path, None,
+                "not a month=YYYY-MM folder or manifest: no reader counts it; move it out of "
+                "the warehouse",
+            )  # fmt: skip
+    for month in sorted(months):
         part, manifest = partition_file(warehouse, month), manifest_path(warehouse, month)
-        if part.exists() and not manifest.exists():
+        if part.parent.exists() and not part.parent.is_dir():
+            yield Finding(
+                "not-a-folder", part.parent, month,
+                "a file where the month's folder should be; move it away, then re-ingest the "
+                "month",
+            )  # fmt: skip
+        elif part.exists() and not manifest.exists():
             yield Finding(
                 "no-manifest", part, month, "partition without a manifest; re-ingest the month"
             )

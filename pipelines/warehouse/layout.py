@@ -119,8 +119,23 @@ def available_months(warehouse: Path) -> list[str]:
     return sorted(months)
 
 
+#: What DuckDB's file readers take as a pattern in a path, whatever the quoting.
+GLOB_CHARACTERS = frozenset("*?[")
+
+
 def sql_paths(paths: list[Path]) -> str:
-    """Return paths as a DuckDB list of string literals."""
+    """Return paths as a DuckDB list of string literals, for its file readers.
+
+    DuckDB reads `*`, `?` and `[` in a path as a pattern, with no escape: `wh?q` would also
+    read `whXq`. A path with one is refused (ChesspipeError) rather than read as a pattern.
+    """
+    for path in paths:
+        found = sorted(GLOB_CHARACTERS.intersection(str(path)))
+        if found:
+            raise ChesspipeError(
+                f"{path}: DuckDB reads {' '.join(found)} in a path as a pattern (it would read "
+                "other files too); give a path without * ? ["
+            )
     return sql_list([str(path) for path in paths])
 
 

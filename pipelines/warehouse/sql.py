@@ -7,8 +7,9 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from pipelines.errors import ChesspipeError
 from pipelines.warehouse.layout import available_months, partition_file, sql_list, sql_paths
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.yearly import fresh_yearly_files
@@ -68,19 +69,27 @@ def run_query(
     if not warehouse.is_dir():
         reason = "is not a folder" if warehouse.exists() else "does not exist"
         raise ValueError(f"warehouse {warehouse} {reason}")
-    con = connect(
-        warehouse, chess_terms=uses_chess_terms(query), allow_read=allow_read,
-        allow_write=allow_write,
-    )  # fmt: skip
+
+    def attempt() -> tuple[list[str], list[tuple[Any, ...]]]:
+        con = connect(
+            warehouse, chess_terms=uses_chess_terms(query), allow_read=allow_read,
+            allow_write=allow_write,
+        )  # fmt: skip
+        try:
+            if not allow_write:
+                for statement in con.extract_statements(query):
+                    kind = statement.type.name
+                    if kind not in READ_ONLY_STATEMENTS:
+                        raise WriteNotAllowed(kind)
+            result = con.execute(query)
+            columns = [d[0] for d in result.description] if result.description else []
+            return columns, result.fetchall() if result.description else []
+        finally:
+            con.close()
+
     try:
-        if not allow_write:
-            for statement in con.extract_statements(query):
-                kind = statement.type.name
-                if kind not in READ_ONLY_STATEMENTS:
-                    raise WriteNotAllowed(kind)
-        result = con.execute(query)
-        columns = [d[0] for d in result.description] if result.description else []
-        rows = result.fetchall() if result.description else []
+        # A query that may write runs once; one that reads sees one version of each month.
+        return attempt() if allow_write else stable_read(warehouse, attempt)
     except duckdb.PermissionException as exc:
         refused = _NOT_ALLOWED.search(str(exc))
         if refused is None:
@@ -88,9 +97,61 @@ def run_query(
         raise ReadNotAllowed(refused.group(1)) from None
     except duckdb.Error as exc:
         raise ValueError(f"SQL error: {duckdb_message(str(exc))}") from None
-    finally:
-        con.close()
-    return columns, rows
+
+
+T = TypeVar("T")
+
+#: How many times a read runs while the files it reads keep being replaced (a month is
+#: replaced once a run: a read that meets several replacements in a row meets a busy loop).
+READ_ATTEMPTS = 5
+
+
+def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None = None) -> T:
+    """Return what `read` read from the warehouse's statistics while none of their files was
+    replaced: a run publishing a month meanwhile (a new file under the same name) makes the
+    read run again, so that it sees one version of each month, never parts of two.
+
+    Raises ChesspipeError after `attempts` reads that each saw a file replaced.
+    """
+    import duckdb
+
+    attempts = READ_ATTEMPTS if attempts is None else attempts
+    for _ in range(attempts):
+        files = statistics_files(warehouse)
+        before = _identities(files)
+        try:
+            found = read()
+        except duckdb.Error:
+            if _identities(files) == before:
+                raise
+            continue
+        if _identities(files) == before:
+            return found
+    raise ChesspipeError(
+        f"the statistics in {warehouse} were replaced during each of {attempts} reads "
+        "(a run is publishing them); try again"
+    )
+
+
+def statistics_files(warehouse: Path) -> list[Path]:
+    """The files the views read: each month's partition and the fresh compacted years."""
+    root = Path(warehouse).absolute()
+    return [partition_file(root, month) for month in available_months(root)] + fresh_yearly_files(
+        root
+    )
+
+
+def _identities(files: list[Path]) -> list[tuple[int, int, int] | None]:
+    """Which file each path names now (inode, size, mtime; None: no file)."""
+    found: list[tuple[int, int, int] | None] = []
+    for path in files:
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            found.append(None)
+            continue
+        found.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return found
 
 
 #: What DuckDB puts before the message of an exception raised in a Python function.
