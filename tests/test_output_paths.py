@@ -139,3 +139,23 @@ def test_two_book_builds_to_one_output_do_not_mix(warehouse: Path, tmp_path: Pat
     run_cli("book", "build", "--warehouse", str(warehouse), "--months", MONTH,
             "--min-games", "1", "--out", str(out))  # fmt: skip
     assert out.exists() and out.with_suffix(".json").exists()
+
+
+@pytest.mark.parametrize("make", MAKERS, ids=lambda m: m.__name__.strip("_"))
+def test_kept_games_to_what_is_not_a_regular_file_publish_nothing(
+    make: Callable[[Path], str], tmp_path: Path
+) -> None:
+    """`ingest --write-kept DIR` with DIR a folder published the partition without the kept
+    file or the manifest; now it is refused before the source is read."""
+    kept = tmp_path / "kept.pgn.zst"
+    kind = make(kept)
+    before = _snapshot(kept)
+    proc = run_cli("ingest", str(make_sample.sample_path(MONTH)), "--month", MONTH,
+                   "--warehouse", str(tmp_path / "wh"), "--write-kept", str(kept),
+                   check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"chesspipe: error: {kept}: exists and is {kind}; an output replaces only a regular file"
+    ]
+    assert _snapshot(kept) == before
+    assert not (tmp_path / "wh" / "move_stats").exists()
