@@ -95,19 +95,15 @@ class OutputSet:
         finally:
             for tmp in self._tmp.values():
                 tmp.unlink(missing_ok=True)
-        if isinstance(error, OSError) and not isinstance(error, NotARegularFile):
-            named = self.named(error)
-            if named is not error:
-                raise named from None
+        if isinstance(error, OSError) and error.errno is not None:
+            self.name(error)
 
-    def named(self, error: OSError) -> OSError:
-        """The error as the user should read it: naming the output, not a temporary file
-        (an error that names no file, such as a full disk, names the set's first file)."""
+    def name(self, error: OSError) -> None:
+        """Make an error name the output, not a temporary file (an error that names no file,
+        such as a full disk, names the set's first file); its type and notes stay."""
         by_tmp = {str(tmp): target for target, tmp in self._tmp.items()}
-        if error.filename is not None and str(error.filename) not in by_tmp:
-            return error
-        target = by_tmp.get(str(error.filename), self.targets[0])
-        return OSError(error.errno, error.strerror or str(error), str(target))
+        if error.filename is None or str(error.filename) in by_tmp:
+            error.filename = str(by_tmp.get(str(error.filename), self.targets[0]))
 
     def _publish(self) -> None:
         for target, tmp in self._tmp.items():

@@ -149,8 +149,8 @@ def ingest(
             except OSError as exc:
                 if exc.filename is not None or exc.errno is None:
                     raise
-                # A full disk while counting (the run files in staging): name the warehouse.
-                raise OSError(exc.errno, exc.strerror, str(warehouse)) from None
+                exc.filename = str(warehouse)  # a full disk while counting (the run files)
+                raise
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
     finally:
