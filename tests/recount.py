@@ -1,7 +1,8 @@
 """A plain python-chess recount of move statistics: the independent truth for ingest tests.
 
 Deliberately naive: `chess.pgn.read_game` on every game, headers read by python-chess, the
-filter written again from DESIGN.md, keys from `chess.polyglot.zobrist_hash`.
+filter written again from README's "What ingest keeps", keys from
+`chess.polyglot.zobrist_hash`.
 """
 
 from __future__ import annotations

@@ -23,15 +23,13 @@ from pipelines.ingest.scan import (
 )
 from schemas.movetext import san_tokens
 from schemas.speed import Speed
-from tests.conftest import ODD_CASES
+from tests.conftest import ODD_CASES, need
 
 ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
 
 def real_games() -> list[bytes]:
-    if not ODD_CASES.exists():
-        pytest.skip(f"real games not found at {ODD_CASES}")
-    text = ODD_CASES.read_bytes().strip(b"\n")
+    text = need(ODD_CASES, "real Lichess games (odd cases)").read_bytes().strip(b"\n")
     return [g.strip(b"\n") + b"\n\n" for g in text.split(b"\n\n[Event ")]
 
 
