@@ -28,10 +28,12 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse import openings as openings_module
 from pipelines.warehouse.sql import connect, run_query
-from schemas.polyglot import START_KEY, encode_move
+from schemas.polyglot import START_KEY, decode_move, encode_move
+from schemas.speed import Speed
 from tests.conftest import ROOT, run_cli
 from tests.random_moves import random_move
 from tests.recount import keeps, read_text, speed
+from tests.sample_tool import make_sample
 
 START_FEN = chess.STARTING_FEN
 #: The games whose first plies are checked: what `ingest --min-rating 1800` keeps.
@@ -456,3 +458,64 @@ def test_bad_input_from_python_names_the_problem(
         query(con, "SELECT key_after('1. e4 e5 2. Nf3 Nf6 3. Nf6')")
     with pytest.raises(ValueError, match=r"^SQL error: illegal move Ke6 after 1\. e4 e5 2\. Nf3$"):
         run_query(tmp_path, "SELECT key_after('e4 e5 Nf3 Ke6')")
+
+
+def test_moves_after_is_a_recount_of_the_moves_from_a_line(tmp_path: Path) -> None:
+    """`moves_after(line)` against a python-chess recount of the same games: every move played
+    from the line's position, its games, White's and Black's wins and draws, in SAN."""
+    from tests.recount import recount
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    source = make_sample.sample_path(month)
+    ingest(str(source), month, tmp_path, IngestSettings(GameFilter(0, frozenset(Speed), True)))
+    counts, _ = recount(source, 0, {s.value for s in Speed}, allow_bots=True)
+    for line in ("", "1. e4", "1. e4 c5 2. Nf3", "d4 Nf6 c4 e6"):
+        board = chess.Board()
+        for san in line.replace("1. ", "").replace("2. ", "").split():
+            board.push_san(san)
+        key = chess.polyglot.zobrist_hash(board)
+        expected: dict[str, list[int]] = {}
+        for (k, move, _speed, _band, outcome), n in counts.items():
+            if k != key:
+                continue
+            san = board.san(decode_move(board, move))
+            row = expected.setdefault(san, [0, 0, 0, 0])
+            mover_won, draw = outcome == "win", outcome == "draw"
+            white_won = mover_won if board.turn == chess.WHITE else outcome == "loss"
+            black_won = not draw and not white_won
+            row[0] += n
+            row[1] += n * white_won
+            row[2] += n * draw
+            row[3] += n * black_won
+        _, rows = run_query(
+            tmp_path, f"SELECT san, games, white, draws, black FROM moves_after('{line}')"
+        )
+        assert expected, line  # the sample's games reach each line
+        assert {san: [g, w, d, b] for san, g, w, d, b in rows} == expected, line
+        assert [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
+    _, [row] = run_query(tmp_path, "SELECT count(*) FROM moves_after('1. e4', speeds := 'blitz')")
+    blitz = {m for (k, m, s, _b, _o) in counts if s == "blitz" and k == chess.polyglot.zobrist_hash(
+        chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"))}  # fmt: skip
+    assert row == (len(blitz),)
+
+
+def test_sql_warns_of_a_line_deeper_than_the_months_counted(tmp_path: Path) -> None:
+    month = make_sample.SAMPLE_MONTHS[0]
+    ingest(str(make_sample.sample_path(month)), month, tmp_path,
+           IngestSettings(GameFilter(0, frozenset(Speed), True), plies=6))  # fmt: skip
+    deep = "1. e4 e5 2. Nf3 Nc6 3. Bb5 a6"
+    proc = run_cli("sql", "--warehouse", str(tmp_path),
+                   f"SELECT count(*) FROM move_stats WHERE key = key_after('{deep}')")  # fmt: skip
+    assert proc.stdout.splitlines()[2] == "0"
+    assert proc.stderr.splitlines() == [
+        f"chesspipe: warning: '{deep}' reaches ply 6, and {month} counted 6 plies at most: "
+        "move_stats has no rows there (ingest with a larger --plies)"
+    ]
+    shallow = run_cli("sql", "--warehouse", str(tmp_path),
+                      "SELECT count(*) FROM moves_after('1. e4 e5 2. Nf3')")  # fmt: skip
+    assert shallow.stderr == "" and int(shallow.stdout.splitlines()[2]) > 0
+
+
+def test_show_tables_lists_the_openings(tmp_path: Path) -> None:
+    _, rows = run_query(tmp_path, "SHOW TABLES")
+    assert {name for (name,) in rows} >= {"move_stats", "move_stats_yearly", "openings"}

@@ -59,11 +59,20 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ChesspipeError(str(exc).splitlines()[0]) from None
     from pipelines.warehouse.layout import available_months
+    from pipelines.warehouse.sql import deep_lines
 
     if not available_months(args.warehouse) and "move_stats" in args.query.lower():
         print(
             f"chesspipe: warning: warehouse {args.warehouse} holds no month of move statistics "
             "yet: move_stats is empty (ingest a month first)",
+            file=sys.stderr,
+        )
+    for deep in deep_lines(args.warehouse, args.query):
+        months = ", ".join(deep.months) if len(deep.months) <= 3 else f"{len(deep.months)} months"
+        print(
+            f"chesspipe: warning: '{deep.line}' reaches ply {deep.plies}, and {months} counted "
+            f"{deep.counted} plies at most: move_stats has no rows there (ingest with a larger "
+            "--plies)",
             file=sys.stderr,
         )
     write_rows(columns, rows, args.format)

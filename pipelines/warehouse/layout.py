@@ -91,6 +91,15 @@ def recorded_sha256(warehouse: Path, month: str) -> str | None:
     return recorded if isinstance(recorded, str) else None
 
 
+def recorded_plies(warehouse: Path, month: str) -> int | None:
+    """Return the plies a month's manifest says were counted (None: no readable one)."""
+    try:
+        plies = json.loads(manifest_path(warehouse, month).read_text())["settings"]["plies"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return plies if isinstance(plies, int) else None
+
+
 def staging_dir(warehouse: Path, month: str) -> Path:
     """Return a fresh private folder for a run's temporary files."""
     path = Path(warehouse) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

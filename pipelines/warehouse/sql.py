@@ -7,10 +7,16 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pipelines.errors import ChesspipeError
-from pipelines.warehouse.layout import available_months, partition_file, sql_list, sql_paths
+from pipelines.warehouse.layout import (
+    available_months,
+    partition_file,
+    recorded_plies,
+    sql_list,
+    sql_paths,
+)
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.yearly import fresh_yearly_files
 
@@ -179,8 +185,59 @@ def duckdb_message(message: str) -> str:
     return " ".join(lines)
 
 
-#: Words of a query that need the chess functions or the openings view.
-_CHESS_TERMS = re.compile(r"\b(key_of_fen|key_after|fen_after|san|openings)\b", re.IGNORECASE)
+#: Words of a query that need the chess functions, the openings view or `moves_after`; and
+#: the queries that list what there is to query (so that they list those too).
+_CHESS_TERMS = re.compile(
+    r"\b(key_of_fen|key_after|fen_after|san|openings|moves_after)\b"
+    r"|\bshow\s+(all\s+)?tables\b|\binformation_schema\b|\bduckdb_(views|tables)\b",
+    re.IGNORECASE,
+)
+
+#: A line given as a string literal to the functions that play one from the start position.
+_LINE_ARGUMENT = re.compile(
+    r"\b(?:key_after|fen_after|moves_after)\s*\(\s*'((?:[^']|'')*)'", re.IGNORECASE
+)
+
+
+class DeepLine(NamedTuple):
+    """A line of a query that reaches deeper than some months were counted."""
+
+    line: str
+    plies: int
+    counted: int
+    months: tuple[str, ...]
+
+
+def deep_lines(warehouse: Path, query: str) -> list[DeepLine]:
+    """The lines written in a query (`key_after('...')`, ...) that reach a ply no month of the
+    warehouse counted: the statistics have no rows there, and the query answers nothing.
+
+    Lines that cannot be played are left to the query's own error.
+    """
+    lines = [m.group(1).replace("''", "'") for m in _LINE_ARGUMENT.finditer(query)]
+    if not lines:
+        return []
+    from pipelines.warehouse.chess_functions import ChessInputError, board_after
+
+    counted: dict[int, list[str]] = {}
+    for month in available_months(Path(warehouse)):
+        plies = recorded_plies(Path(warehouse), month)
+        if plies is not None:
+            counted.setdefault(plies, []).append(month)
+    if not counted:
+        return []
+    deepest = max(counted)
+    found = []
+    for line in dict.fromkeys(lines):
+        try:
+            plies = board_after(line).ply()
+        except ChessInputError:
+            continue
+        # A position after N plies has rows only where more than N plies were counted.
+        if plies >= deepest:
+            short = tuple(m for depth, ms in sorted(counted.items()) for m in ms if depth <= plies)
+            found.append(DeepLine(line, plies, deepest, short))
+    return found
 
 
 def uses_chess_terms(query: str) -> bool:
@@ -242,6 +299,10 @@ def connect(
     _stats_view(con, "move_stats", months, "month")
     yearly = fresh_yearly_files(root)
     _stats_view(con, "move_stats_yearly", yearly, "year")
+    if chess_terms:
+        columns = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
+        rated = "rating_sum" in columns
+        con.execute(MOVES_AFTER.format(rating_sum="rating_sum" if rated else "NULL::UBIGINT"))
     if not allow_write:
         lock(con, [*months, *yearly, *read], allow_read)
     return con
@@ -278,6 +339,30 @@ def _stats_view(
         else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
+
+
+#: `moves_after(line, ...)`: the moves played from the position a line reaches, as a table:
+#: SAN and UCI, games, White wins, draws and Black wins, the mover's score, the movers' mean
+#: rating; the filters as named arguments.
+MOVES_AFTER = """
+CREATE MACRO moves_after(line, since := NULL, until := NULL, speeds := NULL, min_band := 0)
+AS TABLE
+SELECT san(move::INTEGER, fen_after(line)) AS san, uci(move) AS uci, sum(games) AS games,
+    CASE WHEN split_part(fen_after(line), ' ', 2) = 'w' THEN sum(wins) ELSE sum(losses) END
+        AS white,
+    sum(draws) AS draws,
+    CASE WHEN split_part(fen_after(line), ' ', 2) = 'w' THEN sum(losses) ELSE sum(wins) END
+        AS black,
+    round((sum(wins) + sum(draws) / 2) / sum(games), 3) AS score,
+    round(sum({rating_sum}) / sum(games))::INTEGER AS average_rating
+FROM move_stats
+WHERE key = key_after(line)
+    AND (since IS NULL OR month >= since) AND (until IS NULL OR month <= until)
+    AND (speeds IS NULL OR list_contains(string_split(speeds, ','), speed))
+    AND rating_band >= min_band
+GROUP BY move
+ORDER BY games DESC, uci
+"""
 
 
 #: `uci(move)`: a Polyglot move as UCI text (castling as king takes rook, e1h1).
