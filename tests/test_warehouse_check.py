@@ -44,7 +44,8 @@ def test_check_lists_repairs_and_spares_a_live_run(tmp_path: Path, games_2021: P
     warehouse = tmp_path / "wh"
     ingest(str(games_2021), "2021-10", warehouse, SETTINGS, workers=1)
     assert check_warehouse(warehouse) == []
-    assert run_cli("warehouse", "check", str(warehouse)).stdout == ""
+    # A clean warehouse says so (it printed nothing before, like a command that did nothing).
+    assert run_cli("warehouse", "check", str(warehouse)).stdout == f"{warehouse}: clean: 1 month\n"
 
     dead = leave_leftovers(warehouse, "2021-10", dead_pid())
     live = warehouse / ".staging" / "2021-11-1-0123abcd"  # pid 1 is alive: a live run's

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +35,13 @@ def register(subparsers: Any) -> None:
         "--workers", type=positive_int, default=1,
         help="server processes (default 1); each loads the warehouse's index",
     )  # fmt: skip
+    parser.add_argument(
+        "--verbose", action="store_true", help="log every request (an access log on stderr)"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
 
     from pipelines.endgames.tables import split_paths
     from pipelines.serve.app import SETTINGS_VARIABLE, ServeSettings, open_app
@@ -52,27 +57,62 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
     settings = ServeSettings(str(args.warehouse.resolve()), folders, cache)
+    logging: dict[str, Any] = {"log_level": "info", "access_log": True} if args.verbose else {}
+    sock = _listen(args.host, args.port)
+    url = f"http://{args.host}:{sock.getsockname()[1]}/"
     if args.workers == 1:
         app = open_app(settings)
-        uvicorn.Server(server_config(app, host=args.host, port=args.port)).run()
+        config = server_config(app, host=args.host, port=args.port, **logging)
+        _Announcing(config, f"chesspipe: serving {url}: {app.state.serves}").run(sockets=[sock])
         return 0
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
     config = server_config(
         "pipelines.serve.app:app_from_environment", factory=True, workers=args.workers,
-        host=args.host, port=args.port,
+        host=args.host, port=args.port, **logging,
     )  # fmt: skip
-    _serve_workers(config)
+    print(f"chesspipe: serving {url} with {args.workers} processes", file=sys.stderr, flush=True)
+    _serve_workers(config, sock)
     return 0
 
 
-def _serve_workers(config: Any) -> None:
-    """uvicorn's worker processes over one listening socket, made a TCP socket in name too:
-    uvicorn binds it without a protocol number, so asyncio in the workers does not set
-    TCP_NODELAY on its connections and each answer waits for a delayed ACK (40 ms)."""
-    import socket
+def _listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound here so that a port in use is one line."""
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ChesspipeError(
+                f"port {port} on {host} is in use (another server?); choose another --port"
+            ) from None
+        raise ChesspipeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
 
+
+class _Announcing:
+    """uvicorn's server, which says where it is once it listens."""
+
+    def __new__(cls, config: Any, line: str) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets=sockets)
+                if self.started:
+                    print(line, file=sys.stderr, flush=True)
+
+        return Server(config)
+
+
+def _serve_workers(config: Any, sock: socket.socket) -> None:
+    """uvicorn's worker processes over one listening socket, a TCP socket in name too (made
+    with its protocol number, so that asyncio in the workers sets TCP_NODELAY on its
+    connections and no answer waits for a delayed ACK, 40 ms)."""
     from uvicorn.supervisors import Multiprocess
 
-    bound = config.bind_socket()
-    sock = socket.socket(bound.family, bound.type, socket.IPPROTO_TCP, fileno=bound.detach())
     Multiprocess(config, sockets=[sock]).run()

@@ -54,6 +54,16 @@ def run_check(args: argparse.Namespace) -> int:
     findings = check_warehouse(args.warehouse, repair=args.repair)
     for finding in findings:
         sys.stdout.write(finding.line() + "\n")
+    if not findings:
+        from pipelines.warehouse.layout import available_months
+        from pipelines.warehouse.yearly import fresh_yearly_files
+
+        months, years = available_months(args.warehouse), fresh_yearly_files(args.warehouse)
+        sys.stdout.write(
+            f"{args.warehouse}: clean: {len(months)} month{'s' if len(months) != 1 else ''}"
+            + (f", {len(years)} compacted year{'s' if len(years) != 1 else ''}" if years else "")
+            + "\n"
+        )
     return 1 if any(not f.repaired for f in findings) else 0
 
 

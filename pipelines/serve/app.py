@@ -175,10 +175,22 @@ class ServeSettings:
 
 
 def open_app(settings: ServeSettings) -> Starlette:
-    """Open the warehouse (and tables, when given) and return the application."""
+    """Open the warehouse (and tables, when given) and return the application; what it serves
+    is in `app.state.serves` (`serves`)."""
     explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
-    return make_app(explorer, tablebase)
+    app = make_app(explorer, tablebase)
+    app.state.serves = serves(explorer, settings.syzygy)
+    return app
+
+
+def serves(explorer: Explorer, syzygy: list[str]) -> str:
+    """What a server answers from, in a few words: the months and rows, the tables."""
+    months = explorer.months
+    span = f"{months[0]}..{months[-1]}, " if months else ""
+    count = f"{len(months)} month{'s' if len(months) != 1 else ''}"
+    tables = f"Syzygy tables in {', '.join(syzygy)}" if syzygy else "no tablebase"
+    return f"explorer over {count} ({span}{len(explorer.index):,} index rows), {tables}"
 
 
 def app_from_environment() -> Starlette:

@@ -183,5 +183,5 @@ def server_config(
     return ServeConfig(
         app, head_timeout=head_timeout, host=host, port=port, http=GuardedProtocol,
         h11_max_incomplete_event_size=HEAD_BYTES, timeout_keep_alive=keep_alive,
-        limit_concurrency=connections, log_level="warning", **settings,
+        limit_concurrency=connections, **{"log_level": "warning", **settings},
     )  # fmt: skip
