@@ -121,11 +121,6 @@ class ScanStats:
         self.crlf = self.crlf or other.crlf
 
 
-def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
-    """Return a tag's raw value from a game's tag section, or None when absent."""
-    return _value(game, *_NEEDLES[name], header_end)
-
-
 def _needles(name: bytes) -> tuple[bytes, bytes]:
     """Return what a tag pair starts with after a line end, and at a game's start."""
     return b"\n[" + name + b' "', name + b' "'

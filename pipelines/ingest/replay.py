@@ -184,18 +184,6 @@ def _game_piece_keys(
     return keys
 
 
-def polyglot_moves(
-    boards_before: np.ndarray,
-    from_squares: np.ndarray,
-    to_squares: np.ndarray,
-    promotions: np.ndarray,
-) -> np.ndarray:
-    """Return Polyglot move codes (castling as king takes rook) of moves from (N, 8, 8) boards."""
-    origin = from_squares.astype(np.int64)
-    piece = boards_before.reshape(len(boards_before), 64)[np.arange(len(origin)), origin]
-    return _moves(piece, from_squares, to_squares, promotions)
-
-
 def _moves(
     piece: np.ndarray, from_squares: np.ndarray, to_squares: np.ndarray, promotions: np.ndarray
 ) -> np.ndarray:

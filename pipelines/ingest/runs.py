@@ -233,16 +233,6 @@ def _run_index(path: Path) -> np.ndarray:
         return np.fromfile(handle, dtype="<i8", count=(1 << BUCKET_BITS) + 1)
 
 
-def read_run(path: Path) -> StatsColumns:
-    """Read a run file back as NumPy columns."""
-    return _read_range([path], _run_index(path).reshape(1, -1), 0, 1 << BUCKET_BITS)
-
-
-def run_rows(runs: list[Path]) -> int:
-    """Return the number of rows in run files."""
-    return sum(int(_run_index(path)[-1]) for path in runs)
-
-
 def _month_table(columns: StatsColumns) -> pa.Table:
     """Return summed columns as a table of move statistics (MOVE_STATS_SCHEMA)."""
     import pyarrow as pa
