@@ -16,6 +16,7 @@ import zstandard
 
 from pipelines.errors import CorruptInput
 from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW, BlockCuts
+from pipelines.ingest.scan import BOUNDARY
 from schemas.atomic_files import atomic_path
 
 
@@ -136,9 +137,6 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
     if start < len(frames):
         units.append(range(start, len(frames)))
     return units
-
-
-BOUNDARY = b"\n\n["
 
 
 class UnitText:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import count_games
-from pipelines.ingest.frames import BOUNDARY, Frame, UnitText
+from pipelines.ingest.frames import Frame, UnitText
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
-from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
+from pipelines.ingest.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource
