@@ -32,16 +32,10 @@ from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.openings import names_by_key
 from schemas.dimensions import RATING_GROUPS, rating_group
 from schemas.polyglot import decode_move, polyglot_key, push_with_key
+from schemas.speed import Speed
 
 #: Lichess's explorer speeds and the warehouse's names for them.
-SPEEDS = {
-    "ultraBullet": "ultrabullet",
-    "bullet": "bullet",
-    "blitz": "blitz",
-    "rapid": "rapid",
-    "classical": "classical",
-    "correspondence": "correspondence",
-}
+SPEEDS = {speed.api_name: speed.value for speed in Speed}
 #: Plies replayed between two offers of the interpreter to other threads (about 0.2 ms).
 YIELD_EVERY = 16
 #: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
