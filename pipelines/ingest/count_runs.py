@@ -53,13 +53,18 @@ def count_kept(
             counter = MoveCounter(settings.plies, stats, tree, chess960)
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
     if counter is not None:
         counter.flush()
         if len(counter.rows):
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
         tree = counter.tree
     return runs, tree
+
+
+def _run_path(staging: Path, prefix: str, number: int) -> Path:
+    """Return the path of the run file `number` (from 0) of those named after `prefix`."""
+    return staging / f"{prefix}-{number:05d}.run"
 
 
 def _write_counted(counter: MoveCounter, path: Path) -> Path:

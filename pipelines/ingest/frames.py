@@ -139,6 +139,12 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
     return units
 
 
+def unit_name(index: int) -> str:
+    """Return the stem of the files of unit `index` (run files, kept text, a worker's results):
+    its place in source order, as unit-0000042."""
+    return f"unit-{index:07d}"
+
+
 class UnitText:
     """The text of the games a unit owns, read a piece at a time: iterate once.
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import count_games
-from pipelines.ingest.frames import Frame, UnitText
+from pipelines.ingest.frames import Frame, UnitText, unit_name
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
@@ -41,14 +41,13 @@ def scan_unit(
 ) -> UnitCounts:
     """Count the games one unit of frames owns (see UnitText), read from the source here."""
     stats = ScanStats()
-    prefix = f"unit-{unit.start:07d}"
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the
         # caches.
         text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
         # Only the last unit's text ends where the source ends: its tail tells a cut source.
         blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
-        counts = _count_unit(prefix, stats, settings, staging, flush_rows, write_kept, blocks)
+        counts = _count_unit(unit.start, stats, settings, staging, flush_rows, write_kept, blocks)
     stats.pgn_bytes = text.own_length
     return counts
 
@@ -66,8 +65,7 @@ def count_blocks_unit(
     The text's own counts (bytes, line ends, oversized and cut games) were taken where it was
     split into blocks; these are the filter's and the counting's.
     """
-    prefix = f"unit-{index:07d}"
-    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, write_kept, blocks)
+    return _count_unit(index, ScanStats(), settings, staging, flush_rows, write_kept, blocks)
 
 
 def count_kept_unit(
@@ -75,8 +73,7 @@ def count_kept_unit(
 ) -> UnitCounts:
     """Count games that passed the filter where the text was read, the unit `index` in order
     (their text, if asked for, was staged there)."""
-    prefix = f"unit-{index:07d}"
-    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, False, (), games)
+    return _count_unit(index, ScanStats(), settings, staging, flush_rows, False, (), games)
 
 
 class UnitCounts(NamedTuple):
@@ -89,7 +86,7 @@ class UnitCounts(NamedTuple):
 
 
 def _count_unit(
-    prefix: str,
+    index: int,
     stats: ScanStats,
     settings: IngestSettings,
     staging: Path,
@@ -99,24 +96,30 @@ def _count_unit(
     games: Iterable[KeptGame] = (),
 ) -> UnitCounts:
     """Count `games` that passed the filter, then those of `blocks` that pass it, into run files
-    named after `prefix` under staging (count_runs.count_games).
+    named after unit `index` under staging (count_runs.count_games).
 
-    With `write_kept`, the text of the games of `blocks` kept is staged in `PREFIX.kept` under
-    staging, and the scan counts name those counting dropped (ScanStats.rejected).
+    With `write_kept`, the text of the games of `blocks` kept is staged in the unit's `.kept`
+    file under staging (_kept_path), and the scan counts name those counting dropped
+    (ScanStats.rejected).
     """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     runs, _TREE = count_games(
-        blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
-        kept=games, kept_text=staging / f"{prefix}.kept" if write_kept else None,
+        blocks, settings, stats, staging, prefix=unit_name(index), flush_rows=flush_rows,
+        tree=_TREE, kept=games, kept_text=_kept_path(staging, index) if write_kept else None,
     )  # fmt: skip
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
 
 
 _TREE: OpeningTree | None = None
+
+
+def _kept_path(staging: Path, index: int) -> Path:
+    """Return where the text of the games unit `index` kept is staged."""
+    return staging / f"{unit_name(index)}.kept"
 
 
 @contextmanager
@@ -248,7 +251,7 @@ class _KeptHere:
         self.games: list[KeptGame] = []
         self._text = None
         if job.write_kept is not None:
-            self._text = KeptText(job.staging / f"unit-{index:07d}.kept")
+            self._text = KeptText(_kept_path(job.staging, index))
 
     def scan(self, blocks: list[bytes], stats: ScanStats) -> None:
         """Add the games of blocks that pass the filter (counting the others in stats)."""
@@ -325,7 +328,7 @@ class _Units:
             counts = future.result()
             self.stats.merge(counts.stats)
             if self.job.write_kept is not None:
-                path = self.job.staging / f"unit-{place:07d}.kept"
+                path = _kept_path(self.job.staging, place)
                 self.kept[place] = KeptPart(path, counts.stats.rejected)
             self.runs.extend(counts.runs)
             self.hits += counts.hits

@@ -623,7 +623,7 @@ def _exported_by_units(
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from pipelines.ingest.frames import plan_units
+    from pipelines.ingest.frames import plan_units, unit_name
     from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
@@ -643,7 +643,7 @@ def _exported_by_units(
 
     def submit() -> None:
         for unit in itertools.islice(units, 1):
-            path = Path(folder.name) / f"unit-{unit.start:07d}.pickle"
+            path = Path(folder.name) / f"{unit_name(unit.start)}.pickle"
             future = pool.submit(
                 export_unit, opened.name, frames, unit, settings, outcomes, str(path)
             )
