@@ -84,24 +84,25 @@ def count_games(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-    kept: Iterable[KeptGame] = (),
-    kept_text: Path | None = None,
+    kept_elsewhere: Iterable[KeptGame] = (),
+    kept_text_file: Path | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of the games of blocks (from game_blocks) that pass the filter,
-    after `kept` (games that passed it where they were read), into run files under staging.
+    after `kept_elsewhere` (games that passed it where they were read), into run files under
+    staging.
 
     Return the run files and the opening tree used (None if no game was kept and none given).
-    With `kept_text`, the text of the games of blocks that pass is staged there (KeptText);
+    With `kept_text_file`, the text of the games of blocks that pass is staged there (KeptText);
     the scan counts then name those counting dropped (ScanStats.rejected).
     """
-    text = KeptText(kept_text) if kept_text is not None else None
+    text = KeptText(kept_text_file) if kept_text_file is not None else None
     try:
         passed = kept_games_in_blocks(
             blocks, settings.rules, stats, keep=text.add if text is not None else None
         )
         return count_kept(
-            chain(kept, passed), settings, stats, staging, prefix=prefix, flush_rows=flush_rows,
-            tree=tree,
+            chain(kept_elsewhere, passed), settings, stats, staging, prefix=prefix,
+            flush_rows=flush_rows, tree=tree,
         )  # fmt: skip
     finally:
         if text is not None:

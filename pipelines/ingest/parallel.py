@@ -108,7 +108,8 @@ def _count_unit(
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     runs, _TREE = count_games(
         blocks, settings, stats, staging, prefix=unit_name(index), flush_rows=flush_rows,
-        tree=_TREE, kept=games, kept_text=_kept_path(staging, index) if write_kept else None,
+        tree=_TREE, kept_elsewhere=games,
+        kept_text_file=_kept_path(staging, index) if write_kept else None,
     )  # fmt: skip
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])

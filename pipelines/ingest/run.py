@@ -250,9 +250,14 @@ def _blocks_in_order(
 
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     """Scan and count blocks in this process (staging the text of the games kept if asked)."""
-    kept_text = job.staging / "source.kept" if job.write_kept is not None else None
+    kept_text_file = job.staging / "source.kept" if job.write_kept is not None else None
     runs, tree = count_games(
-        blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, kept_text=kept_text
+        blocks,
+        job.settings,
+        stats,
+        job.staging,
+        flush_rows=job.flush_rows,
+        kept_text_file=kept_text_file,
     )
     hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
 
@@ -261,7 +266,7 @@ def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
 
         return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
-    kept = [KeptPart(kept_text, stats.rejected)] if kept_text is not None else []
+    kept = [KeptPart(kept_text_file, stats.rejected)] if kept_text_file is not None else []
     return Counted(hits, misses, write, kept=kept)
 
 
