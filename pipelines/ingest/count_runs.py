@@ -101,9 +101,14 @@ def count_games(
             blocks, settings.rules, stats, keep=text.add if text is not None else None
         )
         return count_kept(
-            chain(kept_elsewhere, passed), settings, stats, staging, prefix=prefix,
-            flush_rows=flush_rows, tree=tree,
-        )  # fmt: skip
+            chain(kept_elsewhere, passed),
+            settings,
+            stats,
+            staging,
+            prefix=prefix,
+            flush_rows=flush_rows,
+            tree=tree,
+        )
     finally:
         if text is not None:
             text.close()

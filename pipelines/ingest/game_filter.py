@@ -49,8 +49,9 @@ class GameFilter:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GameFilter:
         """Return the filter to_json recorded (other keys of `data` are ignored)."""
-        return cls(data["min_rating"], frozenset(data["speeds"]), data["allow_bots"],
-                   data["variant"])  # fmt: skip
+        return cls(
+            data["min_rating"], frozenset(data["speeds"]), data["allow_bots"], data["variant"]
+        )
 
 
 class KeptGame(NamedTuple):
@@ -129,9 +130,17 @@ def _needles(name: bytes) -> tuple[bytes, bytes]:
 #: The tags the filter reads, with their needles (see _needles).
 _NEEDLES = {
     name: _needles(name)
-    for name in (b"WhiteElo", b"BlackElo", b"TimeControl", b"WhiteTitle", b"BlackTitle",
-                 b"Variant", b"FEN", b"Result")
-}  # fmt: skip
+    for name in (
+        b"WhiteElo",
+        b"BlackElo",
+        b"TimeControl",
+        b"WhiteTitle",
+        b"BlackTitle",
+        b"Variant",
+        b"FEN",
+        b"Result",
+    )
+}
 _WHITE_ELO, _BLACK_ELO, _TIME_CONTROL, _WHITE_TITLE, _BLACK_TITLE, _VARIANT, _FEN, _RESULT = (
     _NEEDLES.values()
 )

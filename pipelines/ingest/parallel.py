@@ -107,10 +107,16 @@ def _count_unit(
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     runs, _TREE = count_games(
-        blocks, settings, stats, staging, prefix=unit_name(index), flush_rows=flush_rows,
-        tree=_TREE, kept_elsewhere=games,
+        blocks,
+        settings,
+        stats,
+        staging,
+        prefix=unit_name(index),
+        flush_rows=flush_rows,
+        tree=_TREE,
+        kept_elsewhere=games,
         kept_text_file=_kept_path(staging, index) if write_kept else None,
-    )  # fmt: skip
+    )
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
 
@@ -156,9 +162,15 @@ def count_units(
     with _Units(job, stats, opened.size) as units:
         for unit in plan.units:
             future = executor.submit(
-                scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows,
+                scan_unit,
+                opened.name,
+                frames,
+                unit,
+                job.settings,
+                job.staging,
+                job.flush_rows,
                 job.write_kept is not None,
-            )  # fmt: skip
+            )
             units.submit(future, unit.start, sum(frames[i].size for i in unit))
         if not merge_there:
             # The merge that follows needs pyarrow and NumPy: import them while the workers scan.

@@ -108,13 +108,15 @@ def _state_keys(
 _CASTLING = np.array(
     [
         np.bitwise_xor.reduce(
-            np.array([_RANDOM[768 + bit] for bit in range(4) if rights >> bit & 1] or [0],
-                     dtype=np.uint64)
+            np.array(
+                [_RANDOM[768 + bit] for bit in range(4) if rights >> bit & 1] or [0],
+                dtype=np.uint64,
+            )
         )
         for rights in range(16)
     ],
     dtype=np.uint64,
-)  # fmt: skip
+)
 
 
 def _board_keys(flat: np.ndarray) -> np.ndarray:
@@ -254,7 +256,7 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
                 chunk.castling[position],
                 chunk.en_passant[position],
                 chunk.turn[position],
-            )  # fmt: skip
+            )
         )
         origin = chunk.from_squares[move]
         moves.append(
@@ -263,7 +265,7 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
                 origin,
                 chunk.to_squares[move],
                 chunk.promotions[move],
-            )  # fmt: skip
+            )
         )
         games.append(game_of_move + first_game)
         lengths.append(n_moves)

@@ -112,10 +112,18 @@ def ingest(
         ):
             staging = staging_dir(warehouse, month)
             job = Job(
-                source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
-                progress, started, keep_partial,
+                source,
+                month,
+                warehouse,
+                settings,
+                staging,
+                flush_rows,
+                in_memory_rows,
+                progress,
+                started,
+                keep_partial,
                 Path(write_kept) if write_kept is not None else None,
-            )  # fmt: skip
+            )
             try:
                 with ExitStack() as stack:
                     plan = plan_read(
@@ -212,10 +220,16 @@ def _count(
         # The workers do the heavy work: this process decompresses and splits, no thread needed.
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=False, report=False)
         counted = count_blocks(
-            blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
-            in_flight=plan.in_flight, mark=lambda: opened.reader.bytes_read, total=opened.size,
+            blocks,
+            job,
+            stats,
+            pool,
+            unit_bytes=plan.unit_bytes,
+            in_flight=plan.in_flight,
+            mark=lambda: opened.reader.bytes_read,
+            total=opened.size,
             ready=lambda: pool.ready,
-        )  # fmt: skip
+        )
     else:
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
         counted = _count_here(blocks, job, stats)
@@ -376,9 +390,12 @@ def _publish(
         )
         if job.write_kept is not None:
             write_kept_games(
-                counted.kept, outputs.path(job.write_kept), crlf=stats.crlf,
-                expected=stats.games_kept, compressed=job.write_kept.name.endswith(".zst"),
-            )  # fmt: skip
+                counted.kept,
+                outputs.path(job.write_kept),
+                crlf=stats.crlf,
+                expected=stats.games_kept,
+                compressed=job.write_kept.name.endswith(".zst"),
+            )
         outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 

@@ -74,9 +74,14 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     packed = _packed_dimensions(columns)
     if packed is None:  # a value beyond the one-word sort key: sort column by column
         order = np.lexsort(
-            (columns.rating_group, columns.rating_band, _SPEED_RANK[columns.speed],
-             columns.move, columns.key)
-        )  # fmt: skip
+            (
+                columns.rating_group,
+                columns.rating_band,
+                _SPEED_RANK[columns.speed],
+                columns.move,
+                columns.key,
+            )
+        )
         change = np.zeros(len(order), dtype=bool)
         for name in _DIMENSIONS:
             values = getattr(columns, name)[order]
