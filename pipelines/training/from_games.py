@@ -126,8 +126,14 @@ class FromGamesSettings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FromGamesSettings:
         rules = GameFilter.from_json(data)
-        keys = ("require_eval", "skip_in_check", "skip_captures", "from_ply", "min_pieces",
-                "max_pieces")  # fmt: skip
+        keys = (
+            "require_eval",
+            "skip_in_check",
+            "skip_captures",
+            "from_ply",
+            "min_pieces",
+            "max_pieces",
+        )
         return cls(rules, **{key: data[key] for key in keys})
 
 
@@ -394,7 +400,7 @@ def game_records(
         records.append(
             GameRecord(
                 PlainRecord(fen, uci, score, ply, result), ply, result != game, first_covered
-            )  # fmt: skip
+            )
         )
         counts.records_tb += outcome is not None
     return records
@@ -550,8 +556,15 @@ def _reporting(
             now = time.monotonic()
             if now - last_report >= 0.5:
                 last_report = now
-                progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                  stats.games_kept, now - started))  # fmt: skip
+                progress(
+                    Progress(
+                        opened.reader.bytes_read,
+                        opened.size,
+                        stats.games_read,
+                        stats.games_kept,
+                        now - started,
+                    )
+                )
         yield raw
 
 
@@ -662,8 +675,15 @@ def _exported_by_units(
             counts.merge(unit_counts)
             yield from _spooled(path)
             if progress is not None:
-                progress(Progress(done_bytes, opened.size, stats.games_read, stats.games_kept,
-                                  time.monotonic() - started))  # fmt: skip
+                progress(
+                    Progress(
+                        done_bytes,
+                        opened.size,
+                        stats.games_read,
+                        stats.games_kept,
+                        time.monotonic() - started,
+                    )
+                )
     finally:
         pool.shutdown(cancel_futures=True)
         folder.cleanup()
@@ -714,18 +734,31 @@ def export_games(
                 if workers > 1:
                     from pipelines.ingest.plan import Strategy, plan_read
 
-                    plan = plan_read(opened, workers=workers, executor=None, keep_partial=False,
-                                     parallel_min_bytes=parallel_min_bytes)  # fmt: skip
+                    plan = plan_read(
+                        opened,
+                        workers=workers,
+                        executor=None,
+                        keep_partial=False,
+                        parallel_min_bytes=parallel_min_bytes,
+                    )
                     if plan.strategy is Strategy.UNITS:
                         games = _exported_by_units(
-                            opened, plan.frames, settings, outcomes, stats, counts,
-                            workers=workers, spool=out.parent, started=started,
+                            opened,
+                            plan.frames,
+                            settings,
+                            outcomes,
+                            stats,
+                            counts,
+                            workers=workers,
+                            spool=out.parent,
+                            started=started,
                             progress=progress,
-                        )  # fmt: skip
+                        )
                         used = workers
                 if games is None:
-                    games = _exported_in_order(opened, settings, outcomes, stats, counts, started,
-                                               progress)  # fmt: skip
+                    games = _exported_in_order(
+                        opened, settings, outcomes, stats, counts, started, progress
+                    )
                 for speed, band, gid, rows in games:
                     for row in rows:
                         write(row.record)
@@ -733,8 +766,15 @@ def export_games(
                 lineage_writer.close()
                 if progress is not None:
                     done = opened.reader.bytes_read if opened.size is None else opened.size
-                    progress(Progress(done, opened.size, stats.games_read, stats.games_kept,
-                                      time.monotonic() - started))  # fmt: skip
+                    progress(
+                        Progress(
+                            done,
+                            opened.size,
+                            stats.games_read,
+                            stats.games_kept,
+                            time.monotonic() - started,
+                        )
+                    )
             dropped = Counter(stats.dropped)
             dropped.update(counts.skipped)
             manifest = FromGamesManifest(
