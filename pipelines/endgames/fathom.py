@@ -133,9 +133,19 @@ class FathomBackend:
         ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
         results = self._results
         res = self._root(
-            white, black, board.kings, board.queens, board.rooks, board.bishops,
-            board.knights, board.pawns, 0, ep, board.turn, results,
-        )  # fmt: skip
+            white,
+            black,
+            board.kings,
+            board.queens,
+            board.rooks,
+            board.bishops,
+            board.knights,
+            board.pawns,
+            0,
+            ep,
+            board.turn,
+            results,
+        )
         if res == TB_RESULT_FAILED:
             raise TablebaseError(f"{board.fen()}: Fathom probe failed (table missing?)")
         if res == TB_RESULT_CHECKMATE:
@@ -168,9 +178,17 @@ class FathomBackend:
         black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
         ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
         res = self._wdl(
-            white, black, board.kings, board.queens, board.rooks, board.bishops,
-            board.knights, board.pawns, ep, board.turn,
-        )  # fmt: skip
+            white,
+            black,
+            board.kings,
+            board.queens,
+            board.rooks,
+            board.bishops,
+            board.knights,
+            board.pawns,
+            ep,
+            board.turn,
+        )
         if res == TB_RESULT_FAILED:
             raise TablebaseError(f"{board.fen()}: Fathom probe failed (table missing?)")
         return int(res) - 2

@@ -139,11 +139,25 @@ def game_positions(
                 now = time.monotonic()
                 if now - last_report >= 0.5:
                     last_report = now
-                    progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                      stats.games_kept, now - started))  # fmt: skip
+                    progress(
+                        Progress(
+                            opened.reader.bytes_read,
+                            opened.size,
+                            stats.games_read,
+                            stats.games_kept,
+                            now - started,
+                        )
+                    )
         if progress is not None:
-            progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                              stats.games_kept, time.monotonic() - started))  # fmt: skip
+            progress(
+                Progress(
+                    opened.reader.bytes_read,
+                    opened.size,
+                    stats.games_read,
+                    stats.games_kept,
+                    time.monotonic() - started,
+                )
+            )
         scan.source = {
             "source_resolved": opened.name,
             "source_bytes_read": opened.reader.bytes_read,
