@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.speed import Speed
 
@@ -106,6 +107,12 @@ class ScanStats:
     def games_found(self) -> int:
         """Games read that look like PGN games (not malformed nor oversized)."""
         return self.games_read - self.dropped["malformed"] - self.dropped["oversized"]
+
+    def progress(
+        self, bytes_read: int, bytes_total: int | None, seconds: float, done: bool = False
+    ) -> Progress:
+        """Return a progress report of these games, `seconds` in: `bytes_read` of `bytes_total`."""
+        return Progress(bytes_read, bytes_total, self.games_read, self.games_kept, seconds, done)
 
     def drop(self, reason: str) -> None:
         """Count a dropped game under its reason."""

@@ -23,7 +23,6 @@ from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
 from pipelines.ingest.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.settings import IngestSettings
-from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
@@ -348,15 +347,8 @@ class _Units:
             self.misses += counts.misses
             self.done_bytes += size
             if self.job.progress is not None:
-                self.job.progress(
-                    Progress(
-                        self.done_bytes,
-                        self.total,
-                        self.stats.games_read,
-                        self.stats.games_kept,
-                        time.monotonic() - self.job.started,
-                    )
-                )
+                elapsed = time.monotonic() - self.job.started
+                self.job.progress(self.stats.progress(self.done_bytes, self.total, elapsed))
 
     def counted(self, merging: Executor | None) -> Counted:
         """Return what the units counted; their runs are merged in this process, or on

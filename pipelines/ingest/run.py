@@ -32,7 +32,6 @@ from pipelines.ingest.processes import StartMethod, may_start_processes
 from pipelines.ingest.scan import game_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.ingest.workers import WorkerPool
-from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
 from pipelines.warehouse.locks import month_lock
@@ -139,8 +138,8 @@ def ingest(
                     counted = _check_scan(opened.name, stats, counted, keep_partial)
                     if progress is not None:
                         # The scan's and the counting's totals: the manifest's numbers.
-                        reader = opened.reader
-                        progress(_progress(reader.bytes_read, opened.size, stats, started, True))
+                        reader, elapsed = opened.reader, time.monotonic() - started
+                        progress(stats.progress(reader.bytes_read, opened.size, elapsed, done=True))
                     used = workers if executor is None else "executor"
                     parallel = plan.strategy is not Strategy.IN_PROCESS
                     return _publish(
@@ -417,15 +416,7 @@ def _reporting(
         now = time.monotonic()
         if now - last >= 0.5:
             last = now
-            job.progress(_progress(bytes_read(), total, stats, job.started))
-
-
-def _progress(
-    bytes_read: int, total: int | None, stats: ScanStats, started: float, done: bool = False
-) -> Progress:
-    return Progress(
-        bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started, done
-    )
+            job.progress(stats.progress(bytes_read(), total, time.monotonic() - job.started))
 
 
 #: A run that read fewer than this share of the games of the month it would replace is refused

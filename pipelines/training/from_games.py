@@ -40,7 +40,7 @@ from pipelines.ingest.frames import Frame
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES
 from pipelines.ingest.scan import split_games
-from pipelines.progress import Progress, ProgressCallback
+from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
@@ -556,15 +556,7 @@ def _reporting(
             now = time.monotonic()
             if now - last_report >= 0.5:
                 last_report = now
-                progress(
-                    Progress(
-                        opened.reader.bytes_read,
-                        opened.size,
-                        stats.games_read,
-                        stats.games_kept,
-                        now - started,
-                    )
-                )
+                progress(stats.progress(opened.reader.bytes_read, opened.size, now - started))
         yield raw
 
 
@@ -675,15 +667,7 @@ def _exported_by_units(
             counts.merge(unit_counts)
             yield from _spooled(path)
             if progress is not None:
-                progress(
-                    Progress(
-                        done_bytes,
-                        opened.size,
-                        stats.games_read,
-                        stats.games_kept,
-                        time.monotonic() - started,
-                    )
-                )
+                progress(stats.progress(done_bytes, opened.size, time.monotonic() - started))
     finally:
         pool.shutdown(cancel_futures=True)
         folder.cleanup()
@@ -766,15 +750,7 @@ def export_games(
                 lineage_writer.close()
                 if progress is not None:
                     done = opened.reader.bytes_read if opened.size is None else opened.size
-                    progress(
-                        Progress(
-                            done,
-                            opened.size,
-                            stats.games_read,
-                            stats.games_kept,
-                            time.monotonic() - started,
-                        )
-                    )
+                    progress(stats.progress(done, opened.size, time.monotonic() - started))
             dropped = Counter(stats.dropped)
             dropped.update(counts.skipped)
             manifest = FromGamesManifest(
