@@ -27,9 +27,13 @@ def _kind(mode: int) -> str | None:
     if stat.S_ISREG(mode):
         return None
     for test, kind in (
-        (stat.S_ISLNK, "a symlink"), (stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
-    ):  # fmt: skip
+        (stat.S_ISLNK, "a symlink"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return kind
     return "not a regular file"

@@ -194,8 +194,9 @@ def unpack_record(stem: bytes) -> PlainRecord:
     ply = ply_result & 0x3FFF
     board.fullmove_number = ply // 2 + 1
     move = unpack_move(board, move_code)
-    return PlainRecord(board.fen(en_passant="legal"), move.uci(), unzigzag(score), ply,
-                       unzigzag(ply_result >> 14))  # fmt: skip
+    return PlainRecord(
+        board.fen(en_passant="legal"), move.uci(), unzigzag(score), ply, unzigzag(ply_result >> 14)
+    )
 
 
 def used_bits(choices: int) -> int:
@@ -308,9 +309,13 @@ def fen_prefix(board: chess.Board) -> str:
     squares = ["1"] * 64
     white = board.occupied_co[chess.WHITE]
     for bb, upper, lower in (
-        (board.pawns, "P", "p"), (board.knights, "N", "n"), (board.bishops, "B", "b"),
-        (board.rooks, "R", "r"), (board.queens, "Q", "q"), (board.kings, "K", "k"),
-    ):  # fmt: skip
+        (board.pawns, "P", "p"),
+        (board.knights, "N", "n"),
+        (board.bishops, "B", "b"),
+        (board.rooks, "R", "r"),
+        (board.queens, "Q", "q"),
+        (board.kings, "K", "k"),
+    ):
         while bb:
             bit = bb & -bb
             squares[(bit.bit_length() - 1) ^ 56] = upper if white & bit else lower
@@ -330,10 +335,18 @@ def fen_prefix(board: chess.Board) -> str:
 def _position_key(board: chess.Board) -> tuple[int, ...]:
     """What Stockfish compares to decide two positions are one: pieces, side, rights, en passant."""
     return (
-        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-        board.occupied_co[chess.WHITE], board.turn, board.clean_castling_rights(),
-        _legal_ep(board), board.halfmove_clock,
-    )  # fmt: skip
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+        board.occupied_co[chess.WHITE],
+        board.turn,
+        board.clean_castling_rights(),
+        _legal_ep(board),
+        board.halfmove_clock,
+    )
 
 
 class BinpackWriter:

@@ -125,8 +125,13 @@ def iter_records(
             raise PlainFormatError(f"{where}: the file ends inside a record")
         fen, move, score, ply, result = values
         try:
-            record = PlainRecord(fen, move, _integer(score, "score"), _integer(ply, "ply"),
-                                 _integer(result, "result"))  # fmt: skip
+            record = PlainRecord(
+                fen,
+                move,
+                _integer(score, "score"),
+                _integer(ply, "ply"),
+                _integer(result, "result"),
+            )
         except ValueError as exc:
             raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
         if legal:

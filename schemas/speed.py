@@ -21,6 +21,11 @@ class Speed(enum.StrEnum):
         """Position in Lichess's order, 0 for ultrabullet: how runs store a speed."""
         return _INDEX[self]
 
+    @property
+    def api_name(self) -> str:
+        """The name Lichess's APIs (the opening explorer's `speeds`) spell it with: camelCase."""
+        return "ultraBullet" if self is Speed.ULTRABULLET else self.value
+
     @classmethod
     def parse_many(cls, names: Iterable[str]) -> frozenset[Speed]:
         """Return the speeds named, or raise ValueError naming the unknown ones."""

@@ -190,7 +190,15 @@ def run_games(args: argparse.Namespace) -> int:
             bar.close()
     _report(
         manifest,
-        ("output", "rows", "games_read", "games_kept", "games_replayed", "games_reaching_tables",
-         "backend", "seconds"),
-    )  # fmt: skip
+        (
+            "output",
+            "rows",
+            "games_read",
+            "games_kept",
+            "games_replayed",
+            "games_reaching_tables",
+            "backend",
+            "seconds",
+        ),
+    )
     return 0

@@ -28,13 +28,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port, default=9002)
     parser.add_argument(
-        "--cache", type=non_negative_int, default=None, metavar="MB",
+        "--cache",
+        type=non_negative_int,
+        default=None,
+        metavar="MB",
         help=f"memory for explorer answers, in MB (default {CACHE_BYTES >> 20}; 0: none)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--workers", type=positive_int, default=1,
+        "--workers",
+        type=positive_int,
+        default=1,
         help="server processes (default 1); each loads the warehouse's index",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--verbose", action="store_true", help="log every request (an access log on stderr)"
     )
@@ -67,9 +72,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
     config = server_config(
-        "pipelines.serve.app:app_from_environment", factory=True, workers=args.workers,
-        host=args.host, port=args.port, **logging,
-    )  # fmt: skip
+        "pipelines.serve.app:app_from_environment",
+        factory=True,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        **logging,
+    )
     print(f"chesspipe: serving {url} with {args.workers} processes", file=sys.stderr, flush=True)
     _serve_workers(config, sock)
     return 0

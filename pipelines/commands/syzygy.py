@@ -24,11 +24,19 @@ def register(subparsers: Any) -> None:
         "files already complete. Then point --syzygy or SYZYGY_PATH at DIR.",
     )
     download.add_argument("dir", type=Path)
-    download.add_argument("--set", dest="set_name", default="3-4-5", choices=("3-4", "3-4-5", "6"),
-                          help="3-4-5 (about 1 GB, default), 6 (about 150 GB), or 3-4")  # fmt: skip
+    download.add_argument(
+        "--set",
+        dest="set_name",
+        default="3-4-5",
+        choices=("3-4", "3-4-5", "6"),
+        help="3-4-5 (about 1 GB, default), 6 (about 150 GB), or 3-4",
+    )
     download.add_argument("--base-url", default=DEFAULT_BASE_URL, help="mirror root")
-    download.add_argument("--checksums", default=DEFAULT_CHECKSUMS_URL,
-                          help="SHA-256 list (URL or file), '<sha256>  <name>' lines")  # fmt: skip
+    download.add_argument(
+        "--checksums",
+        default=DEFAULT_CHECKSUMS_URL,
+        help="SHA-256 list (URL or file), '<sha256>  <name>' lines",
+    )
     download.add_argument(
         "--retries", type=non_negative_int, default=5, help="retries per file (5)"
     )

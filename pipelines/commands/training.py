@@ -218,9 +218,19 @@ def run_from_games(args: argparse.Namespace) -> int:
         if outcomes is not None:
             outcomes.close()
     summary = manifest.to_json()
-    print(json.dumps({k: summary[k] for k in (
-        "month", "output", "lineage", "games_read", "games_kept", "games_exported",
-        "games_skipped", "results_changed", "records", "seconds")}, indent=2))  # fmt: skip
+    shown = (
+        "month",
+        "output",
+        "lineage",
+        "games_read",
+        "games_kept",
+        "games_exported",
+        "games_skipped",
+        "results_changed",
+        "records",
+        "seconds",
+    )
+    print(json.dumps({k: summary[k] for k in shown}, indent=2))
     return 0
 
 

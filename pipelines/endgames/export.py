@@ -80,9 +80,13 @@ def plain_records(labels_dir: Path, scheme: str, counts: dict[str, int]) -> Iter
     for batch in read_label_batches(labels_dir):
         columns = batch.to_pydict()
         for fen, move, wdl50, dtz, ply in zip(
-            columns["fen"], columns["best_move"], columns["wdl50"], columns["dtz"], columns["ply"],
+            columns["fen"],
+            columns["best_move"],
+            columns["wdl50"],
+            columns["dtz"],
+            columns["ply"],
             strict=True,
-        ):  # fmt: skip
+        ):
             if move is None:
                 counts["no_move"] += 1
                 continue

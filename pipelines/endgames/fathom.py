@@ -99,6 +99,27 @@ def largest() -> int:
     return ctypes.c_uint.in_dll(lib, "TB_LARGEST").value if lib is not None else 0
 
 
+def _pieces(board: chess.Board) -> tuple[int, ...]:
+    """Return a board's bitboards as Fathom's probes take them first: white's and black's
+    squares, then the kings, queens, rooks, bishops, knights and pawns."""
+    black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
+    return (
+        white,
+        black,
+        board.kings,
+        board.queens,
+        board.rooks,
+        board.bishops,
+        board.knights,
+        board.pawns,
+    )
+
+
+def _en_passant(board: chess.Board) -> int:
+    """Return the en passant square as Fathom takes it: 0 unless a capture there is legal."""
+    return board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
+
+
 class FathomBackend:
     """Probes with Fathom's C code."""
 
@@ -129,13 +150,8 @@ class FathomBackend:
     def root(self, board: chess.Board) -> RootProbe:
         if self.path != _initialised_path:
             self._load_tables()
-        black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
-        ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
         results = self._results
-        res = self._root(
-            white, black, board.kings, board.queens, board.rooks, board.bishops,
-            board.knights, board.pawns, 0, ep, board.turn, results,
-        )  # fmt: skip
+        res = self._root(*_pieces(board), 0, _en_passant(board), board.turn, results)
         if res == TB_RESULT_FAILED:
             raise TablebaseError(f"{board.fen()}: Fathom probe failed (table missing?)")
         if res == TB_RESULT_CHECKMATE:
@@ -165,12 +181,7 @@ class FathomBackend:
     def probe_wdl(self, board: chess.Board) -> int:
         if self.path != _initialised_path:
             self._load_tables()
-        black, white = board.occupied_co  # indexed by colour: BLACK = 0, WHITE = 1
-        ep = board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
-        res = self._wdl(
-            white, black, board.kings, board.queens, board.rooks, board.bishops,
-            board.knights, board.pawns, ep, board.turn,
-        )  # fmt: skip
+        res = self._wdl(*_pieces(board), _en_passant(board), board.turn)
         if res == TB_RESULT_FAILED:
             raise TablebaseError(f"{board.fen()}: Fathom probe failed (table missing?)")
         return int(res) - 2

@@ -20,7 +20,7 @@ from pipelines.endgames.tables import TableSet
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
 from pipelines.ingest.scan import split_games
-from pipelines.progress import Progress, ProgressCallback
+from pipelines.progress import ProgressCallback
 from pipelines.sources.open import open_source
 from schemas.movetext import has_moves, san_tokens
 
@@ -139,11 +139,10 @@ def game_positions(
                 now = time.monotonic()
                 if now - last_report >= 0.5:
                     last_report = now
-                    progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                      stats.games_kept, now - started))  # fmt: skip
+                    progress(stats.progress(opened.reader.bytes_read, opened.size, now - started))
         if progress is not None:
-            progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                              stats.games_kept, time.monotonic() - started))  # fmt: skip
+            elapsed = time.monotonic() - started
+            progress(stats.progress(opened.reader.bytes_read, opened.size, elapsed))
         scan.source = {
             "source_resolved": opened.name,
             "source_bytes_read": opened.reader.bytes_read,

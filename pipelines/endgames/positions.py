@@ -14,8 +14,14 @@ import chess
 from pipelines.endgames.probing import parse_material
 from pipelines.errors import ChesspipeError
 
-_PIECES = {"K": chess.KING, "Q": chess.QUEEN, "R": chess.ROOK, "B": chess.BISHOP,
-           "N": chess.KNIGHT, "P": chess.PAWN}  # fmt: skip
+_PIECES = {
+    "K": chess.KING,
+    "Q": chess.QUEEN,
+    "R": chess.ROOK,
+    "B": chess.BISHOP,
+    "N": chess.KNIGHT,
+    "P": chess.PAWN,
+}
 _BACK_RANKS = chess.BB_RANK_1 | chess.BB_RANK_8
 
 

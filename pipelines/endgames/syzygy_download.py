@@ -173,14 +173,21 @@ def download_set(
 
         def report(done: int, size: int | None, index: int = index, name: str = table.name) -> None:
             if progress is not None:
-                progress(FileProgress(index, len(files), name, done, size,
-                                      time.monotonic() - started))  # fmt: skip
+                progress(
+                    FileProgress(index, len(files), name, done, size, time.monotonic() - started)
+                )
 
         try:
             path = download_file(
-                table.url, folder / table.name, folder / f"{table.name}.part", table.sha256,
-                report, timeout, retries, backoff,
-            )  # fmt: skip
+                table.url,
+                folder / table.name,
+                folder / f"{table.name}.part",
+                table.sha256,
+                report,
+                timeout,
+                retries,
+                backoff,
+            )
         except ChesspipeError as exc:
             failed.append(str(exc))
             continue
@@ -226,8 +233,10 @@ class DownloadProgress:
         finished = report.size is not None and report.done >= report.size
         size = f"/{report.size / 1e6:.1f}" if report.size else ""
         fraction = report.done / report.size if report.size else 0.0
-        line = (f"[{report.index}/{report.total_files}] {bar(fraction)} {report.name} "
-                f"{report.done / 1e6:.1f}{size} MB")  # fmt: skip
+        line = (
+            f"[{report.index}/{report.total_files}] {bar(fraction)} {report.name} "
+            f"{report.done / 1e6:.1f}{size} MB"
+        )
         self.bar.show(line, report.seconds, force=finished or report.name != self._name)
         self._name = report.name
 

@@ -53,13 +53,18 @@ def count_kept(
             counter = MoveCounter(settings.plies, stats, tree, chess960)
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
     if counter is not None:
         counter.flush()
         if len(counter.rows):
-            runs.append(_write_counted(counter, staging / f"{prefix}-{len(runs):05d}.run"))
+            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
         tree = counter.tree
     return runs, tree
+
+
+def _run_path(staging: Path, prefix: str, number: int) -> Path:
+    """Return the path of the run file `number` (from 0) of those named after `prefix`."""
+    return staging / f"{prefix}-{number:05d}.run"
 
 
 def _write_counted(counter: MoveCounter, path: Path) -> Path:
@@ -79,25 +84,31 @@ def count_games(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-    kept: Iterable[KeptGame] = (),
-    kept_text: Path | None = None,
+    kept_elsewhere: Iterable[KeptGame] = (),
+    kept_text_file: Path | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of the games of blocks (from game_blocks) that pass the filter,
-    after `kept` (games that passed it where they were read), into run files under staging.
+    after `kept_elsewhere` (games that passed it where they were read), into run files under
+    staging.
 
     Return the run files and the opening tree used (None if no game was kept and none given).
-    With `kept_text`, the text of the games of blocks that pass is staged there (KeptText);
+    With `kept_text_file`, the text of the games of blocks that pass is staged there (KeptText);
     the scan counts then name those counting dropped (ScanStats.rejected).
     """
-    text = KeptText(kept_text) if kept_text is not None else None
+    text = KeptText(kept_text_file) if kept_text_file is not None else None
     try:
         passed = kept_games_in_blocks(
             blocks, settings.rules, stats, keep=text.add if text is not None else None
         )
         return count_kept(
-            chain(kept, passed), settings, stats, staging, prefix=prefix, flush_rows=flush_rows,
+            chain(kept_elsewhere, passed),
+            settings,
+            stats,
+            staging,
+            prefix=prefix,
+            flush_rows=flush_rows,
             tree=tree,
-        )  # fmt: skip
+        )
     finally:
         if text is not None:
             text.close()

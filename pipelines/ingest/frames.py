@@ -16,6 +16,7 @@ import zstandard
 
 from pipelines.errors import CorruptInput
 from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW, BlockCuts
+from pipelines.ingest.scan import BOUNDARY
 from schemas.atomic_files import atomic_path
 
 
@@ -138,7 +139,10 @@ def plan_units(frames: list[Frame], workers: int, max_unit_bytes: int = 8 << 20)
     return units
 
 
-BOUNDARY = b"\n\n["
+def unit_name(index: int) -> str:
+    """Return the stem of the files of unit `index` (run files, kept text, a worker's results):
+    its place in source order, as unit-0000042."""
+    return f"unit-{index:07d}"
 
 
 class UnitText:

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.speed import Speed
 
@@ -49,8 +50,9 @@ class GameFilter:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GameFilter:
         """Return the filter to_json recorded (other keys of `data` are ignored)."""
-        return cls(data["min_rating"], frozenset(data["speeds"]), data["allow_bots"],
-                   data["variant"])  # fmt: skip
+        return cls(
+            data["min_rating"], frozenset(data["speeds"]), data["allow_bots"], data["variant"]
+        )
 
 
 class KeptGame(NamedTuple):
@@ -106,6 +108,12 @@ class ScanStats:
         """Games read that look like PGN games (not malformed nor oversized)."""
         return self.games_read - self.dropped["malformed"] - self.dropped["oversized"]
 
+    def progress(
+        self, bytes_read: int, bytes_total: int | None, seconds: float, done: bool = False
+    ) -> Progress:
+        """Return a progress report of these games, `seconds` in: `bytes_read` of `bytes_total`."""
+        return Progress(bytes_read, bytes_total, self.games_read, self.games_kept, seconds, done)
+
     def drop(self, reason: str) -> None:
         """Count a dropped game under its reason."""
         self.dropped[reason] += 1
@@ -121,11 +129,6 @@ class ScanStats:
         self.crlf = self.crlf or other.crlf
 
 
-def _tag(game: bytes, name: bytes, header_end: int) -> bytes | None:
-    """Return a tag's raw value from a game's tag section, or None when absent."""
-    return _value(game, *_NEEDLES[name], header_end)
-
-
 def _needles(name: bytes) -> tuple[bytes, bytes]:
     """Return what a tag pair starts with after a line end, and at a game's start."""
     return b"\n[" + name + b' "', name + b' "'
@@ -134,9 +137,17 @@ def _needles(name: bytes) -> tuple[bytes, bytes]:
 #: The tags the filter reads, with their needles (see _needles).
 _NEEDLES = {
     name: _needles(name)
-    for name in (b"WhiteElo", b"BlackElo", b"TimeControl", b"WhiteTitle", b"BlackTitle",
-                 b"Variant", b"FEN", b"Result")
-}  # fmt: skip
+    for name in (
+        b"WhiteElo",
+        b"BlackElo",
+        b"TimeControl",
+        b"WhiteTitle",
+        b"BlackTitle",
+        b"Variant",
+        b"FEN",
+        b"Result",
+    )
+}
 _WHITE_ELO, _BLACK_ELO, _TIME_CONTROL, _WHITE_TITLE, _BLACK_TITLE, _VARIANT, _FEN, _RESULT = (
     _NEEDLES.values()
 )

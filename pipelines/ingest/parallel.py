@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import count_games
-from pipelines.ingest.frames import BOUNDARY, Frame, UnitText
+from pipelines.ingest.frames import Frame, UnitText, unit_name
 from pipelines.ingest.game_filter import KeptGame, ScanStats
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.plan import Counted, Job, ReadPlan
-from pipelines.ingest.scan import MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
+from pipelines.ingest.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.settings import IngestSettings
-from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
@@ -41,14 +40,13 @@ def scan_unit(
 ) -> UnitCounts:
     """Count the games one unit of frames owns (see UnitText), read from the source here."""
     stats = ScanStats()
-    prefix = f"unit-{unit.start:07d}"
     with open_location(location, frames[-1].offset + frames[-1].size) as handle:
         # Pieces about the size a stream decompresses to: the scanner's work stays in the
         # caches.
         text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
         # Only the last unit's text ends where the source ends: its tail tells a cut source.
         blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
-        counts = _count_unit(prefix, stats, settings, staging, flush_rows, write_kept, blocks)
+        counts = _count_unit(unit.start, stats, settings, staging, flush_rows, write_kept, blocks)
     stats.pgn_bytes = text.own_length
     return counts
 
@@ -66,8 +64,7 @@ def count_blocks_unit(
     The text's own counts (bytes, line ends, oversized and cut games) were taken where it was
     split into blocks; these are the filter's and the counting's.
     """
-    prefix = f"unit-{index:07d}"
-    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, write_kept, blocks)
+    return _count_unit(index, ScanStats(), settings, staging, flush_rows, write_kept, blocks)
 
 
 def count_kept_unit(
@@ -75,8 +72,7 @@ def count_kept_unit(
 ) -> UnitCounts:
     """Count games that passed the filter where the text was read, the unit `index` in order
     (their text, if asked for, was staged there)."""
-    prefix = f"unit-{index:07d}"
-    return _count_unit(prefix, ScanStats(), settings, staging, flush_rows, False, (), games)
+    return _count_unit(index, ScanStats(), settings, staging, flush_rows, False, (), games)
 
 
 class UnitCounts(NamedTuple):
@@ -89,7 +85,7 @@ class UnitCounts(NamedTuple):
 
 
 def _count_unit(
-    prefix: str,
+    index: int,
     stats: ScanStats,
     settings: IngestSettings,
     staging: Path,
@@ -99,24 +95,37 @@ def _count_unit(
     games: Iterable[KeptGame] = (),
 ) -> UnitCounts:
     """Count `games` that passed the filter, then those of `blocks` that pass it, into run files
-    named after `prefix` under staging (count_runs.count_games).
+    named after unit `index` under staging (count_runs.count_games).
 
-    With `write_kept`, the text of the games of `blocks` kept is staged in `PREFIX.kept` under
-    staging, and the scan counts name those counting dropped (ScanStats.rejected).
+    With `write_kept`, the text of the games of `blocks` kept is staged in the unit's `.kept`
+    file under staging (_kept_path), and the scan counts name those counting dropped
+    (ScanStats.rejected).
     """
     reuse_large_buffers()  # a worker started by a fork server has its own allocator settings
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     runs, _TREE = count_games(
-        blocks, settings, stats, staging, prefix=prefix, flush_rows=flush_rows, tree=_TREE,
-        kept=games, kept_text=staging / f"{prefix}.kept" if write_kept else None,
-    )  # fmt: skip
+        blocks,
+        settings,
+        stats,
+        staging,
+        prefix=unit_name(index),
+        flush_rows=flush_rows,
+        tree=_TREE,
+        kept_elsewhere=games,
+        kept_text_file=_kept_path(staging, index) if write_kept else None,
+    )
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
 
 
 _TREE: OpeningTree | None = None
+
+
+def _kept_path(staging: Path, index: int) -> Path:
+    """Return where the text of the games unit `index` kept is staged."""
+    return staging / f"{unit_name(index)}.kept"
 
 
 @contextmanager
@@ -152,9 +161,15 @@ def count_units(
     with _Units(job, stats, opened.size) as units:
         for unit in plan.units:
             future = executor.submit(
-                scan_unit, opened.name, frames, unit, job.settings, job.staging, job.flush_rows,
+                scan_unit,
+                opened.name,
+                frames,
+                unit,
+                job.settings,
+                job.staging,
+                job.flush_rows,
                 job.write_kept is not None,
-            )  # fmt: skip
+            )
             units.submit(future, unit.start, sum(frames[i].size for i in unit))
         if not merge_there:
             # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
@@ -248,7 +263,7 @@ class _KeptHere:
         self.games: list[KeptGame] = []
         self._text = None
         if job.write_kept is not None:
-            self._text = KeptText(job.staging / f"unit-{index:07d}.kept")
+            self._text = KeptText(_kept_path(job.staging, index))
 
     def scan(self, blocks: list[bytes], stats: ScanStats) -> None:
         """Add the games of blocks that pass the filter (counting the others in stats)."""
@@ -325,22 +340,15 @@ class _Units:
             counts = future.result()
             self.stats.merge(counts.stats)
             if self.job.write_kept is not None:
-                path = self.job.staging / f"unit-{place:07d}.kept"
+                path = _kept_path(self.job.staging, place)
                 self.kept[place] = KeptPart(path, counts.stats.rejected)
             self.runs.extend(counts.runs)
             self.hits += counts.hits
             self.misses += counts.misses
             self.done_bytes += size
             if self.job.progress is not None:
-                self.job.progress(
-                    Progress(
-                        self.done_bytes,
-                        self.total,
-                        self.stats.games_read,
-                        self.stats.games_kept,
-                        time.monotonic() - self.job.started,
-                    )
-                )
+                elapsed = time.monotonic() - self.job.started
+                self.job.progress(self.stats.progress(self.done_bytes, self.total, elapsed))
 
     def counted(self, merging: Executor | None) -> Counted:
         """Return what the units counted; their runs are merged in this process, or on

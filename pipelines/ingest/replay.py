@@ -108,13 +108,15 @@ def _state_keys(
 _CASTLING = np.array(
     [
         np.bitwise_xor.reduce(
-            np.array([_RANDOM[768 + bit] for bit in range(4) if rights >> bit & 1] or [0],
-                     dtype=np.uint64)
+            np.array(
+                [_RANDOM[768 + bit] for bit in range(4) if rights >> bit & 1] or [0],
+                dtype=np.uint64,
+            )
         )
         for rights in range(16)
     ],
     dtype=np.uint64,
-)  # fmt: skip
+)
 
 
 def _board_keys(flat: np.ndarray) -> np.ndarray:
@@ -182,18 +184,6 @@ def _game_piece_keys(
     carried[1:] = keys[starts[1:] - 1]
     keys ^= np.repeat(carried, np.diff(np.r_[starts, len(keys)]))
     return keys
-
-
-def polyglot_moves(
-    boards_before: np.ndarray,
-    from_squares: np.ndarray,
-    to_squares: np.ndarray,
-    promotions: np.ndarray,
-) -> np.ndarray:
-    """Return Polyglot move codes (castling as king takes rook) of moves from (N, 8, 8) boards."""
-    origin = from_squares.astype(np.int64)
-    piece = boards_before.reshape(len(boards_before), 64)[np.arange(len(origin)), origin]
-    return _moves(piece, from_squares, to_squares, promotions)
 
 
 def _moves(
@@ -266,7 +256,7 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
                 chunk.castling[position],
                 chunk.en_passant[position],
                 chunk.turn[position],
-            )  # fmt: skip
+            )
         )
         origin = chunk.from_squares[move]
         moves.append(
@@ -275,7 +265,7 @@ def replay(movetexts: list[str], *, plies: int | None = None) -> Replayed:
                 origin,
                 chunk.to_squares[move],
                 chunk.promotions[move],
-            )  # fmt: skip
+            )
         )
         games.append(game_of_move + first_game)
         lengths.append(n_moves)

@@ -32,7 +32,6 @@ from pipelines.ingest.processes import StartMethod, may_start_processes
 from pipelines.ingest.scan import game_blocks
 from pipelines.ingest.settings import IngestSettings
 from pipelines.ingest.workers import WorkerPool
-from pipelines.progress import Progress
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
 from pipelines.warehouse.locks import month_lock
@@ -112,10 +111,18 @@ def ingest(
         ):
             staging = staging_dir(warehouse, month)
             job = Job(
-                source, month, warehouse, settings, staging, flush_rows, in_memory_rows,
-                progress, started, keep_partial,
+                source,
+                month,
+                warehouse,
+                settings,
+                staging,
+                flush_rows,
+                in_memory_rows,
+                progress,
+                started,
+                keep_partial,
                 Path(write_kept) if write_kept is not None else None,
-            )  # fmt: skip
+            )
             try:
                 with ExitStack() as stack:
                     plan = plan_read(
@@ -131,8 +138,8 @@ def ingest(
                     counted = _check_scan(opened.name, stats, counted, keep_partial)
                     if progress is not None:
                         # The scan's and the counting's totals: the manifest's numbers.
-                        reader = opened.reader
-                        progress(_progress(reader.bytes_read, opened.size, stats, started, True))
+                        reader, elapsed = opened.reader, time.monotonic() - started
+                        progress(stats.progress(reader.bytes_read, opened.size, elapsed, done=True))
                     used = workers if executor is None else "executor"
                     parallel = plan.strategy is not Strategy.IN_PROCESS
                     return _publish(
@@ -212,10 +219,16 @@ def _count(
         # The workers do the heavy work: this process decompresses and splits, no thread needed.
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=False, report=False)
         counted = count_blocks(
-            blocks, job, stats, pool, unit_bytes=plan.unit_bytes,
-            in_flight=plan.in_flight, mark=lambda: opened.reader.bytes_read, total=opened.size,
+            blocks,
+            job,
+            stats,
+            pool,
+            unit_bytes=plan.unit_bytes,
+            in_flight=plan.in_flight,
+            mark=lambda: opened.reader.bytes_read,
+            total=opened.size,
             ready=lambda: pool.ready,
-        )  # fmt: skip
+        )
     else:
         blocks = _blocks_in_order(opened, job, stats, errors, read_ahead=True, report=True)
         counted = _count_here(blocks, job, stats)
@@ -250,9 +263,14 @@ def _blocks_in_order(
 
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     """Scan and count blocks in this process (staging the text of the games kept if asked)."""
-    kept_text = job.staging / "source.kept" if job.write_kept is not None else None
+    kept_text_file = job.staging / "source.kept" if job.write_kept is not None else None
     runs, tree = count_games(
-        blocks, job.settings, stats, job.staging, flush_rows=job.flush_rows, kept_text=kept_text
+        blocks,
+        job.settings,
+        stats,
+        job.staging,
+        flush_rows=job.flush_rows,
+        kept_text_file=kept_text_file,
     )
     hits, misses = (tree.hits, tree.misses) if tree is not None else (0, 0)
 
@@ -261,7 +279,7 @@ def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
 
         return merge_runs(runs, target, in_memory_rows=job.in_memory_rows)
 
-    kept = [KeptPart(kept_text, stats.rejected)] if kept_text is not None else []
+    kept = [KeptPart(kept_text_file, stats.rejected)] if kept_text_file is not None else []
     return Counted(hits, misses, write, kept=kept)
 
 
@@ -371,9 +389,12 @@ def _publish(
         )
         if job.write_kept is not None:
             write_kept_games(
-                counted.kept, outputs.path(job.write_kept), crlf=stats.crlf,
-                expected=stats.games_kept, compressed=job.write_kept.name.endswith(".zst"),
-            )  # fmt: skip
+                counted.kept,
+                outputs.path(job.write_kept),
+                crlf=stats.crlf,
+                expected=stats.games_kept,
+                compressed=job.write_kept.name.endswith(".zst"),
+            )
         outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 
@@ -395,15 +416,7 @@ def _reporting(
         now = time.monotonic()
         if now - last >= 0.5:
             last = now
-            job.progress(_progress(bytes_read(), total, stats, job.started))
-
-
-def _progress(
-    bytes_read: int, total: int | None, stats: ScanStats, started: float, done: bool = False
-) -> Progress:
-    return Progress(
-        bytes_read, total, stats.games_read, stats.games_kept, time.monotonic() - started, done
-    )
+            job.progress(stats.progress(bytes_read(), total, time.monotonic() - job.started))
 
 
 #: A run that read fewer than this share of the games of the month it would replace is refused

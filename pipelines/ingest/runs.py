@@ -74,9 +74,14 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     packed = _packed_dimensions(columns)
     if packed is None:  # a value beyond the one-word sort key: sort column by column
         order = np.lexsort(
-            (columns.rating_group, columns.rating_band, _SPEED_RANK[columns.speed],
-             columns.move, columns.key)
-        )  # fmt: skip
+            (
+                columns.rating_group,
+                columns.rating_band,
+                _SPEED_RANK[columns.speed],
+                columns.move,
+                columns.key,
+            )
+        )
         change = np.zeros(len(order), dtype=bool)
         for name in _DIMENSIONS:
             values = getattr(columns, name)[order]
@@ -231,16 +236,6 @@ def _run_index(path: Path) -> np.ndarray:
         if head != _RUN_MAGIC:
             raise ValueError(f"{path} is not a run file")
         return np.fromfile(handle, dtype="<i8", count=(1 << BUCKET_BITS) + 1)
-
-
-def read_run(path: Path) -> StatsColumns:
-    """Read a run file back as NumPy columns."""
-    return _read_range([path], _run_index(path).reshape(1, -1), 0, 1 << BUCKET_BITS)
-
-
-def run_rows(runs: list[Path]) -> int:
-    """Return the number of rows in run files."""
-    return sum(int(_run_index(path)[-1]) for path in runs)
 
 
 def _month_table(columns: StatsColumns) -> pa.Table:

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
 
 #: Games start after a blank line, with a tag. Splitting consumes the leading "[".
-_BOUNDARY = b"\n\n["
+BOUNDARY = b"\n\n["
 
 #: Longest game (headers and movetext) kept; longer ones are dropped as "oversized".
 MAX_GAME_BYTES = 4 << 20
@@ -51,7 +51,7 @@ def split_games(
 
 def _block_games(block: bytes, stats: ScanStats, max_game_bytes: int) -> list[bytes]:
     """Return the games of a block (from game_blocks), counting oversized ones as dropped."""
-    pieces = block.split(_BOUNDARY)
+    pieces = block.split(BOUNDARY)
     if pieces and max(map(len, pieces)) > max_game_bytes:
         oversized = [len(piece) for piece in pieces if len(piece) > max_game_bytes]
         stats.games_read += len(oversized)
@@ -98,7 +98,7 @@ def game_blocks(
                 continue
             first = False
             # Text before the first tag is read as a game with no tags.
-            chunk = (b"\n\n" if chunk[:1] == b"[" else b"\n\n[") + chunk
+            chunk = (b"\n\n" if chunk[:1] == b"[" else BOUNDARY) + chunk
         before = ending[-2:]
         ending = (ending + chunk[-16:])[-16:]
         pending.append(chunk)
@@ -106,9 +106,9 @@ def game_blocks(
         # No boundary in this chunk, nor across its start (the pending game's own boundary is
         # not a new one): nothing to cut.
         if (
-            _BOUNDARY not in chunk
+            BOUNDARY not in chunk
             and pending_size < max_game_bytes + len(chunk)
-            and _BOUNDARY not in before + chunk[:2]
+            and BOUNDARY not in before + chunk[:2]
         ):
             if pending_size > max_game_bytes and not skipping:
                 skipping = True
@@ -125,7 +125,7 @@ def game_blocks(
         hold = len(buffer)
         if not skipping:  # (the state of a skipped game's comments is unknown)
             buffer, hold = _without_boundaries_in_comments(buffer, at_end=False)
-        last = buffer.rfind(_BOUNDARY, 0, hold)
+        last = buffer.rfind(BOUNDARY, 0, hold)
         if last <= 0 and hold > max_game_bytes and not skipping:
             # One game, held back by a comment's brace, is already too long: skip the rest.
             skipping = True
@@ -139,7 +139,7 @@ def game_blocks(
             pending = [buffer]
             pending_size = len(buffer)
             continue
-        start = buffer.find(_BOUNDARY) if skipping else 0  # skip the rest of an oversized game
+        start = buffer.find(BOUNDARY) if skipping else 0  # skip the rest of an oversized game
         skipping = False
         pending = [buffer[last:]]
         pending_size = len(pending[0])
@@ -150,14 +150,14 @@ def game_blocks(
     buffer = b"".join(pending)
     if not skipping:
         buffer, _ = _without_boundaries_in_comments(buffer, at_end=True)
-    start = buffer.find(_BOUNDARY) if skipping else 0
+    start = buffer.find(BOUNDARY) if skipping else 0
     if start < 0 or start >= len(buffer):
         if check_end and skipping and not ending.rstrip().endswith(_TERMINATORS):
             stats.ends_inside_game = True
         return
     if check_end:
         # The last game (the text may hold a few, held back by a brace) needs a result.
-        lastgame = max(start, buffer.rfind(_BOUNDARY, start))
+        lastgame = max(start, buffer.rfind(BOUNDARY, start))
         final = buffer[lastgame + 3 :]
         if final.strip() and (
             not ending.rstrip().endswith(_TERMINATORS) or _open_comment(buffer[lastgame:])
@@ -206,10 +206,10 @@ def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes,
             if not at_end and size - position < COMMENT_REACH:
                 return bytes(out), token.start()
             continue  # a stray brace
-        inside = buffer.find(_BOUNDARY, position, close)
+        inside = buffer.find(BOUNDARY, position, close)
         while inside >= 0:
             out[inside + 1] = 0x20
-            inside = buffer.find(_BOUNDARY, inside + 3, close)
+            inside = buffer.find(BOUNDARY, inside + 3, close)
         position = close + 1
     return bytes(out), size
 
@@ -308,10 +308,10 @@ def kept_games_in_blocks(
         # NUL byte that stands for a game cut out.
         find = rest.find
         size = len(rest)
-        start = find(_BOUNDARY)
+        start = find(BOUNDARY)
         while start >= 0:
             game = start + 3
-            following = find(_BOUNDARY, game)
+            following = find(BOUNDARY, game)
             stop = following if following >= 0 else size
             cut = find(b"\x00", game, stop)
             piece = rest[game : cut if cut >= 0 else stop]

@@ -72,9 +72,11 @@ class WorkerPool(Executor):
             conn, child = context.Pipe()
             later = number > 0
             process = context.Process(
-                target=_serve, args=(child, conn, parent, later), name="chesspipe-worker",
+                target=_serve,
+                args=(child, conn, parent, later),
+                name="chesspipe-worker",
                 daemon=True,
-            )  # fmt: skip
+            )
             process.start()
             child.close()
             self._workers.append(_Worker(process, conn, later, threading.Event()))
@@ -84,7 +86,7 @@ class WorkerPool(Executor):
                 args=(worker, self._tasks, self._first_ready),
                 daemon=True,
                 name=f"chesspipe-worker-{worker.process.pid}",
-            )  # fmt: skip
+            )
             for worker in self._workers
         ]
         for thread in self._threads:

@@ -40,8 +40,11 @@ def range_book_path(books: Path, name: str, months: list[str]) -> Path:
     stem = name[: -len(".bin")] if name.endswith(".bin") else name
     if not stem or stem.startswith(".") or "/" in stem or "\\" in stem:
         raise ChesspipeError(f"book name must be a plain file name, got {name!r}")
-    if any(f"{stem}.bin" == book_name(month, variant) for month in months
-           for variant in ("standard", "chess960")):  # fmt: skip
+    if any(
+        f"{stem}.bin" == book_name(month, variant)
+        for month in months
+        for variant in ("standard", "chess960")
+    ):
         raise ChesspipeError(f"book name {name!r} is the name of a month's own book")
     return Path(books) / f"{stem}.bin"
 

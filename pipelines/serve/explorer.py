@@ -32,16 +32,10 @@ from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.openings import names_by_key
 from schemas.dimensions import RATING_GROUPS, rating_group
 from schemas.polyglot import decode_move, polyglot_key, push_with_key
+from schemas.speed import Speed
 
 #: Lichess's explorer speeds and the warehouse's names for them.
-SPEEDS = {
-    "ultraBullet": "ultrabullet",
-    "bullet": "bullet",
-    "blitz": "blitz",
-    "rapid": "rapid",
-    "classical": "classical",
-    "correspondence": "correspondence",
-}
+SPEEDS = {speed.api_name: speed.value for speed in Speed}
 #: Plies replayed between two offers of the interpreter to other threads (about 0.2 ms).
 YIELD_EVERY = 16
 #: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
@@ -95,10 +89,16 @@ def parse_query(args: dict[str, str]) -> Query:
     count = params.number(moves, "moves") if moves else None
     history = (args.get("history") or "").lower() in ("true", "1", "yes")
     return Query(
-        variant, fen, play, tuple(sorted(set(speeds))), tuple(sorted(set(groups))),
-        params.month(args.get("since"), "since"), params.month(args.get("until"), "until"), count,
+        variant,
+        fen,
+        play,
+        tuple(sorted(set(speeds))),
+        tuple(sorted(set(groups))),
+        params.month(args.get("since"), "since"),
+        params.month(args.get("until"), "until"),
+        count,
         history,
-    )  # fmt: skip
+    )
 
 
 class Position(NamedTuple):
@@ -221,9 +221,16 @@ class Explorer:
                 rating = average_rating(int(totals.rating_sum[i]), games)
             white, black = (wins, losses) if white_moves else (losses, wins)
             moves.append(
-                {"uci": board.uci(move), "san": board.san(move), "averageRating": rating,
-                 "white": white, "draws": draws, "black": black, "game": None}
-            )  # fmt: skip
+                {
+                    "uci": board.uci(move),
+                    "san": board.san(move),
+                    "averageRating": rating,
+                    "white": white,
+                    "draws": draws,
+                    "black": black,
+                    "game": None,
+                }
+            )
         moves.sort(key=lambda m: (-(m["white"] + m["draws"] + m["black"]), m["uci"]))
         total = [sum(m[k] for m in moves) for k in ("white", "draws", "black")]
         if query.moves is not None:

@@ -161,9 +161,17 @@ class HeadLimit:
                 status, reason = 431, f"request headers longer than {HEAD_BYTES} bytes"
             if status:
                 body = json.dumps({"error": reason}).encode()
-                await send({"type": "http.response.start", "status": status, "headers": [
-                    (b"content-type", b"application/json"), (b"connection", b"close"),
-                    (b"content-length", str(len(body)).encode())]})  # fmt: skip
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"connection", b"close"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -181,7 +189,13 @@ def server_config(
 ) -> ServeConfig:
     """uvicorn's settings for `chesspipe serve`: the guarded protocol and its bounds."""
     return ServeConfig(
-        app, head_timeout=head_timeout, host=host, port=port, http=GuardedProtocol,
-        h11_max_incomplete_event_size=HEAD_BYTES, timeout_keep_alive=keep_alive,
-        limit_concurrency=connections, **{"log_level": "warning", **settings},
-    )  # fmt: skip
+        app,
+        head_timeout=head_timeout,
+        host=host,
+        port=port,
+        http=GuardedProtocol,
+        h11_max_incomplete_event_size=HEAD_BYTES,
+        timeout_keep_alive=keep_alive,
+        limit_concurrency=connections,
+        **{"log_level": "warning", **settings},
+    )

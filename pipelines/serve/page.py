@@ -6,7 +6,12 @@ answers come from the server's own APIs.
 
 from __future__ import annotations
 
-PAGE = """<!doctype html>
+import json
+
+from schemas.dimensions import RATING_GROUPS
+from schemas.speed import Speed
+
+_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>chesspipe explorer</title>
 <style>
 body{font-family:sans-serif;margin:16px;display:flex;gap:24px;flex-wrap:wrap}
@@ -36,8 +41,8 @@ fieldset{margin-bottom:8px} #history svg{border:1px solid #ccc}
  <h4>History</h4><div id="history"></div>
 </div>
 <script>
-const SPEEDS=["ultraBullet","bullet","blitz","rapid","classical","correspondence"];
-const RATINGS=[0,1000,1200,1400,1600,1800,2000,2200,2500];
+const SPEEDS=@SPEEDS@;
+const RATINGS=@RATINGS@;
 let play=[];
 function esc(s){return String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",
  '"':"&quot;","'":"&#39;"})[c]);}
@@ -98,3 +103,14 @@ for(const k of["since","until"])document.getElementById(k).addEventListener("cha
 boxes("speeds",SPEEDS);boxes("ratings",RATINGS);refresh();
 </script></body></html>
 """
+
+
+def _script_list(values: list[str] | list[int]) -> str:
+    """Return values as a JavaScript array literal (JSON, without spaces)."""
+    return json.dumps(values, separators=(",", ":"))
+
+
+#: The page, its speeds (as the explorer API names them) and rating groups filled in.
+PAGE = _PAGE.replace("@SPEEDS@", _script_list([speed.api_name for speed in Speed])).replace(
+    "@RATINGS@", _script_list(list(RATING_GROUPS))
+)

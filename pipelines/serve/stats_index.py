@@ -78,10 +78,16 @@ class StatsIndex:
         warehouse = Path(warehouse)
         months = available_months(warehouse)
         dtypes = {
-            "key": np.uint64, "move": np.uint16, "month": np.uint16, "speed": np.uint8,
-            "group": np.uint8, "wins": np.uint32, "draws": np.uint32, "losses": np.uint32,
+            "key": np.uint64,
+            "move": np.uint16,
+            "month": np.uint16,
+            "speed": np.uint8,
+            "group": np.uint8,
+            "wins": np.uint32,
+            "draws": np.uint32,
+            "losses": np.uint32,
             "rating_sum": np.uint64,
-        }  # fmt: skip
+        }
         if not months:
             return cls([], [], {name: np.zeros(0, dtype=t) for name, t in dtypes.items()})
         con = connect(warehouse, threads=2)
@@ -147,8 +153,10 @@ class StatsIndex:
             values = column[low:high][keep]
             counts.append(np.bincount(inverse, weights=values, minlength=len(moves)))
             counts.append(np.bincount(month, weights=values, minlength=len(self.months)))
-        games = sum(column[low:high][keep].astype(np.int64) for column in
-                    (self.wins, self.draws, self.losses))  # fmt: skip
+        games = sum(
+            column[low:high][keep].astype(np.int64)
+            for column in (self.wins, self.draws, self.losses)
+        )
         unrated = np.bincount(
             inverse, weights=np.where(self.rated[month], 0, games), minlength=len(moves)
         )
@@ -157,9 +165,16 @@ class StatsIndex:
         )
         as_int = [np.rint(c).astype(np.int64) for c in counts]
         return Totals(
-            moves, as_int[0], as_int[2], as_int[4], rating_sum, np.rint(unrated).astype(np.int64),
-            as_int[1], as_int[3], as_int[5],
-        )  # fmt: skip
+            moves,
+            as_int[0],
+            as_int[2],
+            as_int[4],
+            rating_sum,
+            np.rint(unrated).astype(np.int64),
+            as_int[1],
+            as_int[3],
+            as_int[5],
+        )
 
     def unrated_months(self, selection: Selection) -> list[str]:
         """The selected months whose rows have no rating groups nor rating sums."""

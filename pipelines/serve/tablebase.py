@@ -158,12 +158,19 @@ class Tablebase:
                 if label.wdl50 == 0 or label.best_move is None:
                     break
                 line.append(
-                    {"uci": label.best_move.uci(), "san": board.san(label.best_move),
-                     "dtz": root.dtz}
-                )  # fmt: skip
+                    {
+                        "uci": label.best_move.uci(),
+                        "san": board.san(label.best_move),
+                        "dtz": root.dtz,
+                    }
+                )
                 board.push(label.best_move)
-        return {"dtz": dtz, "precise_dtz": dtz if precise(dtz) else None, "mainline": line,
-                "winner": winner}  # fmt: skip
+        return {
+            "dtz": dtz,
+            "precise_dtz": dtz if precise(dtz) else None,
+            "mainline": line,
+            "winner": winner,
+        }
 
 
 def child_wdl_dtz(move_dtz: int) -> tuple[int, int]:

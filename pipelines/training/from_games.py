@@ -40,7 +40,7 @@ from pipelines.ingest.frames import Frame
 from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
 from pipelines.ingest.plan import PARALLEL_MIN_BYTES
 from pipelines.ingest.scan import split_games
-from pipelines.progress import Progress, ProgressCallback
+from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
@@ -126,8 +126,14 @@ class FromGamesSettings:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FromGamesSettings:
         rules = GameFilter.from_json(data)
-        keys = ("require_eval", "skip_in_check", "skip_captures", "from_ply", "min_pieces",
-                "max_pieces")  # fmt: skip
+        keys = (
+            "require_eval",
+            "skip_in_check",
+            "skip_captures",
+            "from_ply",
+            "min_pieces",
+            "max_pieces",
+        )
         return cls(rules, **{key: data[key] for key in keys})
 
 
@@ -252,7 +258,7 @@ def _site(game: bytes) -> str:
 
 
 @dataclass
-class _Run:
+class _ExportCounts:
     """Counts while exporting."""
 
     skipped: Counter[str] = field(default_factory=Counter)
@@ -265,7 +271,7 @@ class _Run:
     records_changed: int = 0
     records_tb: int = 0
 
-    def merge(self, other: _Run) -> None:
+    def merge(self, other: _ExportCounts) -> None:
         """Add another part's counts to these."""
         self.skipped.update(other.skipped)
         self.positions_skipped.update(other.positions_skipped)
@@ -296,7 +302,7 @@ def game_records(
     movetext: bytes,
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
-    run: _Run,
+    counts: _ExportCounts,
 ) -> list[GameRecord] | None:
     """Return a game's records, or None after counting why the game was skipped.
 
@@ -305,24 +311,24 @@ def game_records(
     if b"%eval" not in movetext:
         # no score anywhere: only positions the tables cover could give records
         if settings.require_eval:
-            run.skipped["missing_eval"] += 1
+            counts.skipped["missing_eval"] += 1
             return None
         if outcomes is None or movetext.count(b"x") < 32 - outcomes.largest:
-            run.skipped["no_eval"] += 1
+            counts.skipped["no_eval"] += 1
             return None
     try:
         tokens, evals = moves_and_evals(movetext)
     except BadEval:
-        run.skipped["bad_eval"] += 1
+        counts.skipped["bad_eval"] += 1
         return None
     if not tokens:
-        run.skipped["no_moves"] += 1
+        counts.skipped["no_moves"] += 1
         return None
     if len(tokens) > MAX_PLIES:
-        run.skipped["too_long"] += 1
+        counts.skipped["too_long"] += 1
         return None
     if settings.require_eval and None in evals:
-        run.skipped["missing_eval"] += 1
+        counts.skipped["missing_eval"] += 1
         return None
     board = chess.Board()
     # per position before a move: None when skipped, else (fen, uci, eval, side to move,
@@ -340,7 +346,7 @@ def game_records(
             try:
                 move = board.parse_san(tokens[ply].decode("ascii"))
             except (ValueError, UnicodeDecodeError):
-                run.skipped["illegal_move"] += 1
+                counts.skipped["illegal_move"] += 1
                 return None
         pieces = chess.popcount(board.occupied)
         outcome = None
@@ -370,14 +376,14 @@ def game_records(
             fen = f"{fen_prefix(board)} {ply // 2 + 1}"
             positions.append((fen, move.uci(), score, board.turn, outcome))
         board.push(move)
-    run.positions += len(tokens)
-    run.positions_skipped.update(skipped)
+    counts.positions += len(tokens)
+    counts.positions_skipped.update(skipped)
     if first_covered is not None and first_outcome is not None:
-        run.reaching += 1
+        counts.reaching += 1
         rescored_white = first_outcome[0] if first_turn == chess.WHITE else -first_outcome[0]
         if rescored_white != white_result:
             words = _RESULT_WORDS[white_result], _RESULT_WORDS[rescored_white]
-            run.changed[f"{words[0]}_to_{words[1]}"] += 1
+            counts.changed[f"{words[0]}_to_{words[1]}"] += 1
     records = []
     for ply, position in enumerate(positions):
         if position is None:
@@ -394,9 +400,9 @@ def game_records(
         records.append(
             GameRecord(
                 PlainRecord(fen, uci, score, ply, result), ply, result != game, first_covered
-            )  # fmt: skip
+            )
         )
-        run.records_tb += outcome is not None
+        counts.records_tb += outcome is not None
     return records
 
 
@@ -499,7 +505,7 @@ def _exported(
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
     stats: ScanStats,
-    run: _Run,
+    counts: _ExportCounts,
 ) -> Iterator[Exported]:
     """Yield the records of the games that pass the filter and give any, counting the rest."""
     for raw in games:
@@ -510,12 +516,12 @@ def _exported(
             stats.drop("no_moves")  # as ingest drops it: not a kept game
             continue
         stats.games_kept += 1
-        rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, run)
+        rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, counts)
         if not rows:
             continue
-        run.exported += 1
-        run.records += len(rows)
-        run.records_changed += sum(row.result_changed for row in rows)
+        counts.exported += 1
+        counts.records += len(rows)
+        counts.records_changed += sum(row.result_changed for row in rows)
         yield kept.speed.value, kept.rating_band, game_id(_site(raw)), rows
 
 
@@ -524,22 +530,22 @@ def _exported_in_order(
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
     stats: ScanStats,
-    run: _Run,
+    counts: _ExportCounts,
     started: float,
     progress: ProgressCallback | None,
 ) -> Iterator[Exported]:
     """Yield the exported games of a source read in order, reporting progress."""
     games = split_games(decompressed_chunks(opened.reader), stats)
     if progress is not None:
-        games = _reporting(games, opened, stats, run, started, progress)
-    return _exported(games, settings, outcomes, stats, run)
+        games = _reporting(games, opened, stats, counts, started, progress)
+    return _exported(games, settings, outcomes, stats, counts)
 
 
 def _reporting(
     games: Iterator[bytes],
     opened: OpenSource,
     stats: ScanStats,
-    run: _Run,
+    counts: _ExportCounts,
     started: float,
     progress: ProgressCallback,
 ) -> Iterator[bytes]:
@@ -550,8 +556,7 @@ def _reporting(
             now = time.monotonic()
             if now - last_report >= 0.5:
                 last_report = now
-                progress(Progress(opened.reader.bytes_read, opened.size, stats.games_read,
-                                  stats.games_kept, now - started))  # fmt: skip
+                progress(stats.progress(opened.reader.bytes_read, opened.size, now - started))
         yield raw
 
 
@@ -562,7 +567,7 @@ def export_unit(
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
     spool: str,
-) -> tuple[ScanStats, _Run]:
+) -> tuple[ScanStats, _ExportCounts]:
     """Export the games one unit of frames owns (in a worker process); return its counts.
 
     The exported games go to the file `spool`, pickled a batch of SPOOL_BATCH games at a time
@@ -575,16 +580,16 @@ def export_unit(
     from pipelines.ingest.scan import MAX_GAME_BYTES
 
     stats = ScanStats()
-    run = _Run()
+    counts = _ExportCounts()
     with (
         open_location(location, frames[-1].offset + frames[-1].size) as handle,
         open(spool, "wb") as out,
     ):
         text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
-        games = _exported(split_games(text, stats), settings, outcomes, stats, run)
+        games = _exported(split_games(text, stats), settings, outcomes, stats, counts)
         while batch := list(itertools.islice(games, SPOOL_BATCH)):
             pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
-    return stats, run
+    return stats, counts
 
 
 def _spooled(path: Path) -> Iterator[Exported]:
@@ -607,7 +612,7 @@ def _exported_by_units(
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
     stats: ScanStats,
-    run: _Run,
+    counts: _ExportCounts,
     *,
     workers: int,
     spool: Path,
@@ -623,7 +628,7 @@ def _exported_by_units(
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from pipelines.ingest.frames import plan_units
+    from pipelines.ingest.frames import plan_units, unit_name
     from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
@@ -639,11 +644,11 @@ def _exported_by_units(
         initializer=die_with_parent,
         initargs=(forking_parent(context),),
     )
-    pending: deque[tuple[Future[tuple[ScanStats, _Run]], Path, int]] = deque()
+    pending: deque[tuple[Future[tuple[ScanStats, _ExportCounts]], Path, int]] = deque()
 
     def submit() -> None:
         for unit in itertools.islice(units, 1):
-            path = Path(folder.name) / f"unit-{unit.start:07d}.pickle"
+            path = Path(folder.name) / f"{unit_name(unit.start)}.pickle"
             future = pool.submit(
                 export_unit, opened.name, frames, unit, settings, outcomes, str(path)
             )
@@ -656,14 +661,13 @@ def _exported_by_units(
             submit()
         while pending:
             future, path, done_bytes = pending.popleft()
-            unit_stats, unit_run = future.result()
+            unit_stats, unit_counts = future.result()
             submit()
             stats.merge(unit_stats)
-            run.merge(unit_run)
+            counts.merge(unit_counts)
             yield from _spooled(path)
             if progress is not None:
-                progress(Progress(done_bytes, opened.size, stats.games_read, stats.games_kept,
-                                  time.monotonic() - started))  # fmt: skip
+                progress(stats.progress(done_bytes, opened.size, time.monotonic() - started))
     finally:
         pool.shutdown(cancel_futures=True)
         folder.cleanup()
@@ -699,7 +703,7 @@ def export_games(
     training_format(out)
     lineage = Path(lineage_path_for(str(out)))
     stats = ScanStats()
-    run = _Run()
+    counts = _ExportCounts()
     manifest_file = manifest_path_for(out)
     try:
         with (
@@ -714,18 +718,31 @@ def export_games(
                 if workers > 1:
                     from pipelines.ingest.plan import Strategy, plan_read
 
-                    plan = plan_read(opened, workers=workers, executor=None, keep_partial=False,
-                                     parallel_min_bytes=parallel_min_bytes)  # fmt: skip
+                    plan = plan_read(
+                        opened,
+                        workers=workers,
+                        executor=None,
+                        keep_partial=False,
+                        parallel_min_bytes=parallel_min_bytes,
+                    )
                     if plan.strategy is Strategy.UNITS:
                         games = _exported_by_units(
-                            opened, plan.frames, settings, outcomes, stats, run,
-                            workers=workers, spool=out.parent, started=started,
+                            opened,
+                            plan.frames,
+                            settings,
+                            outcomes,
+                            stats,
+                            counts,
+                            workers=workers,
+                            spool=out.parent,
+                            started=started,
                             progress=progress,
-                        )  # fmt: skip
+                        )
                         used = workers
                 if games is None:
-                    games = _exported_in_order(opened, settings, outcomes, stats, run, started,
-                                               progress)  # fmt: skip
+                    games = _exported_in_order(
+                        opened, settings, outcomes, stats, counts, started, progress
+                    )
                 for speed, band, gid, rows in games:
                     for row in rows:
                         write(row.record)
@@ -733,10 +750,9 @@ def export_games(
                 lineage_writer.close()
                 if progress is not None:
                     done = opened.reader.bytes_read if opened.size is None else opened.size
-                    progress(Progress(done, opened.size, stats.games_read, stats.games_kept,
-                                      time.monotonic() - started))  # fmt: skip
+                    progress(stats.progress(done, opened.size, time.monotonic() - started))
             dropped = Counter(stats.dropped)
-            dropped.update(run.skipped)
+            dropped.update(counts.skipped)
             manifest = FromGamesManifest(
                 chesspipe_version=__version__,
                 month=month,
@@ -748,14 +764,14 @@ def export_games(
                 games_read=stats.games_read,
                 games_kept=stats.games_kept,
                 games_skipped=dict(sorted(dropped.items())),
-                games_exported=run.exported,
-                games_reaching_tables=run.reaching,
-                results_changed=dict(sorted(run.changed.items())),
-                positions=run.positions,
-                positions_skipped={k: run.positions_skipped[k] for k in POSITION_FILTERS},
-                records=run.records,
-                records_result_changed=run.records_changed,
-                records_tablebase_scored=run.records_tb,
+                games_exported=counts.exported,
+                games_reaching_tables=counts.reaching,
+                results_changed=dict(sorted(counts.changed.items())),
+                positions=counts.positions,
+                positions_skipped={k: counts.positions_skipped[k] for k in POSITION_FILTERS},
+                records=counts.records,
+                records_result_changed=counts.records_changed,
+                records_tablebase_scored=counts.records_tb,
                 output_sha256=file_sha256(outputs.path(out)),
                 seconds=round(time.monotonic() - started, 3),
                 finished_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -39,8 +39,14 @@ def score_bin(score: int) -> str:
 def score_bins() -> list[str]:
     """Every bin of the score histogram, in order."""
     middle = [score_bin(s) for s in range(-SCORE_RANGE, SCORE_RANGE, SCORE_BIN)]
-    return ["mate/tb loss", f"< -{SCORE_RANGE}", *middle, f">= {SCORE_RANGE}", "mate/tb win",
-            "none"]  # fmt: skip
+    return [
+        "mate/tb loss",
+        f"< -{SCORE_RANGE}",
+        *middle,
+        f">= {SCORE_RANGE}",
+        "mate/tb win",
+        "none",
+    ]
 
 
 def ply_bin(ply: int) -> str:
@@ -123,10 +129,13 @@ def format_stats(stats: dict[str, Any]) -> str:
     if not total:
         return lines[0]
     results = stats["results"]
-    lines.append("results (side to move): " + ", ".join(
-        f"{k} {v} ({v / total:.1%})" for k, v in results.items()))  # fmt: skip
-    lines.append(f"in check: {stats['in_check_share']:.1%}   "
-                 f"captures: {stats['capture_share']:.1%}")  # fmt: skip
+    lines.append(
+        "results (side to move): "
+        + ", ".join(f"{k} {v} ({v / total:.1%})" for k, v in results.items())
+    )
+    lines.append(
+        f"in check: {stats['in_check_share']:.1%}   captures: {stats['capture_share']:.1%}"
+    )
     lines.append(f"plies: {stats['ply_min']}..{stats['ply_max']}")
     lines += _bars(stats["plies"], total)
     lines.append("pieces on the board:")

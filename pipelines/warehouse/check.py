@@ -76,18 +76,21 @@ def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
             months.add(month)
         else:
             yield Finding(
-                "not-a-month", path, None,
+                "not-a-month",
+                path,
+                None,
                 "not a month=YYYY-MM folder or manifest: no reader counts it; move it out of "
                 "the warehouse",
-            )  # fmt: skip
+            )
     for month in sorted(months):
         part, manifest = partition_file(warehouse, month), manifest_path(warehouse, month)
         if part.parent.exists() and not part.parent.is_dir():
             yield Finding(
-                "not-a-folder", part.parent, month,
-                "a file where the month's folder should be; move it away, then re-ingest the "
-                "month",
-            )  # fmt: skip
+                "not-a-folder",
+                part.parent,
+                month,
+                "a file where the month's folder should be; move it away, then re-ingest the month",
+            )
         elif part.exists() and not manifest.exists():
             yield Finding(
                 "no-manifest", part, month, "partition without a manifest; re-ingest the month"

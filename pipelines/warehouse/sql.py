@@ -78,9 +78,11 @@ def run_query(
 
     def attempt() -> tuple[list[str], list[tuple[Any, ...]]]:
         con = connect(
-            warehouse, chess_terms=uses_chess_terms(query), allow_read=allow_read,
+            warehouse,
+            chess_terms=uses_chess_terms(query),
+            allow_read=allow_read,
             allow_write=allow_write,
-        )  # fmt: skip
+        )
         try:
             if not allow_write:
                 for statement in con.extract_statements(query):
