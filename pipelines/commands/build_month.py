@@ -12,14 +12,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.book_build import (
-    add_book_options,
-    book_settings_from_args,
-    named_as_options,
-    settings_as_options,
-)
+from pipelines.commands.book_build import add_book_options, book_settings_from_args
 from pipelines.commands.ingest import add_ingest_options
-from pipelines.commands.options import non_negative_int, positive_number
+from pipelines.commands.options import (
+    SETTING_FLAGS,
+    non_negative_int,
+    positive_number,
+    settings_as_flags,
+)
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
 
 
@@ -63,7 +63,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
 
     rules = filter_from_args(args)  # validates speeds and variant with a clear error
     book = book_settings_from_args(args)
-    with named_as_options({"plies": "--plies"}):
+    with settings_as_flags():
         settings = MonthSettings(
             rules=rules,
             plies=args.plies,
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         settings = book_settings_from_args(args)
         print(
             "chesspipe: warning: "
-            + settings_as_options(no_move_passes([args.month], settings))
+            + no_move_passes([args.month], settings, SETTING_FLAGS)
             + f": the published book {manifest['book_file']} is empty",
             file=sys.stderr,
         )

@@ -6,19 +6,14 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import non_negative_int, positive_int
+from pipelines.commands.options import non_negative_int, positive_int, settings_as_flags
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import VARIANTS, GameFilter
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
-
-#: The options that set each setting, for error messages.
-_OPTIONS = {"min_rating": "--min-rating", "speeds": "--speeds", "plies": "--plies"}
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +47,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     """Add the filter and counting options shared by ingest and build-month."""
     add_filter_options(parser)
     plies = IngestSettings().plies
-    # Checked by IngestSettings, whose message names the option (see _as_option_error).
+    # Checked by IngestSettings too, whose error names the option (settings_as_flags).
     parser.add_argument(
         "--plies", type=positive_int, default=plies, help=f"plies counted per game ({plies})"
     )
@@ -72,28 +67,15 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
 def filter_from_args(args: argparse.Namespace) -> GameFilter:
     """Return the GameFilter the options describe."""
     speeds = frozenset(s.strip() for s in args.speeds.split(",") if s.strip())
-    with _as_option_error():
-        return GameFilter(args.min_rating, Speed.parse_many(speeds), args.allow_bots, args.variant)
+    with settings_as_flags():  # the filter checks the speeds' names
+        return GameFilter(args.min_rating, speeds, args.allow_bots, args.variant)
 
 
 def settings_from_args(args: argparse.Namespace) -> IngestSettings:
     """Return the IngestSettings the options describe."""
     rules = filter_from_args(args)
-    with _as_option_error():
+    with settings_as_flags():
         return IngestSettings(rules, args.plies)
-
-
-@contextmanager
-def _as_option_error() -> Iterator[None]:
-    """Turn a setting's ValueError into a ChesspipeError that names its option."""
-    try:
-        yield
-    except ValueError as exc:
-        message = str(exc)
-        setting, _, rest = message.partition(" ")
-        if setting in _OPTIONS:
-            message = f"{_OPTIONS[setting]} {rest}"
-        raise ChesspipeError(message) from None
 
 
 def progress_from_args(args: argparse.Namespace) -> Any:

@@ -1,11 +1,16 @@
-"""argparse `type=` checks for numeric options: one place, so every command reads numbers alike."""
+"""What the subcommands share about options, in one place: the argparse `type=` checks (every
+command reads numbers alike) and the flag of each setting (`SETTING_FLAGS`: a settings error
+names the flag, not the setting)."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pipelines.errors import ChesspipeError, SettingError
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -69,3 +74,31 @@ def positive_number(text: str) -> float:
     if not (math.isfinite(value) and value > 0.0):
         raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
     return value
+
+
+#: The flag that sets each setting, by "Settings.field" (the settings dataclass's name): what
+#: a command calls a setting in its messages. A setting without a flag here keeps its name.
+SETTING_FLAGS = {
+    "GameFilter.min_rating": "--min-rating",
+    "GameFilter.speeds": "--speeds",
+    "IngestSettings.plies": "--plies",
+    "BookSettings.min_games": "--min-games",
+    "BookSettings.min_score": "--min-score",
+    "BookSettings.speeds": "--book-speeds",
+    "BookSettings.min_band": "--min-band",
+    "ReportSettings.plies": "--plies",
+    "ReportSettings.width": "--width",
+    "ReportSettings.max_plies": "--max-plies",
+    "ReportSettings.max_positions": "--max-positions",
+    "DumpSettings.plies": "--depth",
+    "DumpSettings.min_weight": "--min-weight",
+}
+
+
+@contextmanager
+def settings_as_flags() -> Iterator[None]:
+    """Re-raise a SettingError as the command line's error, naming the setting's flag."""
+    try:
+        yield
+    except SettingError as exc:
+        raise ChesspipeError(exc.named(SETTING_FLAGS)) from None

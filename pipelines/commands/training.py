@@ -177,11 +177,11 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
-    from pipelines.errors import ChesspipeError
+    from pipelines.commands.options import settings_as_flags
     from pipelines.training.from_games import FromGamesSettings, export_games
 
     rules = filter_from_args(args)
-    try:
+    with settings_as_flags():
         settings = FromGamesSettings(
             rules,
             require_eval=args.require_eval,
@@ -191,8 +191,6 @@ def run_from_games(args: argparse.Namespace) -> int:
             min_pieces=args.min_pieces,
             max_pieces=args.max_pieces,
         )
-    except ValueError as exc:
-        raise ChesspipeError(str(exc)) from None
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:
