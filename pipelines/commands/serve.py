@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(f"--cache must be 0 or more, not {args.cache}")
     if args.workers < 1:
         raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
-    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache)
+    no_tables = "no Syzygy tables (--syzygy or SYZYGY_PATH)"
+    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache, no_tables)
     if args.workers == 1:
         app = open_app(settings)
         uvicorn.Server(server_config(app, host=args.host, port=args.port)).run()
