@@ -9,35 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.commands.options import (
-    SETTING_FLAGS,
-    fraction,
-    non_negative_int,
-    positive_int,
-    settings_as_flags,
-)
+from pipelines.commands.options import SETTING_FLAGS, add_book_options, settings_as_flags
 from pipelines.errors import ChesspipeError
-
-
-def add_book_options(parser: argparse.ArgumentParser) -> None:
-    """Add the book options shared by book build and build-month (defaults: BookSettings)."""
-    default = BookSettings()
-    parser.add_argument(
-        "--min-games",
-        type=positive_int,
-        default=default.min_games,
-        help=f"games a move needs ({default.min_games})",
-    )
-    parser.add_argument(
-        "--min-score",
-        type=fraction,
-        default=default.min_score,
-        help=f"score a move needs ({default.min_score})",
-    )
-    parser.add_argument("--book-speeds", default=None, help="only these speeds (comma-separated)")
-    parser.add_argument(
-        "--min-band", type=non_negative_int, default=None, help="only rating bands >= this"
-    )
 
 
 def book_settings_from_args(args: argparse.Namespace) -> BookSettings:

@@ -12,41 +12,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.book_build import add_book_options, book_settings_from_args
-from pipelines.commands.ingest import add_ingest_options
+from pipelines.commands.book_build import book_settings_from_args
 from pipelines.commands.options import (
     SETTING_FLAGS,
-    non_negative_int,
-    positive_number,
+    add_build_options,
+    add_locations,
+    add_output_options,
     settings_as_flags,
 )
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
-
-
-def add_build_options(parser: argparse.ArgumentParser) -> None:
-    """Add the ingest, book and download options shared by build-month, backfill and serve."""
-    add_ingest_options(parser)
-    add_book_options(parser)
-    default = DownloadOptions()
-    parser.add_argument(
-        "--cache", type=Path, default=None, help="keep the compressed download in this folder"
-    )
-    parser.add_argument(
-        "--no-verify", action="store_true", help="do not check URLs against sha256sums.txt"
-    )
-    parser.add_argument(
-        "--retries",
-        type=non_negative_int,
-        default=default.retries,
-        help=f"retries after a failure ({default.retries})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_number,
-        default=default.timeout,
-        help=f"network timeout ({default.timeout:g} s)",
-    )
-    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
 def location(value: str) -> str:
@@ -90,21 +64,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")
-    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
-    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    add_locations(parser)
     add_build_options(parser)
     add_output_options(parser)
     parser.set_defaults(handler=run)
-
-
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """Add --verbose (Prefect's log lines on the terminal) to a command that runs a flow."""
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        help="show Prefect's log lines (flow and task runs); by default only its warnings and "
-        "errors reach the terminal, and with --quiet only its errors",
-    )
 
 
 def prefect_console(args: argparse.Namespace) -> None:

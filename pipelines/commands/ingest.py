@@ -9,59 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import non_negative_int, positive_int, settings_as_flags
+from pipelines.commands.options import add_ingest_options, settings_as_flags
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import VARIANTS, GameFilter
+from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
-from schemas.speed import Speed
-
-
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    """Add the game filter's options and the progress options."""
-    default = GameFilter()
-    parser.add_argument(
-        "--min-rating",
-        type=non_negative_int,
-        default=default.min_rating,
-        help=f"both players at least ({default.min_rating})",
-    )
-    parser.add_argument(
-        "--speeds",
-        default=",".join(speed for speed in Speed if speed in default.speeds),
-        help=f"comma-separated speeds to keep, of {','.join(Speed)}",
-    )
-    parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
-    parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
-    add_progress_options(parser)
-
-
-def add_progress_options(parser: argparse.ArgumentParser) -> None:
-    """Add --progress and --quiet (a progress line on a terminal by default)."""
-    parser.add_argument(
-        "--progress", action="store_true", help="show progress even when not a terminal"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-
-
-def add_ingest_options(parser: argparse.ArgumentParser) -> None:
-    """Add the filter and counting options shared by ingest and build-month."""
-    add_filter_options(parser)
-    plies = IngestSettings().plies
-    # Checked by IngestSettings too, whose error names the option (settings_as_flags).
-    parser.add_argument(
-        "--plies", type=positive_int, default=plies, help=f"plies counted per game ({plies})"
-    )
-    parser.add_argument(
-        "--keep-partial",
-        action="store_true",
-        help="on a truncated or corrupt stream, publish what was read (marked partial)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="processes that scan and count (default: all cores; 1: this process alone)",
-    )
 
 
 def filter_from_args(args: argparse.Namespace) -> GameFilter:

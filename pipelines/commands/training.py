@@ -74,8 +74,7 @@ def register(subparsers: Any) -> None:
 
 
 def _add_from_games(actions: Any) -> None:
-    from pipelines.commands.endgames import add_table_options
-    from pipelines.commands.ingest import add_filter_options
+    from pipelines.commands.options import add_filter_options, add_table_options
 
     parser = actions.add_parser(
         "from-games",
