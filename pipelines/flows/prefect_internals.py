@@ -1,6 +1,13 @@
-"""The process of a command's own Prefect server, started by `flows.server.LocalApi`.
+"""Prefect's internals, in the one module that reaches into them: the process of a command's
+own Prefect server, started by `flows.server.LocalApi`.
 
-    python -m pipelines.flows.prefect_server COMMAND_PID UVICORN_ARGUMENTS...
+    python -m pipelines.flows.prefect_internals COMMAND_PID UVICORN_ARGUMENTS...
+
+What it relies on is no public API of Prefect: it replaces `prefect.settings.Settings.hash_key`,
+reorders `prefect.server.api.server.API_ROUTERS`, and reads the revisions of the SQLite
+migrations' scripts (`server/database/_migrations/versions/sqlite`) and of the database's
+`alembic_version` table. It was written for the Prefect versions of `KNOWN_PREFECT`; a test
+fails on another one, to have these re-checked first.
 
 Prefect's app under uvicorn, as Prefect's own temporary server runs it, with what makes its
 start-up cost less than the command's work on a month of sample data:
@@ -32,6 +39,11 @@ from collections.abc import Sequence
 from contextlib import ExitStack, closing, suppress
 from pathlib import Path
 from typing import Any
+
+#: The Prefect versions (major, minor) the patches here were read against: from the first,
+#: included, to the second, excluded. Moving it means re-checking each patch against that
+#: Prefect's source (tests/test_prefect_server.py).
+KNOWN_PREFECT = ((3, 9), (3, 10))
 
 #: The name under which uvicorn finds the app factory (`--factory NAME:create_app`).
 FACTORY_MODULE = "chesspipe_prefect_server"
