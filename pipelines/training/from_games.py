@@ -626,7 +626,8 @@ def _exported_by_units(
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from pipelines.ingest.frames import plan_units
-    from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+    from pipelines.ingest.processes import forking_parent, process_context
+    from pipelines.lifetime import die_with_parent
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
     context = process_context(None)
