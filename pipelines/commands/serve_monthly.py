@@ -38,5 +38,6 @@ def run(args: argparse.Namespace) -> int:
         args.cron or MONTHLY_CRON,
         options_from_args(args),
         port=args.port,
+        hint="port in use? use --port, or set PREFECT_API_URL to a running server",
     )
     return 0
