@@ -13,6 +13,11 @@ class CorruptInput(ChesspipeError):
     """An input stream is truncated or not what it claims to be."""
 
 
+class CutShort(CorruptInput):
+    """A source ends inside a game, so nothing was published; a month built with keep_partial
+    keeps what was read (the command line says how: `commands/options.as_said`)."""
+
+
 class SettingError(ChesspipeError, ValueError):
     """A setting's value is refused by the settings that own it (a frozen settings dataclass).
 

@@ -55,3 +55,18 @@ def test_every_flag_of_the_table_names_a_setting_that_exists() -> None:
     fields = {f"{cls.__name__}.{f.name}" for cls in SETTINGS for f in dataclasses.fields(cls)}
     assert set(SETTING_FLAGS) <= fields
     assert all(flag.startswith("--") for flag in SETTING_FLAGS.values())
+
+
+def test_a_backfill_failure_says_each_month_as_the_command_line_does() -> None:
+    from pipelines.commands.options import as_said
+    from pipelines.errors import CutShort
+    from pipelines.flows.backfill import MonthsFailed
+
+    failed = MonthsFailed(3, [("2021-10", CutShort("x.pgn was cut short; nothing published"))])
+    library = "backfill: 1 of 3 months failed: 2021-10 (x.pgn was cut short; nothing published)"
+    assert str(failed) == library
+    assert str(pickle.loads(pickle.dumps(failed))) == library
+    assert failed.said(as_said) == library.removesuffix(")") + (
+        " (--keep-partial keeps what was read))"
+    )
+    assert as_said(ChesspipeError("other")) == "other"

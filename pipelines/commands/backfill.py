@@ -88,18 +88,23 @@ def run(args: argparse.Namespace) -> int:
         range_book_path(Path(args.books), args.book, wanted)  # a bad name fails before the months
     # One local Prefect server for this process and its Dask workers.
     with flow_command(args) as options:
-        from pipelines.flows.backfill import backfill_flow
+        from pipelines.commands.options import as_said
+        from pipelines.errors import ChesspipeError
+        from pipelines.flows.backfill import MonthsFailed, backfill_flow
 
         flow = backfill_flow.with_options(task_runner=task_runner(args))
-        manifests = flow(
-            months=months,
-            source=args.source,
-            warehouse=location(args.warehouse),
-            books=location(args.books),
-            options=options,
-            force=args.force,
-            book=args.book,
-        )
+        try:
+            manifests = flow(
+                months=months,
+                source=args.source,
+                warehouse=location(args.warehouse),
+                books=location(args.books),
+                options=options,
+                force=args.force,
+                book=args.book,
+            )
+        except MonthsFailed as exc:
+            raise ChesspipeError(exc.said(as_said)) from None
     summary = [
         {
             "month": m["month"],

@@ -18,6 +18,7 @@ from pipelines.commands.options import (
     add_build_options,
     add_locations,
     add_output_options,
+    as_said,
     settings_as_flags,
 )
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from pipelines.commands.ingest import progress_from_args
-    from pipelines.errors import ChesspipeError
+    from pipelines.errors import ChesspipeError, CutShort
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
@@ -142,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
         except WouldShrinkMonth as exc:
             raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+        except CutShort as exc:
+            raise ChesspipeError(as_said(exc)) from None
         finally:
             if bar is not None:
                 bar.close()

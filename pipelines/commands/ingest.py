@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_ingest_options, settings_as_flags
-from pipelines.errors import ChesspipeError
+from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
+from pipelines.errors import ChesspipeError, CutShort
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 
@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+    except CutShort as exc:
+        raise ChesspipeError(as_said(exc)) from None
     finally:
         if bar is not None:
             bar.close()

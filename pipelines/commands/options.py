@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipelines.errors import ChesspipeError, SettingError
+from pipelines.errors import ChesspipeError, CutShort, SettingError
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -252,3 +252,18 @@ def settings_as_flags() -> Iterator[None]:
         yield
     except SettingError as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
+
+
+#: What the command line adds to the message of a library error that a flag would have avoided.
+FLAG_HINTS: tuple[tuple[type[ChesspipeError], str], ...] = (
+    (CutShort, " (--keep-partial keeps what was read)"),
+)
+
+
+def as_said(error: BaseException) -> str:
+    """Return a library error's message as the command line says it: with the flag that would
+    have avoided it, if one would."""
+    for kind, hint in FLAG_HINTS:
+        if isinstance(error, kind):
+            return f"{error}{hint}"
+    return str(error)
