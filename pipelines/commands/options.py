@@ -1,7 +1,8 @@
 """What the subcommands share about options, in one place: the argparse `type=` checks (every
 command reads numbers alike), the groups of options several subcommands add (`add_*`: their
-defaults read from the settings that own them, imported when a parser is made) and the flag
-of each setting (`SETTING_FLAGS`: a settings error names the flag, not the setting)."""
+defaults read from the settings that own them, imported when a parser is made), the flag of
+each setting (`SETTING_FLAGS`: a settings error names the flag, not the setting) and the flag a
+library error points to (`as_said`): library messages name no flag, the command line does."""
 
 from __future__ import annotations
 
