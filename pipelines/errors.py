@@ -1,5 +1,9 @@
 """Errors that end a command with a one-line reason."""
 
+from __future__ import annotations
+
+from collections.abc import Mapping
+
 
 class ChesspipeError(Exception):
     """A failure the user can act on; its message is the one-line reason."""
@@ -7,6 +11,61 @@ class ChesspipeError(Exception):
 
 class CorruptInput(ChesspipeError):
     """An input stream is truncated or not what it claims to be."""
+
+
+class CutShort(CorruptInput):
+    """A source ends inside a game, so nothing was published; a month built with keep_partial
+    keeps what was read (the command line says how: `commands/options.as_said`)."""
+
+
+class SettingError(ChesspipeError, ValueError):
+    """A setting's value is refused by the settings that own it (a frozen settings dataclass).
+
+    `settings` names the dataclass, `field` the setting and `reason` what is wrong with it: the
+    message reads "FIELD REASON" ("plies must be at least 1"). A message that reads otherwise is
+    given whole as `says`, naming the settings it speaks of (`field` and `also`) as `{name}`.
+    Library messages name settings; the command line calls them by their flags
+    (`pipelines.commands.options.SETTING_FLAGS`, through `named`). A ValueError too, as
+    settings errors were: `except ValueError` still catches it.
+    """
+
+    def __init__(
+        self,
+        settings: str,
+        field: str,
+        reason: str = "",
+        *,
+        says: str | None = None,
+        also: tuple[str, ...] = (),
+    ) -> None:
+        self.settings = settings
+        self.field = field
+        self.reason = reason
+        self.says = says
+        self.also = also
+        super().__init__(self.named({}))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return _setting_error, (self.settings, self.field, self.reason, self.says, self.also)
+
+    def named(self, names: Mapping[str, str]) -> str:
+        """The message, each setting called by `names["Settings.field"]` where it has one."""
+
+        def call(field: str) -> str:
+            return names.get(f"{self.settings}.{field}", field)
+
+        if self.says is None:
+            return f"{call(self.field)} {self.reason}"
+        message = self.says
+        for field in (self.field, *self.also):
+            message = message.replace(f"{{{field}}}", call(field))
+        return message
+
+
+def _setting_error(
+    settings: str, field: str, reason: str, says: str | None, also: tuple[str, ...]
+) -> SettingError:
+    return SettingError(settings, field, reason, says=says, also=also)
 
 
 class Stopped(BaseException):

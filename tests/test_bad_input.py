@@ -526,6 +526,24 @@ def test_dump_cut_at_a_frame_boundary_is_refused(
     assert 0 < partial.games_read < whole.games_read
 
 
+def test_a_cut_source_names_keep_partial_on_the_command_line_only(tmp_path: Path) -> None:
+    from pipelines.errors import CutShort
+
+    data = game() + game()[:-12]
+    with pytest.raises(CutShort) as raised:
+        run(tmp_path, data)
+    assert str(raised.value).endswith("it was cut short; nothing published")
+    proc = run_cli(
+        "ingest", str(tmp_path / "in.pgn"), "--month", "2024-01",
+        "--warehouse", str(tmp_path / "wh"), "--workers", "1", check=False,
+    )  # fmt: skip
+    _one_line_error(proc, "ends inside a game")
+    assert proc.stderr.strip().endswith(
+        "it was cut short; nothing published (--keep-partial keeps what was read)"
+    )
+    _nothing_published(tmp_path / "wh")
+
+
 def test_cut_dump_on_the_command_line(tmp_path: Path, games_2021: Path) -> None:
     framed, ends = _framed_sample(tmp_path, games_2021)
     cut = tmp_path / "cut.pgn.zst"

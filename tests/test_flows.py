@@ -339,7 +339,7 @@ def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) ->
     are off, unless the user sets them."""
     import sqlite3
 
-    from pipelines.flows.prefect_server import migrations_head
+    from pipelines.flows.prefect_internals import migrations_head
 
     home = tmp_path / "prefect-home"
     runs = {"2024-01": {}, "2024-02": {"PREFECT_FLOWS_HEARTBEAT_FREQUENCY": "30"}}

@@ -1,11 +1,12 @@
-"""The command's own Prefect server process: when it may skip Prefect's migration check."""
+"""The command's own Prefect server process (flows.prefect_internals): when it may skip
+Prefect's migration check, and the Prefect versions its patches were written for."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from pipelines.flows.prefect_server import database_at_head, migrations_head
+from pipelines.flows.prefect_internals import database_at_head, migrations_head
 
 
 def sqlite_versions() -> Path:
@@ -61,7 +62,7 @@ def test_the_routers_runs_use_come_first_and_no_path_changes_hands() -> None:
     from prefect.server.api.server import API_ROUTERS
     from starlette.routing import compile_path
 
-    from pipelines.flows.prefect_server import RUN_ROUTERS, runs_first
+    from pipelines.flows.prefect_internals import RUN_ROUTERS, runs_first
 
     ordered = runs_first(API_ROUTERS)
     assert sorted(map(id, ordered)) == sorted(map(id, API_ROUTERS))
@@ -73,3 +74,26 @@ def test_the_routers_runs_use_come_first_and_no_path_changes_hands() -> None:
         for other in others:
             if set(getattr(route, "methods", ())) & set(getattr(other, "methods", ())):
                 assert not compile_path(other.path)[0].match(path), (route.path, other.path)
+
+
+def test_prefect_is_a_version_the_patches_were_written_for() -> None:
+    """pipelines.flows.prefect_internals patches Prefect's internals (Settings.hash_key,
+    server.API_ROUTERS, the SQLite migrations' folder and revisions): on a Prefect outside
+    KNOWN_PREFECT, re-check each patch against its source, then move KNOWN_PREFECT."""
+    import re
+
+    import prefect
+
+    from pipelines.flows.prefect_internals import KNOWN_PREFECT
+
+    found = re.match(r"(\d+)\.(\d+)", prefect.__version__)
+    assert found is not None, prefect.__version__
+    version = (int(found.group(1)), int(found.group(2)))
+    first, beyond = KNOWN_PREFECT
+    known = f"{first[0]}.{first[1]} up to {beyond[0]}.{beyond[1]} (excluded)"
+    assert first <= version < beyond, (
+        f"Prefect {prefect.__version__} is not one pipelines/flows/prefect_internals.py was "
+        f"written for ({known}): re-check its patches of Prefect's internals "
+        "(Settings.hash_key, server.API_ROUTERS, the SQLite migrations' revisions), then move "
+        "KNOWN_PREFECT"
+    )

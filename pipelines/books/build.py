@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -106,10 +107,18 @@ def one_side(
     return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, chosen]
 
 
-def no_move_passes(months: list[str], settings: BookSettings) -> str:
-    """Say that no move of `months` passes `settings`, naming each setting chosen."""
+def no_move_passes(
+    months: list[str], settings: BookSettings, names: Mapping[str, str] | None = None
+) -> str:
+    """Say that no move of `months` passes `settings`, naming each setting chosen.
+
+    A setting is called by `names["BookSettings.field"]` where it has one (a command's flags),
+    else by its name.
+    """
+    names = names or {}
     chosen = ", ".join(
-        f"{name} {','.join(value) if isinstance(value, list) else value}"
+        f"{names.get(f'BookSettings.{name}', name)} "
+        f"{','.join(value) if isinstance(value, list) else value}"
         for name, value in settings.record().items()
         if value is not None
     )
@@ -120,11 +129,14 @@ class EmptyBook(ChesspipeError):
     """No move passes the book settings, and an empty book was not asked for."""
 
     def __init__(self, months: list[str], settings: BookSettings) -> None:
-        super().__init__(
-            f"{no_move_passes(months, settings)}: the book would be empty; nothing written"
-        )
         self.months = months
         self.settings = settings
+        super().__init__(self.named({}))
+
+    def named(self, names: Mapping[str, str]) -> str:
+        """The message, the settings called as `no_move_passes` calls them."""
+        passes = no_move_passes(self.months, self.settings, names)
+        return f"{passes}: the book would be empty; nothing written"
 
 
 def build_book(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import SettingError
 from schemas.speed import Speed
 
 
@@ -24,15 +24,16 @@ class BookSettings:
 
     def __post_init__(self) -> None:
         if self.side not in (None, "white", "black"):
-            raise ChesspipeError(f"side must be white or black, got {self.side!r}")
+            raise SettingError("BookSettings", "side", f"must be white or black, got {self.side!r}")
         if self.min_games < 1:
-            raise ChesspipeError("min_games must be at least 1")
+            raise SettingError("BookSettings", "min_games", "must be at least 1")
         if not 0.0 <= self.min_score <= 1.0:
-            raise ChesspipeError("min_score must be between 0 and 1")
+            raise SettingError("BookSettings", "min_score", "must be between 0 and 1")
         if self.speeds is not None:
             unknown = set(self.speeds) - set(Speed)
             if unknown:
-                raise ChesspipeError(f"unknown speed(s) {sorted(unknown)}")
+                says = f"unknown speed(s) {sorted(unknown)}"
+                raise SettingError("BookSettings", "speeds", says=says)
 
     def record(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as manifests store them."""
@@ -63,9 +64,11 @@ class ReportSettings:
 
     def __post_init__(self) -> None:
         if self.plies < 1 or self.max_plies < 0 or self.max_positions < 1:
-            raise ChesspipeError("plies and max_positions must be at least 1, max_plies at least 0")
+            says = "{plies} and {max_positions} must be at least 1, {max_plies} at least 0"
+            also = ("max_positions", "max_plies")
+            raise SettingError("ReportSettings", "plies", says=says, also=also)
         if not self.width or min(self.width) < 1:
-            raise ChesspipeError("every width must be at least 1")
+            raise SettingError("ReportSettings", "width", says="every {width} must be at least 1")
 
 
 #: How deep a dump goes by default, and at most, in plies.
@@ -82,6 +85,6 @@ class DumpSettings:
 
     def __post_init__(self) -> None:
         if not 1 <= self.plies <= DUMP_MOST_PLIES:
-            raise ChesspipeError(f"plies must be from 1 to {DUMP_MOST_PLIES}")
+            raise SettingError("DumpSettings", "plies", f"must be from 1 to {DUMP_MOST_PLIES}")
         if self.min_weight < 1:
-            raise ChesspipeError("min_weight must be at least 1")
+            raise SettingError("DumpSettings", "min_weight", "must be at least 1")

@@ -7,8 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.build_month import add_build_options, add_output_options
-from pipelines.commands.options import positive_int
+from pipelines.commands.options import (
+    add_build_options,
+    add_locations,
+    add_output_options,
+    add_source_template,
+    positive_int,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -26,9 +31,8 @@ def register(subparsers: Any) -> None:
         help="YYYY-MM..YYYY-MM, a comma-separated list of months and ranges, or all (the "
         "months a local warehouse holds)",
     )
-    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
-    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
-    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    add_source_template(parser)
+    add_locations(parser)
     parser.add_argument(
         "--book",
         metavar="NAME",
@@ -84,18 +88,23 @@ def run(args: argparse.Namespace) -> int:
         range_book_path(Path(args.books), args.book, wanted)  # a bad name fails before the months
     # One local Prefect server for this process and its Dask workers.
     with flow_command(args) as options:
-        from pipelines.flows.backfill import backfill_flow
+        from pipelines.commands.options import as_said
+        from pipelines.errors import ChesspipeError
+        from pipelines.flows.backfill import MonthsFailed, backfill_flow
 
         flow = backfill_flow.with_options(task_runner=task_runner(args))
-        manifests = flow(
-            months=months,
-            source=args.source,
-            warehouse=location(args.warehouse),
-            books=location(args.books),
-            options=options,
-            force=args.force,
-            book=args.book,
-        )
+        try:
+            manifests = flow(
+                months=months,
+                source=args.source,
+                warehouse=location(args.warehouse),
+                books=location(args.books),
+                options=options,
+                force=args.force,
+                book=args.book,
+            )
+        except MonthsFailed as exc:
+            raise ChesspipeError(exc.said(as_said)) from None
     summary = [
         {
             "month": m["month"],

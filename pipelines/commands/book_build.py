@@ -5,63 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.commands.options import fraction, non_negative_int, positive_int
+from pipelines.commands.options import SETTING_FLAGS, add_book_options, settings_as_flags
 from pipelines.errors import ChesspipeError
-
-#: The option of each book setting, for error messages.
-BOOK_FLAGS = {"min_games": "--min-games", "min_score": "--min-score", "min_band": "--min-band"}
-
-
-@contextmanager
-def named_as_options(flags: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise a settings error that names a setting with the option's name instead."""
-    try:
-        yield
-    except ChesspipeError as exc:
-        name, _, rest = str(exc).partition(" ")
-        if name not in flags:
-            raise
-        raise ChesspipeError(f"{flags[name]} {rest}") from None
-
-
-def add_book_options(parser: argparse.ArgumentParser) -> None:
-    """Add the book options shared by book build and build-month (defaults: BookSettings)."""
-    default = BookSettings()
-    parser.add_argument(
-        "--min-games",
-        type=positive_int,
-        default=default.min_games,
-        help=f"games a move needs ({default.min_games})",
-    )
-    parser.add_argument(
-        "--min-score",
-        type=fraction,
-        default=default.min_score,
-        help=f"score a move needs ({default.min_score})",
-    )
-    parser.add_argument("--book-speeds", default=None, help="only these speeds (comma-separated)")
-    parser.add_argument(
-        "--min-band", type=non_negative_int, default=None, help="only rating bands >= this"
-    )
-
-
-def settings_as_options(message: str) -> str:
-    """Return a message naming the book settings with their options' names instead."""
-    for name, flag in (*BOOK_FLAGS.items(), ("speeds", "--book-speeds")):
-        message = message.replace(f"{name} ", f"{flag} ")
-    return message
 
 
 def book_settings_from_args(args: argparse.Namespace) -> BookSettings:
     """Return the BookSettings the options describe; errors name the options."""
     speeds = tuple(s for s in args.book_speeds.split(",") if s) if args.book_speeds else None
-    with named_as_options(BOOK_FLAGS):
+    with settings_as_flags():
         return BookSettings(
             args.min_games, args.min_score, speeds, args.min_band, side=getattr(args, "side", None)
         )
@@ -111,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             args.warehouse, args.months, args.out, settings, allow_empty=False, notes=notes
         )
     except EmptyBook as exc:
-        raise ChesspipeError(settings_as_options(str(exc))) from None
+        raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
     finally:
         for note in notes:
             sys.stderr.write(f"note: {note}; its months were read instead\n")

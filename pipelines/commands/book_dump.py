@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
     from pipelines.books.dump import write_dump
     from pipelines.books.show import position_from
-    from pipelines.commands.book_build import named_as_options
+    from pipelines.commands.options import settings_as_flags
 
-    with named_as_options({"plies": "--depth", "min_weight": "--min-weight"}):
+    with settings_as_flags():
         settings = DumpSettings(args.depth, args.min_weight)
     board = position_from(args.fen, args.moves)
     dump = write_dump(args.book, args.out, board=board, settings=settings)

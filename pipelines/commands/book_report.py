@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import ReportSettings
-from pipelines.commands.options import non_negative_int, positive_int
+from pipelines.commands.options import non_negative_int, positive_int, settings_as_flags
 from pipelines.errors import ChesspipeError
 
 
@@ -74,12 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.books.show import statistics_for
     from schemas.polyglot import BookFormatError
 
-    try:
+    with settings_as_flags():
         settings = ReportSettings(args.plies, args.width, args.max_plies, args.max_positions)
-    except ChesspipeError:
-        raise ChesspipeError(
-            "--plies and --max-positions must be at least 1, --max-plies at least 0"
-        ) from None
     try:
         statistics = statistics_for(args.book, args.warehouse)
         print(write_report(args.book, args.out, settings, statistics=statistics))

@@ -12,41 +12,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.book_build import (
-    add_book_options,
-    book_settings_from_args,
-    named_as_options,
-    settings_as_options,
+from pipelines.commands.book_build import book_settings_from_args
+from pipelines.commands.options import (
+    SETTING_FLAGS,
+    add_build_options,
+    add_locations,
+    add_output_options,
+    as_said,
+    settings_as_flags,
 )
-from pipelines.commands.ingest import add_ingest_options
-from pipelines.commands.options import non_negative_int, positive_number
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
-
-
-def add_build_options(parser: argparse.ArgumentParser) -> None:
-    """Add the ingest, book and download options shared by build-month, backfill and serve."""
-    add_ingest_options(parser)
-    add_book_options(parser)
-    default = DownloadOptions()
-    parser.add_argument(
-        "--cache", type=Path, default=None, help="keep the compressed download in this folder"
-    )
-    parser.add_argument(
-        "--no-verify", action="store_true", help="do not check URLs against sha256sums.txt"
-    )
-    parser.add_argument(
-        "--retries",
-        type=non_negative_int,
-        default=default.retries,
-        help=f"retries after a failure ({default.retries})",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=positive_number,
-        default=default.timeout,
-        help=f"network timeout ({default.timeout:g} s)",
-    )
-    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
 def location(value: str) -> str:
@@ -63,7 +38,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
 
     rules = filter_from_args(args)  # validates speeds and variant with a clear error
     book = book_settings_from_args(args)
-    with named_as_options({"plies": "--plies"}):
+    with settings_as_flags():
         settings = MonthSettings(
             rules=rules,
             plies=args.plies,
@@ -90,21 +65,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")
-    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
-    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+    add_locations(parser)
     add_build_options(parser)
     add_output_options(parser)
     parser.set_defaults(handler=run)
-
-
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """Add --verbose (Prefect's log lines on the terminal) to a command that runs a flow."""
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        help="show Prefect's log lines (flow and task runs); by default only its warnings and "
-        "errors reach the terminal, and with --quiet only its errors",
-    )
 
 
 def prefect_console(args: argparse.Namespace) -> None:
@@ -154,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from pipelines.commands.ingest import progress_from_args
-    from pipelines.errors import ChesspipeError
+    from pipelines.errors import ChesspipeError, CutShort
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
@@ -179,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
             raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
         except WouldShrinkMonth as exc:
             raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+        except CutShort as exc:
+            raise ChesspipeError(as_said(exc)) from None
         finally:
             if bar is not None:
                 bar.close()
@@ -194,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         settings = book_settings_from_args(args)
         print(
             "chesspipe: warning: "
-            + settings_as_options(no_move_passes([args.month], settings))
+            + no_move_passes([args.month], settings, SETTING_FLAGS)
             + f": the published book {manifest['book_file']} is empty",
             file=sys.stderr,
         )

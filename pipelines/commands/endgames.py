@@ -9,22 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.ingest import add_filter_options, add_progress_options
-from pipelines.commands.options import integer
-
-
-def add_table_options(parser: argparse.ArgumentParser) -> None:
-    """Add --syzygy and --backend."""
-    parser.add_argument(
-        "--syzygy",
-        help="tablebase folder(s), joined by ':' (default: the SYZYGY_PATH variable)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "python", "fathom"),
-        default="auto",
-        help="prober: python-chess, Fathom (libfathom), or Fathom when installed (auto)",
-    )
+from pipelines.commands.options import (
+    add_filter_options,
+    add_progress_options,
+    add_table_options,
+    integer,
+)
 
 
 def table_folders(args: argparse.Namespace) -> list[Path]:

@@ -6,94 +6,27 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import non_negative_int, positive_int
-from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import VARIANTS, GameFilter
+from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
+from pipelines.errors import ChesspipeError, CutShort
+from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
-from schemas.speed import Speed
-
-#: The options that set each setting, for error messages.
-_OPTIONS = {"min_rating": "--min-rating", "speeds": "--speeds", "plies": "--plies"}
-
-
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    """Add the game filter's options and the progress options."""
-    default = GameFilter()
-    parser.add_argument(
-        "--min-rating",
-        type=non_negative_int,
-        default=default.min_rating,
-        help=f"both players at least ({default.min_rating})",
-    )
-    parser.add_argument(
-        "--speeds",
-        default=",".join(speed for speed in Speed if speed in default.speeds),
-        help=f"comma-separated speeds to keep, of {','.join(Speed)}",
-    )
-    parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
-    parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
-    add_progress_options(parser)
-
-
-def add_progress_options(parser: argparse.ArgumentParser) -> None:
-    """Add --progress and --quiet (a progress line on a terminal by default)."""
-    parser.add_argument(
-        "--progress", action="store_true", help="show progress even when not a terminal"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress output")
-
-
-def add_ingest_options(parser: argparse.ArgumentParser) -> None:
-    """Add the filter and counting options shared by ingest and build-month."""
-    add_filter_options(parser)
-    plies = IngestSettings().plies
-    # Checked by IngestSettings, whose message names the option (see _as_option_error).
-    parser.add_argument(
-        "--plies", type=positive_int, default=plies, help=f"plies counted per game ({plies})"
-    )
-    parser.add_argument(
-        "--keep-partial",
-        action="store_true",
-        help="on a truncated or corrupt stream, publish what was read (marked partial)",
-    )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="processes that scan and count (default: all cores; 1: this process alone)",
-    )
 
 
 def filter_from_args(args: argparse.Namespace) -> GameFilter:
     """Return the GameFilter the options describe."""
     speeds = frozenset(s.strip() for s in args.speeds.split(",") if s.strip())
-    with _as_option_error():
-        return GameFilter(args.min_rating, Speed.parse_many(speeds), args.allow_bots, args.variant)
+    with settings_as_flags():  # the filter checks the speeds' names
+        return GameFilter(args.min_rating, speeds, args.allow_bots, args.variant)
 
 
 def settings_from_args(args: argparse.Namespace) -> IngestSettings:
     """Return the IngestSettings the options describe."""
     rules = filter_from_args(args)
-    with _as_option_error():
+    with settings_as_flags():
         return IngestSettings(rules, args.plies)
-
-
-@contextmanager
-def _as_option_error() -> Iterator[None]:
-    """Turn a setting's ValueError into a ChesspipeError that names its option."""
-    try:
-        yield
-    except ValueError as exc:
-        message = str(exc)
-        setting, _, rest = message.partition(" ")
-        if setting in _OPTIONS:
-            message = f"{_OPTIONS[setting]} {rest}"
-        raise ChesspipeError(message) from None
 
 
 def progress_from_args(args: argparse.Namespace) -> Any:
@@ -161,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+    except CutShort as exc:
+        raise ChesspipeError(as_said(exc)) from None
     finally:
         if bar is not None:
             bar.close()

@@ -1,11 +1,19 @@
-"""argparse `type=` checks for numeric options: one place, so every command reads numbers alike."""
+"""What the subcommands share about options, in one place: the argparse `type=` checks (every
+command reads numbers alike), the groups of options several subcommands add (`add_*`: their
+defaults read from the settings that own them, imported when a parser is made), the flag of
+each setting (`SETTING_FLAGS`: a settings error names the flag, not the setting) and the flag a
+library error points to (`as_said`): library messages name no flag, the command line does."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipelines.errors import ChesspipeError, CutShort, SettingError
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -69,3 +77,194 @@ def positive_number(text: str) -> float:
     if not (math.isfinite(value) and value > 0.0):
         raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
     return value
+
+
+# Groups of options several subcommands add.
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """Add the game filter's options (defaults: GameFilter) and the progress options."""
+    from pipelines.ingest.game_filter import VARIANTS, GameFilter
+    from schemas.speed import Speed
+
+    default = GameFilter()
+    parser.add_argument(
+        "--min-rating",
+        type=non_negative_int,
+        default=default.min_rating,
+        help=f"both players at least ({default.min_rating})",
+    )
+    parser.add_argument(
+        "--speeds",
+        default=",".join(speed for speed in Speed if speed in default.speeds),
+        help=f"comma-separated speeds to keep, of {','.join(Speed)}",
+    )
+    parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
+    parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
+    add_progress_options(parser)
+
+
+def add_progress_options(parser: argparse.ArgumentParser) -> None:
+    """Add --progress and --quiet (a progress line on a terminal by default)."""
+    parser.add_argument(
+        "--progress", action="store_true", help="show progress even when not a terminal"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def add_ingest_options(parser: argparse.ArgumentParser) -> None:
+    """Add the filter and counting options shared by ingest and build-month."""
+    from pipelines.ingest.settings import IngestSettings
+
+    add_filter_options(parser)
+    plies = IngestSettings().plies
+    # Checked by IngestSettings too, whose error names the option (settings_as_flags).
+    parser.add_argument(
+        "--plies", type=positive_int, default=plies, help=f"plies counted per game ({plies})"
+    )
+    parser.add_argument(
+        "--keep-partial",
+        action="store_true",
+        help="on a truncated or corrupt stream, publish what was read (marked partial)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="processes that scan and count (default: all cores; 1: this process alone)",
+    )
+
+
+def add_book_options(parser: argparse.ArgumentParser) -> None:
+    """Add the book options shared by book build and build-month (defaults: BookSettings)."""
+    from pipelines.books.settings import BookSettings
+
+    default = BookSettings()
+    parser.add_argument(
+        "--min-games",
+        type=positive_int,
+        default=default.min_games,
+        help=f"games a move needs ({default.min_games})",
+    )
+    parser.add_argument(
+        "--min-score",
+        type=fraction,
+        default=default.min_score,
+        help=f"score a move needs ({default.min_score})",
+    )
+    parser.add_argument("--book-speeds", default=None, help="only these speeds (comma-separated)")
+    parser.add_argument(
+        "--min-band", type=non_negative_int, default=None, help="only rating bands >= this"
+    )
+
+
+def add_build_options(parser: argparse.ArgumentParser) -> None:
+    """Add the ingest, book and download options and --force, shared by build-month, backfill
+    and serve-monthly."""
+    add_ingest_options(parser)
+    add_book_options(parser)
+    add_download_options(parser)
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+
+
+def add_download_options(parser: argparse.ArgumentParser) -> None:
+    """Add how a remote source is fetched (defaults: DownloadOptions)."""
+    from pipelines.monthly.settings import DownloadOptions
+
+    default = DownloadOptions()
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="keep the compressed download in this folder"
+    )
+    parser.add_argument(
+        "--no-verify", action="store_true", help="do not check URLs against sha256sums.txt"
+    )
+    parser.add_argument(
+        "--retries",
+        type=non_negative_int,
+        default=default.retries,
+        help=f"retries after a failure ({default.retries})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_number,
+        default=default.timeout,
+        help=f"network timeout ({default.timeout:g} s)",
+    )
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """Add --verbose (Prefect's log lines on the terminal) to a command that runs a flow."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Prefect's log lines (flow and task runs); by default only its warnings and "
+        "errors reach the terminal, and with --quiet only its errors",
+    )
+
+
+def add_table_options(parser: argparse.ArgumentParser) -> None:
+    """Add --syzygy and --backend (the labelling commands, probe, training from-games)."""
+    parser.add_argument(
+        "--syzygy",
+        help="tablebase folder(s), joined by ':' (default: the SYZYGY_PATH variable)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "python", "fathom"),
+        default="auto",
+        help="prober: python-chess, Fathom (libfathom), or Fathom when installed (auto)",
+    )
+
+
+def add_locations(parser: argparse.ArgumentParser) -> None:
+    """Add --warehouse and --books of the commands that build months (local or remote)."""
+    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
+    parser.add_argument("--books", required=True, help="folder or s3://... URL")
+
+
+def add_source_template(parser: argparse.ArgumentParser) -> None:
+    """Add --source, the template of many months' sources."""
+    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+
+
+#: The flag that sets each setting, by "Settings.field" (the settings dataclass's name): what
+#: a command calls a setting in its messages. A setting without a flag here keeps its name.
+SETTING_FLAGS = {
+    "GameFilter.min_rating": "--min-rating",
+    "GameFilter.speeds": "--speeds",
+    "IngestSettings.plies": "--plies",
+    "BookSettings.min_games": "--min-games",
+    "BookSettings.min_score": "--min-score",
+    "BookSettings.speeds": "--book-speeds",
+    "BookSettings.min_band": "--min-band",
+    "ReportSettings.plies": "--plies",
+    "ReportSettings.width": "--width",
+    "ReportSettings.max_plies": "--max-plies",
+    "ReportSettings.max_positions": "--max-positions",
+    "DumpSettings.plies": "--depth",
+    "DumpSettings.min_weight": "--min-weight",
+}
+
+
+@contextmanager
+def settings_as_flags() -> Iterator[None]:
+    """Re-raise a SettingError as the command line's error, naming the setting's flag."""
+    try:
+        yield
+    except SettingError as exc:
+        raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
+
+
+#: What the command line adds to the message of a library error that a flag would have avoided.
+FLAG_HINTS: tuple[tuple[type[ChesspipeError], str], ...] = (
+    (CutShort, " (--keep-partial keeps what was read)"),
+)
+
+
+def as_said(error: BaseException) -> str:
+    """Return a library error's message as the command line says it: with the flag that would
+    have avoided it, if one would."""
+    for kind, hint in FLAG_HINTS:
+        if isinstance(error, kind):
+            return f"{error}{hint}"
+    return str(error)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipelines.commands.endgames import add_table_options, table_folders
+from pipelines.commands.endgames import table_folders
+from pipelines.commands.options import add_table_options
 
 
 def register(subparsers: Any) -> None:

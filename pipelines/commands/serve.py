@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(f"--cache must be 0 or more, not {args.cache}")
     if args.workers < 1:
         raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
-    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache)
+    no_tables = "no Syzygy tables (--syzygy or SYZYGY_PATH)"
+    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache, no_tables)
     logging: dict[str, Any] = {"log_level": "info", "access_log": True} if args.verbose else {}
     sock = _listen(args.host, args.port)
     url = f"http://{args.host}:{sock.getsockname()[1]}/"

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipelines.commands.build_month import add_build_options
-from pipelines.commands.options import port
+from pipelines.commands.options import add_build_options, add_locations, add_source_template, port
 
 
 def register(subparsers: Any) -> None:
@@ -18,9 +17,8 @@ def register(subparsers: Any) -> None:
         "replaced). Uses the Prefect server of PREFECT_API_URL, or starts a local one "
         "(scheduler and UI on --port) for as long as it serves.",
     )
-    parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
-    parser.add_argument("--books", required=True, help="folder or s3://... URL")
-    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+    add_locations(parser)
+    add_source_template(parser)
     parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
     parser.add_argument(
         "--port", type=port, default=4200, help="port of the local Prefect server and UI (4200)"
@@ -40,5 +38,6 @@ def run(args: argparse.Namespace) -> int:
         args.cron or MONTHLY_CRON,
         options_from_args(args),
         port=args.port,
+        hint="port in use? use --port, or set PREFECT_API_URL to a running server",
     )
     return 0

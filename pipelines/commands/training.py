@@ -74,8 +74,7 @@ def register(subparsers: Any) -> None:
 
 
 def _add_from_games(actions: Any) -> None:
-    from pipelines.commands.endgames import add_table_options
-    from pipelines.commands.ingest import add_filter_options
+    from pipelines.commands.options import add_filter_options, add_table_options
 
     parser = actions.add_parser(
         "from-games",
@@ -177,11 +176,11 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
-    from pipelines.errors import ChesspipeError
+    from pipelines.commands.options import settings_as_flags
     from pipelines.training.from_games import FromGamesSettings, export_games
 
     rules = filter_from_args(args)
-    try:
+    with settings_as_flags():
         settings = FromGamesSettings(
             rules,
             require_eval=args.require_eval,
@@ -191,8 +190,6 @@ def run_from_games(args: argparse.Namespace) -> int:
             min_pieces=args.min_pieces,
             max_pieces=args.max_pieces,
         )
-    except ValueError as exc:
-        raise ChesspipeError(str(exc)) from None
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:

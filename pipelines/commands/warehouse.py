@@ -53,7 +53,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
     findings = check_warehouse(args.warehouse, repair=args.repair)
     for finding in findings:
-        sys.stdout.write(finding.line() + "\n")
+        sys.stdout.write(finding.line("--repair") + "\n")
     if not findings:
         from pipelines.warehouse.layout import available_months
         from pipelines.warehouse.yearly import fresh_yearly_files

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,23 @@ from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import range_book_path
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.months import select_months
+
+
+class MonthsFailed(ChesspipeError):
+    """Months of a backfill failed (the others were built); each month's error is kept."""
+
+    def __init__(self, total: int, failures: list[tuple[str, BaseException]]) -> None:
+        self.total = total
+        self.failures = failures
+        super().__init__(self.said(str))
+
+    def said(self, say: Callable[[BaseException], str]) -> str:
+        """The message, each month's error said by `say` (a command's words for it)."""
+        each = "; ".join(f"{month} ({say(error)})" for month, error in self.failures)
+        return f"backfill: {len(self.failures)} of {self.total} months failed: {each}"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MonthsFailed, (self.total, self.failures)
 
 
 @task(name="build-month", cache_policy=NO_CACHE)
@@ -70,20 +88,18 @@ def backfill_flow(
         for month in wanted
     ]
     manifests: list[dict[str, Any]] = []
-    failed: list[str] = []
+    failed: list[tuple[str, BaseException]] = []
     for month, future in zip(wanted, futures, strict=True):
         try:
             manifest = future.result()
         except Exception as exc:  # one month's failure must not hide the others' results
             logger.error("%s failed: %s", month, exc)
-            failed.append(f"{month} ({exc})")
+            failed.append((month, exc))
             continue
         manifests.append(manifest.to_json())
         publish_artifact(manifest)
     if failed:
-        raise ChesspipeError(
-            f"backfill: {len(failed)} of {len(wanted)} months failed: " + "; ".join(failed)
-        )
+        raise MonthsFailed(len(wanted), failed)
     if book is not None:
         range_book_task(warehouse, wanted, range_book, options)
     return manifests

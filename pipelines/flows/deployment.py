@@ -46,12 +46,20 @@ def monthly_deployment(
     )
 
 
+#: What a local server that exited at start-up is said to need, unless a caller says how its
+#: user sets the port (a command line's flag).
+SERVER_HINT = "port in use? or set PREFECT_API_URL to a running server"
+
+
 @contextmanager
-def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
+def prefect_server(
+    port: int = 4200, timeout: float = 180.0, hint: str = SERVER_HINT
+) -> Iterator[str]:
     """Yield the API URL of a Prefect server: PREFECT_API_URL's, or a local one started here.
 
     A schedule needs a server with its scheduler running; Prefect's ephemeral mode has none.
-    The local server (with its UI) lives as long as the block.
+    The local server (with its UI) lives as long as the block; `hint` says what to do when it
+    exits at start-up.
     """
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
@@ -74,7 +82,7 @@ def prefect_server(port: int = 4200, timeout: float = 180.0) -> Iterator[str]:
             url,
             timeout=timeout,
             interval=0.5,
-            hint="port in use? use --port, or set PREFECT_API_URL to a running server",
+            hint=hint,
         )
         print(f"Prefect server and UI on http://127.0.0.1:{port}", file=sys.stderr)
         with temporary_settings(updates={PREFECT_API_URL: url}):
@@ -95,11 +103,13 @@ def serve_monthly(
     cron: str = MONTHLY_CRON,
     options: BuildOptions | None = None,
     port: int = 4200,
+    hint: str = SERVER_HINT,
 ) -> None:
-    """Serve the monthly deployment from this process until interrupted."""
+    """Serve the monthly deployment from this process until interrupted (`hint`: as for
+    `prefect_server`)."""
     from prefect import serve
 
-    with prefect_server(port):
+    with prefect_server(port, hint=hint):
         serve(monthly_deployment(warehouse, books, source, cron, options))
 
 
@@ -112,7 +122,8 @@ def main() -> None:
     parser.add_argument("--cron", default=MONTHLY_CRON)
     parser.add_argument("--port", type=int, default=4200, help="local Prefect server port")
     args = parser.parse_args()
-    serve_monthly(args.warehouse, args.books, args.source, args.cron, port=args.port)
+    hint = "port in use? use --port, or set PREFECT_API_URL to a running server"
+    serve_monthly(args.warehouse, args.books, args.source, args.cron, port=args.port, hint=hint)
 
 
 if __name__ == "__main__":

@@ -7,14 +7,13 @@ Its defaults are read from the settings dataclasses that own them (`GameFilter`,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from pipelines.books.settings import BookSettings
-from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
-from schemas.speed import Speed
 
 _MONTH = MonthSettings()
 _DOWNLOAD = DownloadOptions()
@@ -69,12 +68,8 @@ class BuildOptions(BaseModel):
 
     def month_settings(self) -> MonthSettings:
         """Return the settings a month's build depends on."""
-        try:
-            rules = GameFilter(
-                self.min_rating, Speed.parse_many(self.speeds), self.allow_bots, self.variant
-            )
-        except ValueError as exc:
-            raise ChesspipeError(str(exc)) from None
+        speeds: frozenset[Any] = frozenset(self.speeds)  # names: the filter checks them
+        rules = GameFilter(self.min_rating, speeds, self.allow_bots, self.variant)
         book = BookSettings(
             min_games=self.min_games,
             min_score=self.min_score,

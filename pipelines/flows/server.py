@@ -12,8 +12,9 @@ before the flow can record the interruption) and without tying its life to the c
 - without the services a command's runs do not need (automations, event logger, streams out,
   block registration), without flow run heartbeats, and without a UI (runs' log lines do not
   point at one, unless PREFECT_UI_URL names one);
-- in a process of its own making (`flows.prefect_server`: killed by the kernel when the
-  command dies, even by SIGKILL, and a faster start-up).
+- in a process of its own making (`flows.prefect_internals`, the one module that patches
+  Prefect's internals: killed by the kernel when the command dies, even by SIGKILL, and a
+  faster start-up).
 
 With PREFECT_API_URL set (in the environment or the active Prefect profile), the configured
 server is used and nothing is started: a persistent server (`prefect server start`) saves the
@@ -36,7 +37,7 @@ from types import TracebackType
 from typing import Any
 
 from pipelines.errors import ChesspipeError
-from pipelines.flows import prefect_server
+from pipelines.flows import prefect_internals
 
 #: Seconds to wait for the server to answer, unless Prefect's own setting says otherwise.
 STARTUP_TIMEOUT = 60.0
@@ -160,8 +161,8 @@ class LocalApi:
 
             env.update(get_current_settings().to_environment_variables(exclude_unset=True))
             env.update(_SERVER_ENV)
-        command = [sys.executable, "-m", prefect_server.__name__, str(os.getpid())]
-        command += ["--factory", f"{prefect_server.FACTORY_MODULE}:create_app"]
+        command = [sys.executable, "-m", prefect_internals.__name__, str(os.getpid())]
+        command += ["--factory", f"{prefect_internals.FACTORY_MODULE}:create_app"]
         command += ["--host", "127.0.0.1", "--port", str(self.port)]
         command += ["--log-level", "error", "--lifespan", "on"]
         try:

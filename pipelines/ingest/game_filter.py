@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pipelines.errors import SettingError
 from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.speed import Speed
@@ -23,7 +24,7 @@ class GameFilter:
     """Which games to keep: both ratings, speeds, bots and variant.
 
     `speeds` may be given as names; they are kept as Speed members (unknown names raise
-    ValueError, as does an unknown variant).
+    SettingError, a ValueError, as does an unknown variant).
     """
 
     min_rating: int = 2200
@@ -34,9 +35,13 @@ class GameFilter:
     variant: str = "standard"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "speeds", Speed.parse_many(self.speeds))
+        try:
+            object.__setattr__(self, "speeds", Speed.parse_many(self.speeds))
+        except ValueError as exc:
+            raise SettingError("GameFilter", "speeds", says=str(exc)) from None
         if self.variant not in VARIANTS:
-            raise ValueError(f"unknown variant {self.variant!r}; choose standard or chess960")
+            says = f"unknown variant {self.variant!r}; choose standard or chess960"
+            raise SettingError("GameFilter", "variant", says=says)
 
     def to_json(self) -> dict[str, Any]:
         """Return the filter as plain JSON values, speeds in Lichess's order."""

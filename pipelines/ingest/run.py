@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.errors import ChesspipeError, CorruptInput, CutShort
 from pipelines.files import file_sha256, json_bytes
 from pipelines.ingest.allocator import reuse_large_buffers
 from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
@@ -309,7 +309,7 @@ def _check_scan(name: str, stats: ScanStats, counted: Counted, keep_partial: boo
     if stats.ends_inside_game and counted.error is None:
         reason = f"{name} ends inside a game (no result after its last moves): it was cut short"
         if not keep_partial:
-            raise CorruptInput(f"{reason}; nothing published (--keep-partial keeps what was read)")
+            raise CutShort(f"{reason}; nothing published")
         return replace(counted, error=reason)
     return counted
 

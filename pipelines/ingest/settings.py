@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipelines.errors import SettingError
 from pipelines.ingest.game_filter import GameFilter
 
 
@@ -18,7 +19,7 @@ class IngestSettings:
 
     def __post_init__(self) -> None:
         if self.plies < 1:
-            raise ValueError("plies must be at least 1")
+            raise SettingError("IngestSettings", "plies", "must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as the run manifest records them."""

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 from pipelines.errors import ChesspipeError
 from pipelines.ingest.processes import (
     StartMethod,
-    die_with_parent,
     forking_parent,
     process_context,
 )
+from pipelines.lifetime import die_with_parent
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

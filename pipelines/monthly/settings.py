@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.errors import ChesspipeError
 from pipelines.ingest.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 
@@ -31,10 +30,7 @@ class MonthSettings:
     workers: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        try:
-            self.ingest  # noqa: B018 - the ingest settings check plies
-        except ValueError as exc:
-            raise ChesspipeError(str(exc)) from None
+        self.ingest  # noqa: B018 - the ingest settings check plies (SettingError)
 
     @property
     def ingest(self) -> IngestSettings:

@@ -61,8 +61,11 @@ def _board(request: Request) -> chess.Board:
     return board
 
 
-def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlette:
-    """The application over an explorer (a warehouse) and optional Syzygy tables."""
+def make_app(
+    explorer: Explorer | None, tablebase: Tablebase | None, no_tables: str = "no Syzygy tables"
+) -> Starlette:
+    """The application over an explorer (a warehouse) and optional Syzygy tables; without
+    tables, a tablebase request is answered 404 with `no_tables`."""
 
     short_lane = anyio.CapacityLimiter(SHORT_THREADS)
     long_lane = anyio.CapacityLimiter(LONG_THREADS)
@@ -91,7 +94,7 @@ def make_app(explorer: Explorer | None, tablebase: Tablebase | None) -> Starlett
 
     def _tablebase(request: Request, mainline: bool) -> Response:
         if tablebase is None:
-            return _error(404, "no Syzygy tables (--syzygy or SYZYGY_PATH)")
+            return _error(404, no_tables)
         try:
             board = _board(request)
             answer: dict[str, Any] = (
@@ -160,11 +163,13 @@ SETTINGS_VARIABLE = "CHESSPIPE_SERVE_SETTINGS"
 @dataclass(frozen=True)
 class ServeSettings:
     """What the server opens: the warehouse, Syzygy table folders (none: no tablebase), and
-    the bytes of explorer answers to keep in memory (0: none)."""
+    the bytes of explorer answers to keep in memory (0: none), and what a tablebase request
+    is answered without tables (the command says how to give them)."""
 
     warehouse: str
     syzygy: list[str] = field(default_factory=list)
     cache_bytes: int = CACHE_BYTES
+    no_tables: str = "no Syzygy tables"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -179,7 +184,7 @@ def open_app(settings: ServeSettings) -> Starlette:
     is in `app.state.serves` (`serves`)."""
     explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
-    app = make_app(explorer, tablebase)
+    app = make_app(explorer, tablebase, settings.no_tables)
     app.state.serves = serves(explorer, settings.syzygy)
     return app
 

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 import chess
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import ChesspipeError, SettingError
 from pipelines.files import file_sha256, write_json
 from pipelines.ingest.decompress import decompressed_chunks
 from pipelines.ingest.frames import Frame
@@ -106,11 +106,13 @@ class FromGamesSettings:
 
     def __post_init__(self) -> None:
         if self.rules.variant != "standard":
-            raise ValueError("variant: training files from games take Standard chess only")
+            says = "variant: training files from games take Standard chess only"
+            raise SettingError("FromGamesSettings", "variant", says=says)
         if self.from_ply < 0:
-            raise ValueError("from_ply must be 0 or more")
+            raise SettingError("FromGamesSettings", "from_ply", "must be 0 or more")
         if not 2 <= self.min_pieces <= self.max_pieces <= 32:
-            raise ValueError("pieces: need 2 <= min_pieces <= max_pieces <= 32")
+            says = "pieces: need 2 <= min_pieces <= max_pieces <= 32"
+            raise SettingError("FromGamesSettings", "min_pieces", says=says)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -629,7 +631,8 @@ def _exported_by_units(
     from concurrent.futures import Future, ProcessPoolExecutor
 
     from pipelines.ingest.frames import plan_units, unit_name
-    from pipelines.ingest.processes import die_with_parent, forking_parent, process_context
+    from pipelines.ingest.processes import forking_parent, process_context
+    from pipelines.lifetime import die_with_parent
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
     context = process_context(None)

@@ -33,11 +33,21 @@ class Finding:
     month: str | None
     detail: str
     repaired: bool = False
+    #: What a repair does with it ("removes it", "leaves it"), when the line says so.
+    repair: str | None = None
+    #: A remark in parentheses after the detail.
+    aside: str | None = None
 
-    def line(self) -> str:
-        """Return the finding as one line of text."""
+    def line(self, repair_by: str | None = None) -> str:
+        """Return the finding as one line of text; `repair_by` names how a repair is asked for
+        (a command's flag), and the line then says what a repair does with it."""
         where = f" [{self.month}]" if self.month else ""
-        return f"{self.kind}{where} {self.path}: {self.detail}"
+        says = f"{repair_by} {self.repair}" if repair_by and self.repair else None
+        if self.aside is not None:
+            detail = f"{self.detail} ({self.aside}{f'; {says}' if says else ''})"
+        else:
+            detail = f"{self.detail}; {says}" if says else self.detail
+        return f"{self.kind}{where} {self.path}: {detail}"
 
 
 def _staging_month(name: str, after: str = "-") -> str | None:
@@ -144,12 +154,8 @@ def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
                         path.unlink(missing_ok=True)
                         yield Finding("temp-file", path, None, "removed", True)
                     else:
-                        yield Finding(
-                            "temp-file",
-                            path,
-                            None,
-                            "left by a dead compaction; --repair removes it",
-                        )
+                        detail = "left by a dead compaction"
+                        yield Finding("temp-file", path, None, detail, repair="removes it")
         except ChesspipeError:
             yield Finding("in-use", root, None, f"year {year} being compacted, skipped")
     years = {y for p in root.glob("year=*") if (y := _year_of(p)) is not None}
@@ -160,7 +166,9 @@ def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
                 "stale-yearly",
                 yearly_manifest_path(warehouse, year),
                 None,
-                f"{state.reason} (book build ignores it; --repair leaves it)",
+                state.reason,
+                repair="leaves it",
+                aside="book build ignores it",
             )
 
 
@@ -199,8 +207,10 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
             continue
         for path in paths:
             if is_dead(pid_of(path.name, month)):
-                detail = "left by a dead run; --repair removes it"
-                findings.append(Finding(_kind(warehouse, path), path, month, detail))
+                detail = "left by a dead run"
+                findings.append(
+                    Finding(_kind(warehouse, path), path, month, detail, repair="removes it")
+                )
     findings += _manifest_findings(warehouse)
     findings += _yearly_findings(warehouse, repair)
     return findings

@@ -1,6 +1,13 @@
-"""The process of a command's own Prefect server, started by `flows.server.LocalApi`.
+"""Prefect's internals, in the one module that reaches into them: the process of a command's
+own Prefect server, started by `flows.server.LocalApi`.
 
-    python -m pipelines.flows.prefect_server COMMAND_PID UVICORN_ARGUMENTS...
+    python -m pipelines.flows.prefect_internals COMMAND_PID UVICORN_ARGUMENTS...
+
+What it relies on is no public API of Prefect: it replaces `prefect.settings.Settings.hash_key`,
+reorders `prefect.server.api.server.API_ROUTERS`, and reads the revisions of the SQLite
+migrations' scripts (`server/database/_migrations/versions/sqlite`) and of the database's
+`alembic_version` table. It was written for the Prefect versions of `KNOWN_PREFECT`; a test
+fails on another one, to have these re-checked first.
 
 Prefect's app under uvicorn, as Prefect's own temporary server runs it, with what makes its
 start-up cost less than the command's work on a month of sample data:
@@ -18,20 +25,24 @@ start-up cost less than the command's work on a month of sample data:
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import importlib.util
-import os
 import re
 import runpy
-import signal
 import sqlite3
 import sys
 import types
 from collections.abc import Sequence
-from contextlib import ExitStack, closing, suppress
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import Any
+
+from pipelines.lifetime import die_with_parent
+
+#: The Prefect versions (major, minor) the patches here were read against: from the first,
+#: included, to the second, excluded. Moving it means re-checking each patch against that
+#: Prefect's source (tests/test_prefect_server.py).
+KNOWN_PREFECT = ((3, 9), (3, 10))
 
 #: The name under which uvicorn finds the app factory (`--factory NAME:create_app`).
 FACTORY_MODULE = "chesspipe_prefect_server"
@@ -51,14 +62,6 @@ RUN_ROUTERS = (
 _SQLITE = "sqlite+aiosqlite:///"
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"](\w+)['\"]", re.MULTILINE)
 _DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
-
-
-def die_with(parent: int) -> None:
-    """Ask the kernel to kill this process when `parent` dies; exit if it already has."""
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(1)  # the command died before the line above
 
 
 def migrations_head() -> str | None:
@@ -123,7 +126,7 @@ def create_app() -> Any:
 
 def main(argv: list[str]) -> int:
     """Serve Prefect's API for the command whose pid is argv[0]; the rest goes to uvicorn."""
-    die_with(int(argv[0]))
+    die_with_parent(int(argv[0]))
     gc.disable()  # until the app is made: its imports build many objects and little garbage
     factory = types.ModuleType(FACTORY_MODULE)
     factory.create_app = create_app  # type: ignore[attr-defined]
