@@ -110,3 +110,20 @@ def polyglot_book() -> Path:
 @pytest.fixture
 def syzygy_dir() -> Path:
     return need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent
+
+
+@pytest.fixture(scope="session")
+def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse of the bundled sample's first month, every game kept: read it, or copy it
+    before changing it (it is shared by the whole session)."""
+    from pipelines.ingest.game_filter import GameFilter
+    from pipelines.ingest.run import ingest
+    from pipelines.ingest.settings import IngestSettings
+    from schemas.speed import Speed
+    from tests.sample_tool import make_sample
+
+    folder = tmp_path_factory.mktemp("sample-warehouse")
+    month = make_sample.SAMPLE_MONTHS[0]
+    every_game = IngestSettings(GameFilter(0, frozenset(Speed), allow_bots=True))
+    ingest(str(make_sample.sample_path(month)), month, folder, every_game)
+    return folder

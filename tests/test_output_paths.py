@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest.game_filter import GameFilter
-from pipelines.ingest.run import ingest
-from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.locks import output_lock
 from schemas.atomic_files import NotARegularFile, atomic_path
 from schemas.speed import Speed
@@ -24,10 +22,8 @@ MONTH = make_sample.SAMPLE_MONTHS[0]
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("warehouse")
-    ingest(str(make_sample.sample_path(MONTH)), MONTH, folder, IngestSettings(ANY))
-    return folder
+def warehouse(sample_warehouse: Path) -> Path:
+    return sample_warehouse
 
 
 @pytest.fixture(scope="module")

@@ -27,10 +27,8 @@ MONTH = make_sample.SAMPLE_MONTHS[0]
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("warehouse")
-    ingest(str(make_sample.sample_path(MONTH)), MONTH, folder, IngestSettings(ANY))
-    return folder
+def warehouse(sample_warehouse: Path) -> Path:
+    return sample_warehouse
 
 
 def _digests(folder: Path) -> dict[str, str]:
