@@ -43,7 +43,7 @@ def _serve(warehouse: Path, port: int, *options: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "pipelines", "serve", "--warehouse", str(warehouse),
          "--port", str(port), *options],
-        stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
     )  # fmt: skip
 
 
@@ -51,9 +51,9 @@ def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> Non
     port = _free_port()
     server = _serve(warehouse, port, "--verbose")
     try:
-        assert server.stderr is not None
+        assert server.stdout is not None  # stdout and stderr (uvicorn logs to both), merged
         lines = []
-        while not (line := server.stderr.readline()).startswith("chesspipe: serving"):
+        while not (line := server.stdout.readline()).startswith("chesspipe: serving"):
             assert line, "the server ended before it said where it is"
             lines.append(line)
         # The index holds a row per position, move, month, speed and rating group.
@@ -66,7 +66,7 @@ def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> Non
         )
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/lichess?play=e2e4") as answer:
             assert json.load(answer)["moves"]
-        while "GET /lichess?play=e2e4" not in (logged := server.stderr.readline()):
+        while "GET /lichess?play=e2e4" not in (logged := server.stdout.readline()):
             assert logged, "no request logged"
         assert " 200" in logged
         # A second server on the same port: one line, at once.
@@ -86,11 +86,11 @@ def test_a_quiet_server_logs_no_request(warehouse: Path) -> None:
     port = _free_port()
     server = _serve(warehouse, port)
     try:
-        assert server.stderr is not None
-        assert server.stderr.readline().startswith(f"chesspipe: serving http://127.0.0.1:{port}/")
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith(f"chesspipe: serving http://127.0.0.1:{port}/")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/lichess") as answer:
             assert answer.status == 200
     finally:
         server.terminate()
-        _, rest = server.communicate(timeout=30)
+        rest, _ = server.communicate(timeout=30)
     assert "GET /lichess" not in rest

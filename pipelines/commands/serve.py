@@ -40,9 +40,7 @@ def register(subparsers: Any) -> None:
         default=1,
         help="server processes (default 1); each loads the warehouse's index",
     )
-    parser.add_argument(
-        "--verbose", action="store_true", help="log every request (an access log on stderr)"
-    )
+    parser.add_argument("--verbose", action="store_true", help="log every request (an access log)")
     parser.set_defaults(handler=run)
 
 
