@@ -85,7 +85,7 @@ def main() -> None:
 def bench_games(path: Path, tables: TableSet) -> None:
     """From-games scanning with the capture count first, against replaying every kept game."""
     from pipelines.endgames.from_games import GameScan, game_positions
-    from pipelines.ingest.game_filter import GameFilter
+    from pipelines.games.game_filter import GameFilter
     from schemas.speed import Speed
 
     rules = GameFilter(min_rating=0, speeds=frozenset(Speed))

@@ -31,9 +31,9 @@ def main() -> int:
 
     import rust_pgn_reader_python_binding as reader
 
+    from pipelines.games.game_filter import GameFilter, ScanStats
+    from pipelines.games.scan import game_blocks, kept_games_in_blocks
     from pipelines.ingest import counting, replay, runs
-    from pipelines.ingest.game_filter import GameFilter, ScanStats
-    from pipelines.ingest.scan import game_blocks, kept_games_in_blocks
     from schemas.speed import Speed
 
     spent: dict[str, float] = defaultdict(float)

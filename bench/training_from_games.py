@@ -70,7 +70,7 @@ UNITS = (
     "import os, sys\n"
     "from pathlib import Path\n"
     "from pipelines.commands.training import TableOutcomes\n"
-    "from pipelines.ingest.game_filter import GameFilter\n"
+    "from pipelines.games.game_filter import GameFilter\n"
     "from pipelines.training.from_games import FromGamesSettings, export_games\n"
     "from schemas.speed import Speed\n"
     "rules = GameFilter(0, frozenset(Speed), allow_bots=True)\n"
@@ -105,7 +105,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     import zstandard
 
-    from pipelines.ingest.frames import write_framed_zstd
+    from pipelines.games.frames import write_framed_zstd
 
     months = tuple(month for month, _ in SAMPLES)
     print("Stockfish's convert: not compared (Debian's Stockfish 15.1 has no tools build)")

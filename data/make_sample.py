@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: import the checkout's pipelines
     sys.path.insert(0, str(ROOT))
 
-from pipelines.ingest.frames import write_framed_zstd  # noqa: E402
+from pipelines.games.frames import write_framed_zstd  # noqa: E402
 
 SAMPLE_DIR = ROOT / "data" / "sample"
 SAMPLE_MONTHS = ("2024-01", "2024-02")

@@ -116,7 +116,7 @@ def syzygy_dir() -> Path:
 def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse of the bundled sample's first month, every game kept: read it, or copy it
     before changing it (it is shared by the whole session)."""
-    from pipelines.ingest.game_filter import GameFilter
+    from pipelines.games.game_filter import GameFilter
     from pipelines.ingest.run import ingest
     from pipelines.ingest.settings import IngestSettings
     from schemas.speed import Speed

@@ -12,7 +12,7 @@ import pytest
 import zstandard
 
 from pipelines.errors import ChesspipeError, CorruptInput
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.manifest import IngestManifest
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -490,7 +490,7 @@ def test_a_game_ending_in_a_result_is_whole(tmp_path: Path, ending: bytes) -> No
 
 def _framed_sample(tmp_path: Path, games_2021: Path) -> tuple[Path, list[int]]:
     """The 2021 sample as a pzstd-style file of small frames, and where each frame ends."""
-    from pipelines.ingest.frames import frame_index, write_framed_zstd
+    from pipelines.games.frames import frame_index, write_framed_zstd
 
     text = read_text(games_2021).encode()
     framed = tmp_path / "framed.pgn.zst"

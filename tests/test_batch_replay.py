@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats
+from pipelines.games.scan import kept_games, split_games
 from pipelines.ingest.counting import IllegalMove, MoveCounter, OpeningTree
-from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats
 from pipelines.ingest.replay import polyglot_keys, replay
-from pipelines.ingest.scan import kept_games, split_games
 from schemas.movetext import san_tokens
 from schemas.speed import Speed
 from tests.random_moves import random_move

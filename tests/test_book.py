@@ -20,7 +20,7 @@ from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest, book_manifest_path, read_manifest_beside
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file

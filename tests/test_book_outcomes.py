@@ -24,7 +24,7 @@ from pipelines.books.manifest import read_manifest_beside
 from pipelines.books.outcomes import BookStatistics
 from pipelines.books.report import DIAGRAM_SIZE, render_report
 from pipelines.books.settings import BookSettings
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed

@@ -22,7 +22,7 @@ from pipelines.books.build import build_book
 from pipelines.books.charts import column_chart_svg
 from pipelines.books.report import render_report
 from pipelines.books.settings import BookSettings
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.polyglot import ENTRY_DTYPE, Book, encode_move, polyglot_key, write_entries

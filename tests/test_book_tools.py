@@ -12,7 +12,7 @@ import pytest
 from pipelines.books.build import build_book
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.polyglot import ENTRY_DTYPE, write_entries

@@ -11,12 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter
-from pipelines.ingest.plan import PARALLEL_MIN_BYTES
-from pipelines.ingest.processes import StartMethod
+from pipelines.games.game_filter import GameFilter
+from pipelines.games.plan import PARALLEL_MIN_BYTES
+from pipelines.games.processes import StartMethod
+from pipelines.games.workers import WorkerPool
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
-from pipelines.ingest.workers import WorkerPool
 from pipelines.progress import Progress
 from pipelines.warehouse.layout import partition_file
 from schemas.speed import Speed
@@ -193,7 +193,7 @@ def test_a_daemonic_process_ingests_on_its_own(
     source = games_2021
     parallel_min_bytes = PARALLEL_MIN_BYTES
     if framed:
-        from pipelines.ingest.frames import write_framed_zstd
+        from pipelines.games.frames import write_framed_zstd
 
         source = tmp_path / "framed.pgn.zst"
         write_framed_zstd(source, read_text(games_2021).encode(), frame_size=50_000, level=1)
@@ -215,7 +215,7 @@ def test_a_daemonic_process_ingests_on_its_own(
 
 BUSY_WORKERS = """
 import os, time
-from pipelines.ingest.workers import WorkerPool
+from pipelines.games.workers import WorkerPool
 
 def busy():
     print(os.getpid(), flush=True)
@@ -230,7 +230,7 @@ time.sleep(60)
 
 IDLE_WORKERS = """
 import os, time
-from pipelines.ingest.workers import WorkerPool
+from pipelines.games.workers import WorkerPool
 
 pool = WorkerPool(2, start_method="forkserver")
 pids = set()
@@ -290,7 +290,7 @@ def test_a_later_worker_is_told_to_start_once_the_first_is_ready() -> None:
     import threading
     from multiprocessing import Pipe
 
-    from pipelines.ingest.workers import _stand_for, _Task, _Worker
+    from pipelines.games.workers import _stand_for, _Task, _Worker
 
     class Process:  # stands for the worker process: this test answers on its pipe
         pid = 0

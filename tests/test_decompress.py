@@ -11,7 +11,7 @@ from pipelines.errors import CorruptInput
 
 @pytest.mark.parametrize("depth", [3, 0])  # 0: no thread, each chunk made when asked for
 def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> None:
-    from pipelines.ingest.decompress import ReadAhead
+    from pipelines.games.decompress import ReadAhead
 
     made = 0
 
@@ -34,7 +34,7 @@ def test_read_ahead_keeps_order_and_raises_where_the_error_was(depth: int) -> No
 def test_read_ahead_stops_its_thread_when_the_reader_stops() -> None:
     import threading
 
-    from pipelines.ingest.decompress import ReadAhead
+    from pipelines.games.decompress import ReadAhead
 
     endless = iter(lambda: b"x" * 1000, None)
     reader = iter(ReadAhead(endless, depth=2))
@@ -51,7 +51,7 @@ def test_decompressor_is_fed_a_bounded_number_of_blocks(read_size: int, checksum
 
     import zstandard
 
-    from pipelines.ingest.decompress import BLOCKS_PER_FEED, feeds, zstd_chunks
+    from pipelines.games.decompress import BLOCKS_PER_FEED, feeds, zstd_chunks
 
     text = b"\x00" * (20 << 20) + bytes(range(256)) * 5000 + b"\n" * (9 << 20)
     cctx = zstandard.ZstdCompressor(level=3, write_checksum=checksum, write_content_size=checksum)

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.frames import write_framed_zstd
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.frames import write_framed_zstd
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file

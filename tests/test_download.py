@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.http import (

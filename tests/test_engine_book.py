@@ -13,7 +13,7 @@ import pytest
 
 from pipelines.books.build import build_book
 from pipelines.books.settings import BookSettings
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed

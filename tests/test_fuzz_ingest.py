@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.ingest.frames import frame_index, write_framed_zstd
+from pipelines.games.frames import frame_index, write_framed_zstd
 from tests.conftest import ROOT
 from tests.recount import read_text
 

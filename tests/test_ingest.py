@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.manifest import IngestManifest, read_manifest
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -197,8 +197,8 @@ def test_filter_keeps_what_pgn_extract_keeps(
     tmp_path: Path, games_2021: Path, games_2013: Path
 ) -> None:
     """Same Elo criteria: our byte-level filter and pgn-extract keep the same games."""
-    from pipelines.ingest.game_filter import ScanStats, filter_game
-    from pipelines.ingest.scan import split_games
+    from pipelines.games.game_filter import ScanStats, filter_game
+    from pipelines.games.scan import split_games
 
     for source, rating in ((games_2021, 2200), (games_2021, 1500), (games_2013, 1800)):
         out = pgn_extract_elo(source, rating, tmp_path)
@@ -281,10 +281,10 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
 def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: Path) -> None:
     """Runs merged a range of keys at a time (a bound on memory) or all at once write the same
     file, byte for byte, in row groups of a fixed size (the last one shorter) in key order."""
+    from pipelines.games.game_filter import ScanStats
+    from pipelines.games.scan import game_blocks
     from pipelines.ingest.count_runs import IN_MEMORY_ROWS, count_games
-    from pipelines.ingest.game_filter import ScanStats
     from pipelines.ingest.runs import merge_runs
-    from pipelines.ingest.scan import game_blocks
 
     rules = GameFilter(1900, ALL_SPEEDS)
     files = []

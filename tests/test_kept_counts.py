@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.endgames.build import game_labels
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.progress import Progress
 from tests.conftest import ROOT, run_cli
 from tests.recount import recount

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW
+from pipelines.games.decompress import SKIPPABLE_MAGIC_LOW
 from pipelines.warehouse.layout import manifest_path
 from tests.conftest import ROOT, SYZYGY_DIR, need
 
@@ -48,7 +48,7 @@ _PEAK = (
 #: Ingests argv[1] into warehouse argv[2] with argv[3] workers, any file split among them.
 _INGEST = (
     "import json, sys\n"
-    "from pipelines.ingest.game_filter import GameFilter\n"
+    "from pipelines.games.game_filter import GameFilter\n"
     "from pipelines.ingest.run import ingest\n"
     "from pipelines.ingest.settings import IngestSettings\n"
     "from schemas.speed import Speed\n"

@@ -22,7 +22,7 @@ import zstandard
 from pipelines.books.build import build_book
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import build_lock, build_month, month_to_build
@@ -326,7 +326,7 @@ KILLABLE = (
     "from pipelines.books.settings import BookSettings\n"
     "from pipelines.monthly.build import build_month\n"
     "from pipelines.monthly.settings import MonthSettings\n"
-    "from pipelines.ingest.scan import GameFilter\n"
+    "from pipelines.games.scan import GameFilter\n"
     "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
     "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.warehouse.locks import output_lock
 from schemas.atomic_files import NotARegularFile, atomic_path
 from schemas.speed import Speed

@@ -12,14 +12,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest.frames import Frame, UnitText, frame_index, plan_units, write_framed_zstd
-from pipelines.ingest.game_filter import GameFilter, ScanStats
-from pipelines.ingest.plan import Strategy, plan_read
-from pipelines.ingest.processes import StartMethod
+from pipelines.games.frames import Frame, UnitText, frame_index, plan_units, write_framed_zstd
+from pipelines.games.game_filter import GameFilter, ScanStats
+from pipelines.games.plan import Strategy, plan_read
+from pipelines.games.processes import StartMethod
+from pipelines.games.scan import game_blocks, split_games
+from pipelines.games.workers import WorkerPool
 from pipelines.ingest.run import ingest
-from pipelines.ingest.scan import game_blocks, split_games
 from pipelines.ingest.settings import IngestSettings
-from pipelines.ingest.workers import WorkerPool
 from pipelines.sources.open import open_source
 from pipelines.warehouse.layout import partition_file
 from schemas.speed import Speed
@@ -62,7 +62,7 @@ def test_parallel_equals_sequential(
 def test_workers_are_forked_only_from_a_single_thread() -> None:
     import threading
 
-    from pipelines.ingest.processes import start_method
+    from pipelines.games.processes import start_method
 
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
@@ -223,7 +223,7 @@ def test_blocks_read_here_are_counted_alike_by_workers(
 
 
 def test_units_of_blocks_are_sized_for_balance_and_bounded_memory() -> None:
-    from pipelines.ingest.plan import (
+    from pipelines.games.plan import (
         BLOCK_UNITS_PER_WORKER,
         MAX_BLOCK_UNIT_BYTES,
         MAX_BLOCKS_IN_FLIGHT_BYTES,

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest.decompress import decompressed_chunks
-from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
-from pipelines.ingest.scan import (
+from pipelines.games.decompress import decompressed_chunks
+from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.games.scan import (
     MAX_GAME_BYTES,
     below_pattern,
     game_blocks,
@@ -446,7 +446,7 @@ def test_lichess_headers_are_read_as_tag_by_tag(
     """filter_game's fast path (one regex for the usual Lichess tag section) decides every
     game, and reads every tag, as looking for each tag on its own does: Lichess's tags edited
     (values, tags added, dropped or moved, doubled), other line ends, no movetext."""
-    from pipelines.ingest.game_filter import _filter_any_game
+    from pipelines.games.game_filter import _filter_any_game
 
     tags = [(name, values.get(name, value)) for name, value in LICHESS_TAGS]
     tags = [(name, value) for name, value in tags if value is not None]
@@ -476,7 +476,7 @@ def test_lichess_headers_are_read_as_tag_by_tag(
 def test_real_games_take_the_fast_path(games_2021: Path, games_2013: Path) -> None:
     """Nearly every game of the real samples matches the fast path's pattern (else it buys
     nothing): all but those with a "?" for a rating."""
-    from pipelines.ingest.game_filter import _LICHESS_HEADER
+    from pipelines.games.game_filter import _LICHESS_HEADER
 
     for path in (games_2021, games_2013):
         chunks = list(decompressed_chunks(io.BytesIO(path.read_bytes())))

@@ -33,7 +33,7 @@ import chess.syzygy
 import pytest
 
 from pipelines.endgames.positions import random_position
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed

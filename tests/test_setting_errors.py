@@ -11,7 +11,7 @@ import pytest
 from pipelines.books.settings import BookSettings, DumpSettings, ReportSettings
 from pipelines.commands.options import SETTING_FLAGS, settings_as_flags
 from pipelines.errors import ChesspipeError, SettingError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 from pipelines.training.from_games import FromGamesSettings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.serve.stats_index import StatsIndex

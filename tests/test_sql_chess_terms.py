@@ -23,7 +23,7 @@ import chess.polyglot
 import duckdb
 import pytest
 
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse import openings as openings_module

@@ -395,8 +395,8 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
 ) -> None:
     """A pzstd-style dump exported by worker processes, a unit of frames each, is the same."""
     from pipelines.commands.training import TableOutcomes
-    from pipelines.ingest.frames import frame_index, write_framed_zstd
-    from pipelines.ingest.game_filter import GameFilter
+    from pipelines.games.frames import frame_index, write_framed_zstd
+    from pipelines.games.game_filter import GameFilter
     from pipelines.training.from_games import FromGamesSettings, export_games
     from schemas.speed import Speed
     from tests.recount import read_text
@@ -430,7 +430,7 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
 
 def test_a_cut_dump_read_by_units_fails_and_leaves_nothing(tmp_path: Path) -> None:
     from pipelines.errors import CorruptInput
-    from pipelines.ingest.frames import frame_index, write_framed_zstd
+    from pipelines.games.frames import frame_index, write_framed_zstd
     from pipelines.training.from_games import FromGamesSettings, export_games
     from tests.recount import read_text
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.check import check_warehouse

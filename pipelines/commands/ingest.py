@@ -11,8 +11,8 @@ from typing import Any
 
 from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
 from pipelines.errors import ChesspipeError, CutShort
-from pipelines.ingest.game_filter import GameFilter
-from pipelines.ingest.settings import IngestSettings
+from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
 
 
 def filter_from_args(args: argparse.Namespace) -> GameFilter:
@@ -67,7 +67,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.ingest.workers import WorkerPool
+    from pipelines.games.workers import WorkerPool
 
     settings = settings_from_args(args)
     if args.source == "-" and (sys.stdin is None or sys.stdin.closed):
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     # Started first, so that the workers' imports overlap with this process's; ingest closes
     # the pool if it reads alone.
     workers = args.workers or os.cpu_count() or 1
-    pool = WorkerPool(workers) if workers > 1 else None
+    pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
     from pipelines.ingest.run import WouldShrinkMonth, ingest
 
     bar = progress_from_args(args)

@@ -84,7 +84,7 @@ def positive_number(text: str) -> float:
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """Add the game filter's options (defaults: GameFilter) and the progress options."""
-    from pipelines.ingest.game_filter import VARIANTS, GameFilter
+    from pipelines.games.game_filter import VARIANTS, GameFilter
     from schemas.speed import Speed
 
     default = GameFilter()

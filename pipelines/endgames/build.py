@@ -17,7 +17,7 @@ from pipelines.endgames.positions import (
     sample_positions,
 )
 from pipelines.endgames.probing import TablebaseError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.progress import ProgressCallback
 from pipelines.warehouse.layout import check_month
 

@@ -17,9 +17,9 @@ import chess.polyglot
 
 from pipelines.endgames.positions import Position
 from pipelines.endgames.tables import TableSet
-from pipelines.ingest.decompress import decompressed_chunks
-from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
-from pipelines.ingest.scan import split_games
+from pipelines.games.decompress import decompressed_chunks
+from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import open_source
 from schemas.movetext import has_moves, san_tokens

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from pipelines.books.settings import BookSettings
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
 
 _MONTH = MonthSettings()

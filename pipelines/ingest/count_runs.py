@@ -12,13 +12,13 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipelines.ingest.game_filter import ScanStats
+from pipelines.games.game_filter import ScanStats
+from pipelines.games.scan import kept_games_in_blocks
 from pipelines.ingest.kept_text import KeptText
-from pipelines.ingest.scan import kept_games_in_blocks
 
 if TYPE_CHECKING:
+    from pipelines.games.game_filter import KeptGame
     from pipelines.ingest.counting import MoveCounter, OpeningTree
-    from pipelines.ingest.game_filter import KeptGame
     from pipelines.ingest.settings import IngestSettings
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import chess
 
-from pipelines.ingest.game_filter import KeptGame, ScanStats
+from pipelines.games.game_filter import KeptGame, ScanStats
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.movetext import opening_text, plain_moves, san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.frames import FramedWriter
+from pipelines.games.frames import FramedWriter
 
 #: A staged game: its length, then the scanner's text of it (without the leading "[").
 _LENGTH = struct.Struct("<I")

@@ -10,20 +10,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from pipelines.ingest.allocator import reuse_large_buffers
+from pipelines.games.allocator import reuse_large_buffers
+from pipelines.games.frames import Frame, UnitText, unit_name
+from pipelines.games.game_filter import KeptGame, ScanStats
+from pipelines.games.plan import ReadPlan
+from pipelines.games.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.count_runs import count_games
-from pipelines.ingest.frames import Frame, UnitText, unit_name
-from pipelines.ingest.game_filter import KeptGame, ScanStats
+from pipelines.ingest.job import Counted, Job
 from pipelines.ingest.kept_text import KeptPart, KeptText
-from pipelines.ingest.plan import Counted, Job, ReadPlan
-from pipelines.ingest.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
 from pipelines.ingest.settings import IngestSettings
-from pipelines.sources.open import OpenSource
+from pipelines.sources.open import OpenSource, open_location
 
 if TYPE_CHECKING:
     from pipelines.ingest.counting import OpeningTree
@@ -126,18 +126,6 @@ _TREE: OpeningTree | None = None
 def _kept_path(staging: Path, index: int) -> Path:
     """Return where the text of the games unit `index` kept is staged."""
     return staging / f"{unit_name(index)}.kept"
-
-
-@contextmanager
-def open_location(location: str, size: int) -> Iterator[BinaryIO]:
-    """Open a local path, or an http(s) URL of `size` bytes read by byte ranges."""
-    if location.startswith(("http://", "https://")):
-        from pipelines.sources.http import RangeFile
-
-        yield RangeFile(location, size)  # type: ignore[misc]
-        return
-    with open(location, "rb") as handle:
-        yield handle
 
 
 def count_units(

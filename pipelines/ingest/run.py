@@ -14,24 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import ChesspipeError, CorruptInput, CutShort
 from pipelines.files import file_sha256, json_bytes
-from pipelines.ingest.allocator import reuse_large_buffers
+from pipelines.games.allocator import reuse_large_buffers
+from pipelines.games.decompress import ReadAhead, decompressed_chunks
+from pipelines.games.game_filter import ScanStats
+from pipelines.games.plan import PARALLEL_MIN_BYTES, ReadPlan, Strategy, plan_read
+from pipelines.games.processes import StartMethod, may_start_processes
+from pipelines.games.scan import game_blocks
+from pipelines.games.workers import WorkerPool
 from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
-from pipelines.ingest.decompress import ReadAhead, decompressed_chunks
-from pipelines.ingest.game_filter import ScanStats
+from pipelines.ingest.job import Counted, Job
 from pipelines.ingest.kept_text import KeptPart, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
-from pipelines.ingest.plan import (
-    PARALLEL_MIN_BYTES,
-    Counted,
-    Job,
-    ReadPlan,
-    Strategy,
-    plan_read,
-)
-from pipelines.ingest.processes import StartMethod, may_start_processes
-from pipelines.ingest.scan import game_blocks
-from pipelines.ingest.settings import IngestSettings
-from pipelines.ingest.workers import WorkerPool
+from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
 from pipelines.warehouse.locks import month_lock
@@ -66,7 +60,7 @@ def ingest(
 ) -> IngestManifest:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
-    The source is read by one of three strategies (pipelines.ingest.plan): units of pzstd
+    The source is read by one of three strategies (pipelines.games.plan): units of pzstd
     frames scanned by `workers` processes (default: all cores), in order here with its blocks
     of games scanned and counted by those processes, or in order here alone. With
     `keep_partial`, a truncated or corrupt stream publishes what was read, marked partial.
@@ -190,7 +184,9 @@ def _pool_for(
     """
     if plan.strategy is Strategy.BLOCKS or (plan.strategy is Strategy.UNITS and executor is None):
         # Started before any thread of this process: a process with a single thread forks safely.
-        return stack.enter_context(pool or WorkerPool(workers, start_method=start_method))
+        return stack.enter_context(
+            pool or WorkerPool(workers, preload=WORKER_MODULES, start_method=start_method)
+        )
     if pool is not None:
         pool.close()
     return None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.errors import SettingError
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 
 
 @dataclass(frozen=True)
@@ -29,3 +29,7 @@ class IngestSettings:
     def from_json(cls, data: dict[str, Any]) -> IngestSettings:
         """Return the settings a run manifest records (to_json's output)."""
         return cls(GameFilter.from_json(data), data["plies"])
+
+
+#: The modules a worker process imports before it counts (pipelines.games.workers preloads them).
+WORKER_MODULES = ("pipelines.ingest.counting", "pipelines.ingest.runs")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.ingest.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 
 #: Plies counted per game: the ingest settings' own default, written in one place.

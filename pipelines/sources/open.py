@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from pipelines.errors import ChesspipeError
 
@@ -91,3 +91,15 @@ class Readable(Protocol):
     """Anything with a binary `read(size)`: files, sockets' responses, stdin."""
 
     def read(self, size: int = -1, /) -> bytes: ...
+
+
+@contextmanager
+def open_location(location: str, size: int) -> Iterator[BinaryIO]:
+    """Open a local path, or an http(s) URL of `size` bytes read by byte ranges."""
+    if location.startswith(("http://", "https://")):
+        from pipelines.sources.http import RangeFile
+
+        yield RangeFile(location, size)  # type: ignore[misc]
+        return
+    with open(location, "rb") as handle:
+        yield handle

@@ -35,11 +35,11 @@ import chess
 
 from pipelines.errors import ChesspipeError, SettingError
 from pipelines.files import file_sha256, write_json
-from pipelines.ingest.decompress import decompressed_chunks
-from pipelines.ingest.frames import Frame
-from pipelines.ingest.game_filter import GameFilter, ScanStats, filter_game
-from pipelines.ingest.plan import PARALLEL_MIN_BYTES
-from pipelines.ingest.scan import split_games
+from pipelines.games.decompress import decompressed_chunks
+from pipelines.games.frames import Frame
+from pipelines.games.game_filter import GameFilter, ScanStats, filter_game
+from pipelines.games.plan import PARALLEL_MIN_BYTES
+from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
 from pipelines.training.files import training_format, training_writer
@@ -577,9 +577,9 @@ def export_unit(
     """
     import pickle
 
-    from pipelines.ingest.frames import UnitText
-    from pipelines.ingest.parallel import open_location
-    from pipelines.ingest.scan import MAX_GAME_BYTES
+    from pipelines.games.frames import UnitText
+    from pipelines.games.scan import MAX_GAME_BYTES
+    from pipelines.sources.open import open_location
 
     stats = ScanStats()
     counts = _ExportCounts()
@@ -630,8 +630,8 @@ def _exported_by_units(
     from collections import deque
     from concurrent.futures import Future, ProcessPoolExecutor
 
-    from pipelines.ingest.frames import plan_units, unit_name
-    from pipelines.ingest.processes import forking_parent, process_context
+    from pipelines.games.frames import plan_units, unit_name
+    from pipelines.games.processes import forking_parent, process_context
     from pipelines.lifetime import die_with_parent
 
     units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
@@ -719,7 +719,7 @@ def export_games(
                 games: Iterator[Exported] | None = None
                 used = 1
                 if workers > 1:
-                    from pipelines.ingest.plan import Strategy, plan_read
+                    from pipelines.games.plan import Strategy, plan_read
 
                     plan = plan_read(
                         opened,

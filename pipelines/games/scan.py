@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 
-from pipelines.ingest.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
 
 #: Games start after a blank line, with a tag. Splitting consumes the leading "[".
 BOUNDARY = b"\n\n["

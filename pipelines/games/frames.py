@@ -15,8 +15,8 @@ from typing import BinaryIO
 import zstandard
 
 from pipelines.errors import CorruptInput
-from pipelines.ingest.decompress import SKIPPABLE_MAGIC_LOW, BlockCuts
-from pipelines.ingest.scan import BOUNDARY
+from pipelines.games.decompress import SKIPPABLE_MAGIC_LOW, BlockCuts
+from pipelines.games.scan import BOUNDARY
 from schemas.atomic_files import atomic_path
 
 

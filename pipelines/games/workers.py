@@ -3,7 +3,7 @@
 A WorkerPool is started first thing by the command, so that its first process imports
 python-chess, NumPy and pyarrow on another core while this process starts up and opens the
 source (the others import once it is ready). Ingest then hands it units of work: frames of a
-pzstd-style file (pipelines.ingest.parallel.scan_unit), blocks of whole games read here in order
+pzstd-style file (the reader's scan of a unit), blocks of whole games read here in order
 (count_blocks_unit) or the games kept from blocks scanned here (count_kept_unit), and the merge
 of their runs.
 
@@ -16,16 +16,17 @@ the kernel at once). No named semaphores are made, so none can be left behind.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import queue
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, ParamSpec, TypeVar
 
 from pipelines.errors import ChesspipeError
-from pipelines.ingest.processes import (
+from pipelines.games.processes import (
     StartMethod,
     forking_parent,
     process_context,
@@ -45,7 +46,7 @@ class WorkerDied(ChesspipeError):
 
 
 class WorkerPool(Executor):
-    """Worker processes that end with this one; each imports what counting needs at start.
+    """Worker processes that end with this one; each imports what the work needs at start.
 
     An Executor: tasks go to whichever worker is free, one at a time each. A thread of this
     process stands for each worker, sending it tasks and setting their futures from its
@@ -56,8 +57,18 @@ class WorkerPool(Executor):
     a small source may never have for them.
     """
 
-    def __init__(self, workers: int, *, start_method: StartMethod | None = None) -> None:
-        """Start `workers` processes, forked or from a fork server (see process_context)."""
+    def __init__(
+        self,
+        workers: int,
+        *,
+        preload: Sequence[str] = (),
+        start_method: StartMethod | None = None,
+    ) -> None:
+        """Start `workers` processes, forked or from a fork server (see process_context).
+
+        `preload` names the modules each worker imports before it takes tasks (what the work
+        will need), so the imports run while this process starts and reads.
+        """
         if workers < 1:
             raise ValueError(f"a worker pool needs at least one worker, not {workers}")
         self.workers = workers
@@ -73,7 +84,7 @@ class WorkerPool(Executor):
             later = number > 0
             process = context.Process(
                 target=_serve,
-                args=(child, conn, parent, later),
+                args=(child, conn, parent, later, tuple(preload)),
                 name="chesspipe-worker",
                 daemon=True,
             )
@@ -216,8 +227,14 @@ def _died(process: BaseProcess) -> WorkerDied:
     )
 
 
-def _serve(conn: Connection, parents_end: Connection, parent: int | None, later: bool) -> None:
-    """A worker: import what counting needs (`later`: once told to), say so, then do the tasks
+def _serve(
+    conn: Connection,
+    parents_end: Connection,
+    parent: int | None,
+    later: bool,
+    preload: tuple[str, ...],
+) -> None:
+    """A worker: import `preload` (`later`: once told to), say so, then do the tasks
     received until there are none.
 
     `parents_end` is the other end of the pipe, closed here so that the parent's going away
@@ -231,14 +248,14 @@ def _serve(conn: Connection, parents_end: Connection, parent: int | None, later:
             conn.recv()
         except (EOFError, OSError):
             return  # the parent went away, or closed the pool first
-    from pipelines.ingest.allocator import reuse_large_buffers
+    from pipelines.games.allocator import reuse_large_buffers
 
     reuse_large_buffers()
     # Imported before anything is asked: this runs while the parent starts and reads.
     import pyarrow.parquet  # noqa: F401
 
-    import pipelines.ingest.counting  # noqa: F401
-    import pipelines.ingest.runs  # noqa: F401
+    for module in preload:
+        importlib.import_module(module)
 
     try:
         conn.send("ready")

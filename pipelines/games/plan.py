@@ -1,29 +1,23 @@
-"""How an open source is read: one of three strategies, decided once, and their shared terms.
+"""How an open source of games is read: one of three strategies, decided once.
 
 - UNITS: a pzstd-style file (or URL, on an executor) is split into units of zstd frames that
-  worker processes (or the executor) scan and count at once.
+  worker processes (or the executor) scan and work on at once.
 - BLOCKS: any other source is read in order here and split into blocks of whole games, which
-  worker processes scan and count, when there are cores to spare.
-- IN_PROCESS: read, scanned and counted here.
+  worker processes scan and work on, when there are cores to spare.
+- IN_PROCESS: read, scanned and worked on here.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipelines.ingest.frames import Frame
-from pipelines.ingest.settings import IngestSettings
-from pipelines.progress import ProgressCallback
+from pipelines.games.frames import Frame
 from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
-
-    from pipelines.ingest.kept_text import KeptPart
 
 #: Smallest compressed file read by several processes; below it, starting them costs more.
 PARALLEL_MIN_BYTES = 16 << 20
@@ -62,42 +56,6 @@ class ReadPlan:
     unit_bytes: int = 0
     #: BLOCKS: the most units read ahead of the workers (waiting for one, or being counted).
     in_flight: int = 0
-
-
-@dataclass(frozen=True)
-class Job:
-    """One ingest run as its strategies see it: what it reads, its settings, where it writes."""
-
-    source: str
-    month: str
-    warehouse: Path
-    settings: IngestSettings
-    #: The run's private folder for run files.
-    staging: Path
-    #: Rows counted in memory before a run file is written.
-    flush_rows: int
-    #: Most rows of runs merged in memory at once; more are merged a range of keys at a time.
-    in_memory_rows: int
-    progress: ProgressCallback | None
-    #: time.monotonic() when the run started, for progress reports and timings.
-    started: float
-    keep_partial: bool
-    #: Where the text of the kept games goes (ingest's `write_kept`), or None.
-    write_kept: Path | None = None
-
-
-@dataclass(frozen=True)
-class Counted:
-    """What a strategy counted: opening tree hits and misses, and how to write the partition."""
-
-    hits: int
-    misses: int
-    #: Writes the month's partition file at a path; returns its row count.
-    write: Callable[[Path], int]
-    #: Why reading stopped early, when a partial month is kept (keep_partial).
-    error: str | None = None
-    #: The staged text of the kept games, in source order (when they are written).
-    kept: list[KeptPart] = field(default_factory=list)
 
 
 def plan_read(
@@ -139,7 +97,7 @@ def _units(
     opened: OpenSource, workers: int, executor: Executor | None, parallel_min_bytes: int
 ) -> tuple[list[Frame], list[range]] | None:
     """Return the frames and units of parallel work for a pzstd-style source, or None."""
-    from pipelines.ingest.frames import frame_index, frame_pieces, plan_units
+    from pipelines.games.frames import frame_index, frame_pieces, plan_units
 
     if not opened.size or (executor is None and (workers < 2 or opened.size < parallel_min_bytes)):
         return None
