@@ -24,6 +24,8 @@ MONTH = make_sample.SAMPLE_MONTHS[0]
 SAMPLE = make_sample.sample_path(MONTH)
 DISK_BYTES = 24 << 20
 PAGE = 4096
+#: Room above a measured need that a run of the same command always has enough with.
+SLACK = 4 * PAGE
 
 
 @pytest.fixture
@@ -73,7 +75,14 @@ class FullDisk:
     def need(self, *, precision: int = PAGE) -> int:
         """The fewest free bytes (to `precision`) with which the command succeeds."""
         low, high = 0, DISK_BYTES // 2
-        assert self.run(high).returncode == 0, self.run(high).stderr
+        first = self.run(high)
+        assert first.returncode == 0, first.stderr
+        # What the run left takes most of what it needed: search below a few times that.
+        stat = os.statvfs(self.disk)
+        left = high - stat.f_bavail * stat.f_frsize
+        guess = min(high, (3 * left + 64 * PAGE) // PAGE * PAGE)
+        if guess < high and self.run(guess).returncode == 0:
+            high = guess
         while high - low > precision:
             middle = (low + high) // 2 // PAGE * PAGE
             low, high = (low, middle) if self.run(middle).returncode == 0 else (middle, high)
@@ -87,7 +96,7 @@ def _full_disk_runs(
     command: Callable[[Path], list[str]],
     published: Callable[[Path], None],
     *,
-    steps: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64),
+    steps: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64),
 ) -> None:
     """`prepare` lays the starting files on the disk; `command` is run with the disk's path;
     `published` checks a successful run's set (each file whole and matching its manifest).
@@ -114,7 +123,10 @@ def _full_disk_runs(
         assert ".tmp" not in line and "No space left on device" in line, line
         assert _state(disk) == before, f"free={free}: {line}"
     assert failed >= len(levels) // 2
-    assert runs.run(need).returncode == 0
+    # A run's files differ by a few bytes from one run to the next (the timings in its
+    # manifest): with a little more room than the measured need it must succeed.
+    done = runs.run(need + SLACK)
+    assert done.returncode == 0, done.stderr
     published(disk)
 
 
