@@ -8,6 +8,7 @@ filter written again from README's "What ingest keeps", keys from
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -38,32 +39,57 @@ def read_text(path: Path) -> str:
     return data.decode("utf-8", "replace")
 
 
-def speed(time_control: str) -> str | None:
+def speed(time_control: str) -> str:
+    """The speed of a TimeControl value as README says: Lichess's "base+inc" and "-", the PGN
+    standard's "300", "*300", "40/7200" (and further periods after ":"); otb for others."""
     if time_control == "-":
         return "correspondence"
-    try:
-        base, inc = (int(x) for x in time_control.split("+"))
-    except ValueError:
-        return None
-    seconds = base + 40 * inc
+    first = time_control.split(":")[0]
+    if first.startswith("*"):
+        first = first[1:]
+    if match := re.fullmatch(r"([0-9]+)\+([0-9]+)", first):
+        seconds = int(match[1]) + 40 * int(match[2])
+    elif (match := re.fullmatch(r"([0-9]+)/([0-9]+)", first)) and int(match[1]) > 0:
+        seconds = int(match[2]) * 40 // int(match[1])
+    elif re.fullmatch(r"[0-9]+", first):
+        seconds = int(first)
+    else:
+        return "otb"
     for limit, name in SPEED_LIMITS:
         if seconds < limit:
             return name
     return "correspondence"
 
 
+def ratings(headers: chess.pgn.Headers, min_rating: int) -> tuple[int, int] | None:
+    """Both ratings, or None when the game is dropped for want of them: at min_rating 0 a
+    missing rating counts as 0."""
+    found = []
+    for tag in ("WhiteElo", "BlackElo"):
+        value = headers.get(tag, "")
+        if value.isascii() and value.isdigit():
+            found.append(int(value))
+        elif min_rating > 0:
+            return None
+        else:
+            found.append(0)
+    return found[0], found[1]
+
+
 def keeps(headers: chess.pgn.Headers, min_rating: int, speeds: set[str], allow_bots: bool) -> bool:
-    try:
-        white, black = int(headers["WhiteElo"]), int(headers["BlackElo"])
-    except (KeyError, ValueError):
+    rated = ratings(headers, min_rating)
+    if rated is None:
         return False
+    white, black = rated
     if white < min_rating or black < min_rating:
         return False
     if speed(headers.get("TimeControl", "")) not in speeds:
         return False
     if not allow_bots and "BOT" in (headers.get("WhiteTitle"), headers.get("BlackTitle")):
         return False
-    if headers.get("Variant", "Standard") != "Standard" or "FEN" in headers:
+    if headers.get("Variant", "Standard").lower() != "standard":
+        return False
+    if headers.get("FEN", chess.STARTING_FEN).strip() != chess.STARTING_FEN:
         return False
     return headers.get("Result") in ("1-0", "0-1", "1/2-1/2")
 
@@ -83,7 +109,8 @@ def recount(
         if not moves:
             continue
         kept += 1
-        band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 100 * 100
+        white_elo, black_elo = ratings(headers, min_rating) or (0, 0)
+        band = min(white_elo, black_elo) // 100 * 100
         white_outcome = {"1-0": "win", "0-1": "loss", "1/2-1/2": "draw"}[headers["Result"]]
         flip = {"win": "loss", "loss": "win", "draw": "draw"}
         board = game.board()
@@ -91,7 +118,13 @@ def recount(
             outcome = white_outcome if board.turn == chess.WHITE else flip[white_outcome]
             key = chess.polyglot.zobrist_hash(board)
             counts[
-                (key, encode_move(board, move), speed(headers["TimeControl"]) or "", band, outcome)
+                (
+                    key,
+                    encode_move(board, move),
+                    speed(headers.get("TimeControl", "")),
+                    band,
+                    outcome,
+                )
             ] += 1
             board.push(move)
     return counts, kept

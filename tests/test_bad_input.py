@@ -22,6 +22,8 @@ from tests.conftest import run_cli
 from tests.recount import read_text
 
 ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
+#: Every game with both ratings and a known time control (the Lichess filter, opened up).
+RATED = GameFilter(1, frozenset(Speed) - {Speed.OTB}, allow_bots=True)
 
 
 def game(moves: str = "1. e4 e5 2. Nf3 Nc6 1-0", result: str = "1-0", **tags: str) -> bytes:
@@ -40,13 +42,20 @@ def game(moves: str = "1. e4 e5 2. Nf3 Nc6 1-0", result: str = "1-0", **tags: st
     return f"{header}\n\n{moves}\n\n".encode()
 
 
-def run(tmp_path: Path, data: bytes, name: str = "in.pgn", **kwargs: object) -> IngestManifest:
+def run(
+    tmp_path: Path,
+    data: bytes,
+    name: str = "in.pgn",
+    rules: GameFilter = ANY,
+    **kwargs: object,
+) -> IngestManifest:
     source = tmp_path / name
     source.write_bytes(data)
-    return ingest(str(source), "2024-01", tmp_path / "wh", IngestSettings(ANY), **kwargs)  # type: ignore[arg-type]
+    return ingest(str(source), "2024-01", tmp_path / "wh", IngestSettings(rules), **kwargs)  # type: ignore[arg-type]
 
 
-def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize("rules", [RATED, ANY], ids=["rated", "every_game"])
+def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path, rules: GameFilter) -> None:
     data = b"".join(
         [
             game(),
@@ -64,17 +73,15 @@ def test_each_bad_game_is_dropped_under_its_reason(tmp_path: Path) -> None:
             game(),
         ]
     )
-    manifest = run(tmp_path, data)
+    manifest = run(tmp_path, data, rules=rules)
     assert manifest.games_read == 13
-    assert manifest.games_kept == 4  # two good, the latin-1 name, the unclosed comment's d4
-    assert manifest.games_dropped == {
-        "rating_missing": 2,
-        "illegal_move": 2,
-        "no_moves": 1,
-        "result": 2,
-        "time_control": 1,
-        "variant": 1,
-    }
+    # Two good, the latin-1 name, the unclosed comment's d4; every game also keeps the two
+    # without a rating and the one whose time control is not known.
+    assert manifest.games_kept == (4 if rules is RATED else 7)
+    expected = {"illegal_move": 2, "no_moves": 1, "result": 2, "variant": 1}
+    if rules is RATED:
+        expected.update(rating_missing=2, time_control=1)
+    assert manifest.games_dropped == expected
 
 
 def test_huge_game_is_dropped_and_the_rest_counted(tmp_path: Path) -> None:
@@ -198,7 +205,7 @@ def test_lock_refuses_a_second_run(tmp_path: Path) -> None:
 def test_odd_cases_file(tmp_path: Path, odd_cases: Path) -> None:
     import chess.pgn
 
-    manifest = ingest(str(odd_cases), "2013-01", tmp_path, IngestSettings(ANY))
+    manifest = ingest(str(odd_cases), "2013-01", tmp_path, IngestSettings(RATED))
     stream = io.StringIO(read_text(odd_cases))
     unrated = total = 0
     while (headers := chess.pgn.read_headers(stream)) is not None:

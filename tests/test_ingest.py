@@ -140,15 +140,16 @@ def test_manifests_written_before_still_read(tmp_path: Path) -> None:
 
 def test_speeds_as_lichess_computes_them() -> None:
     assert [speed.value for speed in Speed] == [
-        "ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence",
+        "ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence", "otb",
     ]  # fmt: skip
-    assert [speed.ordinal for speed in Speed] == list(range(6))
+    assert [speed.ordinal for speed in Speed] == list(range(7))
     cases = {
         b"-": Speed.CORRESPONDENCE, b"15+0": Speed.ULTRABULLET, b"0+1": Speed.BULLET,
         b"29+0": Speed.ULTRABULLET, b"30+0": Speed.BULLET, b"60+3": Speed.BLITZ,
         b"180+0": Speed.BLITZ, b"300+3": Speed.BLITZ, b"480+0": Speed.RAPID,
         b"600+5": Speed.RAPID, b"1500+0": Speed.CLASSICAL, b"1800+30": Speed.CLASSICAL,
-        b"21600+0": Speed.CORRESPONDENCE, b"300": None, b"a+1": None, b"": None,
+        b"21600+0": Speed.CORRESPONDENCE, b"300": Speed.BLITZ, b"a+1": None, b"": None,
+        b"?": None,
     }  # fmt: skip
     for time_control, speed in cases.items():
         assert Speed.from_time_control(time_control) is speed, time_control

@@ -32,7 +32,7 @@ SETTINGS = (GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettin
          "--plies and --max-positions must be at least 1, --max-plies at least 0"),
         (lambda: GameFilter(speeds=frozenset({"hyper"})), "speeds",
          "unknown speed(s) ['hyper']; choose from ultrabullet, bullet, blitz, rapid, classical, "
-         "correspondence", None),
+         "correspondence, otb or all", None),
         (lambda: FromGamesSettings(min_pieces=9, max_pieces=8), "min_pieces",
          "pieces: need 2 <= min_pieces <= max_pieces <= 32", None),
     ],

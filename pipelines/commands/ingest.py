@@ -26,7 +26,7 @@ def settings_from_args(args: argparse.Namespace) -> IngestSettings:
     """Return the IngestSettings the options describe."""
     rules = filter_from_args(args)
     with settings_as_flags():
-        return IngestSettings(rules, args.plies)
+        return IngestSettings(rules, args.plies, getattr(args, "dedupe", False))
 
 
 def progress_from_args(args: argparse.Namespace) -> Any:
@@ -42,9 +42,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "ingest",
         help="stream a month of games into Parquet move statistics",
-        description="Stream SOURCE (a .pgn or .pgn.zst path, '-' for stdin, an http(s) URL, "
-        "or lichess:YYYY-MM), keep the games that pass the filter, and write their first "
-        "plies' statistics to WAREHOUSE/move_stats/month=YYYY-MM/.",
+        description="Stream SOURCE (a .pgn, .pgn.zst, .pgn.gz, .pgn.bz2 or .zip path, a folder "
+        "or a glob of them, '-' for stdin, an http(s) URL, or lichess:YYYY-MM), keep the games "
+        "that pass the filter, and write their first plies' statistics to "
+        "WAREHOUSE/move_stats/month=YYYY-MM/. Games that are not from Lichess (no TimeControl, "
+        "no ratings): --speeds all --min-rating 0.",
     )
     parser.add_argument("source")
     parser.add_argument("--month", required=True, help="YYYY-MM partition to write")
@@ -55,6 +57,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="replace a published month even with a run that read fewer than a tenth of its "
         "games (otherwise refused: a cut download or an empty file must not replace a month)",
+    )
+    parser.add_argument(
+        "--dedupe",
+        action="store_true",
+        help="drop a game whose main line repeats one kept before, as pgn-extract -D does "
+        "(counted as duplicate; the source is then read by one process)",
     )
     parser.add_argument(
         "--write-kept",
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError("cannot read games from stdin: it is closed")
     # Started first, so that the workers' imports overlap with this process's; ingest closes
     # the pool if it reads alone.
-    workers = args.workers or os.cpu_count() or 1
+    workers = 1 if settings.dedupe else args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
     from pipelines.ingest.run import WouldShrinkMonth, ingest
 

@@ -92,12 +92,13 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
         "--min-rating",
         type=non_negative_int,
         default=default.min_rating,
-        help=f"both players at least ({default.min_rating})",
+        help=f"both players at least ({default.min_rating}); 0 also keeps games without ratings",
     )
     parser.add_argument(
         "--speeds",
         default=",".join(speed for speed in Speed if speed in default.speeds),
-        help=f"comma-separated speeds to keep, of {','.join(Speed)}",
+        help=f"comma-separated speeds to keep, of {','.join(Speed)} (otb: no TimeControl, or "
+        "one not read), or all",
     )
     parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
     parser.add_argument("--variant", choices=VARIANTS, default=default.variant)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import zstandard
 
 from pipelines.errors import CorruptInput
-from pipelines.sources.open import Readable
+from pipelines.sources.open import FileSequence, Readable
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -167,7 +167,24 @@ def zstd_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
 
 
 def decompressed_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[bytes]:
-    """Yield the PGN bytes of a stream, decompressing zstd when the stream starts with it."""
+    """Yield the PGN bytes of a stream, decompressing zstd, gzip, bzip2 or zip when the stream
+    starts with it (pipelines.games.containers). A source of many files (a folder, a glob)
+    yields each file's text in turn, each as a part of the source (containers.part_text)."""
+    files = getattr(stream, "stream", None)
+    if isinstance(files, FileSequence):
+        from pipelines.games.containers import part_text
+
+        while files.next_file():
+            try:
+                yield from part_text(_one_stream(stream, read_size))
+            except CorruptInput as exc:
+                raise CorruptInput(f"{files.name}: {exc}") from None
+        return
+    yield from _one_stream(stream, read_size)
+
+
+def _one_stream(stream: Readable, read_size: int) -> Iterator[bytes]:
+    """decompressed_chunks of a stream of one file."""
     head = stream.read(4)
     if not head:
         return
@@ -176,9 +193,15 @@ def decompressed_chunks(stream: Readable, read_size: int = 1 << 20) -> Iterator[
         raise CorruptInput(f"truncated zstd stream: only {len(head)} bytes")
     if is_zstd(head):
         yield from zstd_chunks(rest, read_size)
-    else:
-        while block := rest.read(read_size):
-            yield block
+        return
+    from pipelines.games.containers import container_chunks, container_of
+
+    kind = container_of(head)
+    if kind is not None:
+        yield from container_chunks(kind, rest, stream, read_size)
+        return
+    while block := rest.read(read_size):
+        yield block
 
 
 class _Prepend:

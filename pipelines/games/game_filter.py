@@ -14,6 +14,9 @@ from schemas.speed import Speed
 
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
 
+#: The standard start position's FEN: a Standard game whose FEN tag holds it starts there.
+_START_FEN = b"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
 
 #: The variants ingest reads: Standard, or Chess960 games only.
 VARIANTS = ("standard", "chess960")
@@ -23,8 +26,10 @@ VARIANTS = ("standard", "chess960")
 class GameFilter:
     """Which games to keep: both ratings, speeds, bots and variant.
 
-    `speeds` may be given as names; they are kept as Speed members (unknown names raise
-    SettingError, a ValueError, as does an unknown variant).
+    `speeds` may be given as names ("all" for every one); they are kept as Speed members
+    (unknown names raise SettingError, a ValueError, as does an unknown variant). A game whose
+    time control is not known has Speed.OTB; at `min_rating` 0 a game without a rating (the
+    tag absent, empty, `?`) is kept, its ratings counted as 0.
     """
 
     min_rating: int = 2200
@@ -87,10 +92,12 @@ class ScanStats:
     """What the scanner saw: games read and kept, and dropped games by reason.
 
     The reasons: malformed (no tag section), oversized (longer than scan.MAX_GAME_BYTES),
-    rating_missing (absent or not a number), rating_low, time_control (absent or unreadable),
-    speed (not asked for), bot, variant, result (not 1-0, 0-1 or 1/2-1/2), truncated (the
-    last game of a source that ends inside it), and, found while counting, no_moves,
-    illegal_move (illegal, ambiguous or unparsable SAN) and bad_fen.
+    rating_missing (absent or not a number, at a min_rating above 0), rating_low,
+    time_control (absent or unreadable: Speed.OTB, when it is not asked for), speed (not asked
+    for), bot, variant, from_position (a Standard game that starts from a FEN other than the
+    start position), result (not 1-0, 0-1 or 1/2-1/2), truncated (the last game of a source
+    that ends inside it), and, found while counting, no_moves, illegal_move (illegal,
+    ambiguous or unparsable SAN), bad_fen and duplicate (ingest's dedupe).
     """
 
     games_read: int = 0
@@ -135,8 +142,9 @@ class ScanStats:
 
 
 def _needles(name: bytes) -> tuple[bytes, bytes]:
-    """Return what a tag pair starts with after a line end, and at a game's start."""
-    return b"\n[" + name + b' "', name + b' "'
+    """Return what a tag pair starts with after a line end, and at a game's start, in lower
+    case (tag names are read whatever their case)."""
+    return (b"\n[" + name + b' "').lower(), (name + b' "').lower()
 
 
 #: The tags the filter reads, with their needles (see _needles).
@@ -158,11 +166,16 @@ _WHITE_ELO, _BLACK_ELO, _TIME_CONTROL, _WHITE_TITLE, _BLACK_TITLE, _VARIANT, _FE
 )
 
 
-def _value(game: bytes, needle: bytes, prefix: bytes, header_end: int) -> bytes | None:
-    """Return the raw value of the tag whose needles (see _needles) are given, or None."""
-    start = game.find(needle, 0, header_end)
+def _value(
+    game: bytes, lowered: bytes, needle: bytes, prefix: bytes, header_end: int
+) -> bytes | None:
+    """Return the raw value of the tag whose needles (see _needles) are given, or None.
+
+    `lowered` is the game's tag section in lower case, where the tag's name is looked for.
+    """
+    start = lowered.find(needle, 0, header_end)
     if start < 0:
-        if not game.startswith(prefix):
+        if not lowered.startswith(prefix):
             return None
         start = len(prefix)
     else:
@@ -238,8 +251,10 @@ def _rated_speed(
         return None
     speed = _speed(time_control) if time_control is not None else None
     if speed is None:
-        stats.drop("time_control")
-        return None
+        if Speed.OTB not in rules.speeds:
+            stats.drop("time_control")
+            return None
+        speed = Speed.OTB
     if speed not in rules.speeds:
         stats.drop("speed")
         return None
@@ -257,33 +272,41 @@ def _filter_any_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGa
         stats.drop("malformed")
         stats.unreadable_bytes += len(game)
         return None
-    white = _rating(_value(game, *_WHITE_ELO, header_end))
-    black = _rating(_value(game, *_BLACK_ELO, header_end))
+    lowered = game[: header_end + 2].lower()
+    white = _rating(_value(game, lowered, *_WHITE_ELO, header_end))
+    black = _rating(_value(game, lowered, *_BLACK_ELO, header_end))
     if white is None or black is None:
-        stats.drop("rating_missing")
-        return None
-    speed = _rated_speed(white, black, _value(game, *_TIME_CONTROL, header_end), rules, stats)
+        if rules.min_rating > 0:
+            stats.drop("rating_missing")
+            return None
+        white, black = white or 0, black or 0  # kept when asked: counted as rating 0
+    time_control = _value(game, lowered, *_TIME_CONTROL, header_end)
+    speed = _rated_speed(white, black, time_control, rules, stats)
     if speed is None:
         return None
     if not rules.allow_bots and (
-        _value(game, *_WHITE_TITLE, header_end) == b"BOT"
-        or _value(game, *_BLACK_TITLE, header_end) == b"BOT"
+        _value(game, lowered, *_WHITE_TITLE, header_end) == b"BOT"
+        or _value(game, lowered, *_BLACK_TITLE, header_end) == b"BOT"
     ):
         stats.drop("bot")
         return None
-    variant = _value(game, *_VARIANT, header_end)
+    variant = _value(game, lowered, *_VARIANT, header_end)
+    raw_fen = _value(game, lowered, *_FEN, header_end)
     fen = None
     if rules.variant == "standard":
-        if variant not in (None, b"Standard") or _value(game, *_FEN, header_end) is not None:
+        if variant is not None and variant.lower() != b"standard":
             stats.drop("variant")
+            return None
+        if raw_fen is not None and raw_fen.strip() != _START_FEN:
+            stats.drop("from_position")
             return None
     else:
         if variant is None or variant.lower() not in (b"chess960", b"fischerandom"):
             stats.drop("variant")
             return None
-        raw_fen = _value(game, *_FEN, header_end)  # absent for start position 518
+        # (absent for start position 518)
         fen = raw_fen.decode("ascii", "replace") if raw_fen is not None else None
-    result = RESULTS.get(_value(game, *_RESULT, header_end) or b"")
+    result = RESULTS.get(_value(game, lowered, *_RESULT, header_end) or b"")
     if result is None:
         stats.drop("result")
         return None

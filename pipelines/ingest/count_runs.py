@@ -12,6 +12,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipelines.games.dedupe import MainLines
 from pipelines.games.game_filter import ScanStats
 from pipelines.games.scan import kept_games_in_blocks
 from pipelines.ingest.kept_text import KeptText
@@ -39,18 +40,23 @@ def count_kept(
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
-    """Count the first plies of games that passed the filter into run files under staging.
+    """Count the first plies of games that passed the filter into run files under staging
+    (those whose main line repeats one before left out, with the settings' dedupe).
 
-    Return the run files and the opening tree used (None if no game came and none was given).
+        Return the run files and the opening tree used (None if no game came and none was given).
     """
     counter: MoveCounter | None = None
     runs: list[Path] = []
+    lines = MainLines() if settings.dedupe else None
     for kept in games:
         if counter is None:  # python-chess and NumPy are imported once a game is kept
             from pipelines.ingest.counting import MoveCounter
 
             chess960 = settings.rules.variant == "chess960"
             counter = MoveCounter(settings.plies, stats, tree, chess960)
+        if lines is not None and lines.repeats(kept):
+            counter.skip("duplicate")
+            continue
         counter.add(kept)
         if len(counter.rows) >= flush_rows:
             runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))

@@ -216,6 +216,11 @@ class MoveCounter:
         if len(self._pending) >= self.batch_size:
             self.flush()
 
+    def skip(self, reason: str) -> None:
+        """Count a game that passed the filter as dropped under `reason`, in its place."""
+        self._reject(reason, self.added)
+        self.added += 1
+
     def _queue(self, game: KeptGame, text: bytes, moves: int, place: int) -> None:
         """Add a game to the next batch, with its text for the batch parser and the moves it
         must read from it."""

@@ -91,6 +91,8 @@ def ingest(
             _check_kept_target(source, Path(write_kept))
         warehouse = Path(warehouse)
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        if settings.dedupe:
+            workers, executor = 1, None  # one set of main lines, the games in source order
         if not may_start_processes():
             workers = 1  # in a daemonic process, such as a Dask worker's
         http = dict(http_options or {})

@@ -11,24 +11,30 @@ from pipelines.games.game_filter import GameFilter
 
 @dataclass(frozen=True)
 class IngestSettings:
-    """The settings a month's move statistics depend on: the game filter and plies counted."""
+    """The settings a month's move statistics depend on: the game filter, plies counted and
+    whether duplicate games are dropped."""
 
     rules: GameFilter = field(default_factory=GameFilter)
     #: Plies counted from the start of each kept game.
     plies: int = 20
+    #: Drop a game whose main line repeats one kept before (pipelines.games.dedupe), counted
+    #: as "duplicate"; the source is then read by this process alone, in order.
+    dedupe: bool = False
 
     def __post_init__(self) -> None:
         if self.plies < 1:
             raise SettingError("IngestSettings", "plies", "must be at least 1")
 
     def to_json(self) -> dict[str, Any]:
-        """Return the settings as plain JSON values, as the run manifest records them."""
-        return {**self.rules.to_json(), "plies": self.plies}
+        """Return the settings as plain JSON values, as the run manifest records them (dedupe
+        only when on: the settings of other runs read as they always did)."""
+        dedupe = {"dedupe": True} if self.dedupe else {}
+        return {**self.rules.to_json(), "plies": self.plies, **dedupe}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IngestSettings:
         """Return the settings a run manifest records (to_json's output)."""
-        return cls(GameFilter.from_json(data), data["plies"])
+        return cls(GameFilter.from_json(data), data["plies"], data.get("dedupe", False))
 
 
 #: The modules a worker process imports before it counts (pipelines.games.workers preloads them).

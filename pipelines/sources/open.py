@@ -1,12 +1,14 @@
-"""Where games come from: a file, stdin, an HTTP(S) URL or a Lichess month, as a byte stream."""
+"""Where games come from: a file, a folder or a glob of files, stdin, an HTTP(S) URL or a
+Lichess month, as a byte stream."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO, Protocol
@@ -59,15 +61,23 @@ class OpenSource:
     name: str
     size: int | None
     reader: CountingReader
-    kind: str  # "file", "stdin" or "url"
+    kind: str  # "file", "files" (a folder or a glob: FileSequence), "stdin" or "url"
 
 
 @contextmanager
 def open_source(
     source: str, variant: str = "standard", **http_options: object
 ) -> Iterator[OpenSource]:
-    """Open a SOURCE for streaming: a path, '-' for stdin, a URL or lichess:YYYY-MM."""
+    """Open a SOURCE for streaming: a path, a folder or a glob of files (read as one source:
+    FileSequence), '-' for stdin, a URL or lichess:YYYY-MM."""
     resolved = resolve(source, variant)
+    files = source_files(resolved)
+    if files is not None:
+        sequence = FileSequence(files)
+        with sequence:
+            total = sum(os.stat(path).st_size for path in files)
+            yield OpenSource(resolved, total, CountingReader(sequence), "files")
+        return
     if resolved == "-":
         yield OpenSource("-", None, CountingReader(sys.stdin.buffer), "stdin")
         return
@@ -85,6 +95,78 @@ def open_source(
         yield OpenSource(
             resolved, os.fstat(handle.fileno()).st_size, CountingReader(handle), "file"
         )
+
+
+#: What a file of games in a folder is called: PGN, compressed or not, or a zip archive.
+GAME_FILE_SUFFIXES = (".pgn", ".pgn.zst", ".pgn.gz", ".pgn.bz2", ".zip")
+
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+
+
+def source_files(resolved: str) -> list[str] | None:
+    """Return the files a folder or a glob names (sorted by name), or None for a source of
+    one stream. A folder's files are those with GAME_FILE_SUFFIXES, in it and below it."""
+    if is_url(resolved) or resolved == "-":
+        return None
+    if os.path.isdir(resolved):
+        found = [
+            os.path.join(folder, name)
+            for folder, _, names in os.walk(resolved)
+            for name in names
+            if name.lower().endswith(GAME_FILE_SUFFIXES)
+        ]
+        if not found:
+            suffixes = ", ".join(GAME_FILE_SUFFIXES)
+            raise ChesspipeError(f"no file of games ({suffixes}) in the folder {resolved}")
+        return sorted(found)
+    if os.path.exists(resolved) or not _GLOB_CHARACTERS.search(resolved):
+        return None
+    found = sorted(path for path in glob.glob(resolved) if os.path.isfile(path))
+    if not found:
+        raise ChesspipeError(f"no file matches {resolved}")
+    return found
+
+
+class FileSequence:
+    """Many files read as one source, a file at a time: `read` returns b"" at the end of
+    each, `next_file` goes on to the next (readers of games treat each file as a part of the
+    source: pipelines.games.decompress)."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = list(paths)
+        self.index = -1
+        self.current: BinaryIO | None = None
+
+    def __enter__(self) -> FileSequence:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def name(self) -> str:
+        """The file being read."""
+        return self.paths[self.index] if 0 <= self.index < len(self.paths) else ""
+
+    def next_file(self) -> bool:
+        """Open the next file; return False when none is left."""
+        self.close()
+        self.index += 1
+        if self.index >= len(self.paths):
+            return False
+        try:
+            self.current = open(self.paths[self.index], "rb")  # noqa: SIM115 (closed in close)
+        except OSError as exc:
+            raise ChesspipeError(f"cannot open {self.name}: {exc.strerror}") from None
+        return True
+
+    def read(self, size: int = -1, /) -> bytes:
+        return self.current.read(size) if self.current is not None else b""
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
 
 
 class Readable(Protocol):
