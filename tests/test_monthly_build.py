@@ -29,7 +29,7 @@ from pipelines.monthly.build import build_lock, build_month, month_to_build
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import DownloadOptions, MonthSettings
-from pipelines.sources.http import CannotVerify
+from pipelines.sources.checksums import CannotVerify
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.conftest import ROOT, run_cli
 from tests.loopback_http import LoopbackServer

@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     with flow_command(args) as options:
         from pipelines.flows.monthly import build_month_flow
         from pipelines.ingest.run import WouldShrinkMonth
-        from pipelines.sources.http import CannotVerify
+        from pipelines.sources.checksums import CannotVerify
 
         bar = progress_from_args(args)
         try:

@@ -29,7 +29,8 @@ def resolve_source(source: str, variant: str, download: DownloadOptions) -> Reso
     if resolved == "-":
         return ResolvedSource(source, resolved, "stdin", None, None)
     if is_url(resolved):
-        from pipelines.sources.http import published_sha256, remote_identity
+        from pipelines.sources.checksums import published_sha256
+        from pipelines.sources.http import remote_identity
 
         if download.verify:
             digest = published_sha256(
