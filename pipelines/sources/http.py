@@ -10,7 +10,6 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
 
 from pipelines.errors import ChesspipeError
 from pipelines.sources.retry import (
@@ -238,10 +237,12 @@ def url_file_name(url: str) -> str:
     return posixpath.basename(urllib.parse.urlsplit(url).path) or "download"
 
 
-def remote_identity(url: str, timeout: float = TIMEOUT, retries: int = RETRIES) -> dict[str, Any]:
+def remote_identity(
+    url: str, timeout: float = TIMEOUT, retries: int = RETRIES
+) -> tuple[int | None, str | None]:
     """Return what identifies a remote file's version without reading it: size and ETag."""
     stream = HttpStream(url, timeout=timeout, retries=retries)
     try:
-        return {"url": url, "size": stream.size, "etag": stream.etag}
+        return stream.size, stream.etag
     finally:
         stream.close()
