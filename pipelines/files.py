@@ -6,7 +6,6 @@ import errno
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 from schemas.atomic_files import atomic_path
 
@@ -17,17 +16,17 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def json_bytes(payload: dict[str, Any]) -> bytes:
+def json_bytes(payload: object) -> bytes:
     """A JSON document as chesspipe writes its manifests: indented, keys sorted, one newline."""
     return (json.dumps(payload, indent=2, sort_keys=True) + "\n").encode()
 
 
-def write_json(path: Path, payload: dict[str, Any]) -> None:
+def write_json(path: Path, payload: object) -> None:
     """Write a JSON document to `path` as it is (a file of an OutputSet, renamed later)."""
     Path(path).write_bytes(json_bytes(payload))
 
 
-def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, payload: object) -> None:
     """Write a JSON document so that it appears whole or not at all."""
     write_bytes_atomic(path, json_bytes(payload))
 

@@ -255,7 +255,7 @@ def test_a_published_monthly_book_finds_its_statistics(tmp_path: Path) -> None:
     from pipelines.monthly.settings import MonthSettings
 
     games = need(GAMES_2021, "real Lichess games (2021-10 sample)")
-    settings = MonthSettings(rules=GameFilter(min_rating=0), book=SETTINGS)
+    settings = MonthSettings(IngestSettings(GameFilter(min_rating=0)), book=SETTINGS)
     build_month(str(games), "2021-10", tmp_path / "wh", tmp_path / "books", settings)
     book, _ = published_paths(tmp_path / "books", "2021-10")
     board = chess.Board()

@@ -12,14 +12,9 @@ from pipelines.errors import ChesspipeError
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
-from pipelines.sources.http import (
-    HttpStream,
-    cache_paths,
-    checksums_url,
-    open_url,
-    parse_checksums,
-    published_sha256,
-)
+from pipelines.sources.checksums import checksums_url, parse_checksums, published_sha256
+from pipelines.sources.download import cache_paths, open_url
+from pipelines.sources.http import HttpStream
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.loopback_http import LoopbackServer
 

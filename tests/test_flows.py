@@ -14,15 +14,21 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.flows.options import BuildOptions
+from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import build_month
 from pipelines.monthly.publish import published_paths, range_book_path
 from pipelines.monthly.settings import MonthSettings
 from pipelines.warehouse.layout import partition_file
 from tests.conftest import ROOT, run_cli
 
-OPTIONS = BuildOptions(min_rating=0, min_games=2, log_every=0.0)
+OPTIONS = BuildOptions(
+    settings=MonthSettings(IngestSettings(GameFilter(min_rating=0)), BookSettings(min_games=2)),
+    log_every=0.0,
+)
 # (and how many processes read a month: where it ran, not what it holds: a Dask worker's
 # process is daemonic and reads alone)
 VOLATILE = {"timings", "finished_at", "seconds", "workers"}
@@ -55,7 +61,7 @@ def prefect_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 
 def settings() -> MonthSettings:
-    return OPTIONS.month_settings()
+    return OPTIONS.settings
 
 
 def stable(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -186,8 +192,9 @@ def test_scheduled_run_builds_the_previous_month(
     from prefect.flow_engine import run_flow
     from prefect.states import Scheduled
 
-    from pipelines.flows.deployment import MONTHLY_CRON, monthly_deployment
+    from pipelines.flows.deployment import monthly_deployment
     from pipelines.flows.monthly import build_month_flow
+    from pipelines.monthly.schedule import MONTHLY_CRON
 
     (tmp_path / "dumps").mkdir()
     (tmp_path / "dumps" / "2025-12.pgn.zst").write_bytes(games_2021.read_bytes())
@@ -303,7 +310,8 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
     from tests.test_book import entry_set, make_book_reference
 
     split_months(games_2021, tmp_path / "dumps", ["2021-08", "2021-10"])
-    every_game = BuildOptions(min_rating=0, allow_bots=True, speeds=list(Speed), min_games=3)
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed), allow_bots=True)
+    every_game = BuildOptions(settings=MonthSettings(IngestSettings(rules), BookSettings(3)))
     books = str(tmp_path / "books")
     manifests = backfill_flow(
         months="2021-08,2021-10",

@@ -25,16 +25,19 @@ from pipelines.errors import ChesspipeError
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
-from pipelines.monthly.build import build_lock, build_month, month_to_build
+from pipelines.monthly.build import build_lock, build_month
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.monthly.publish import published_paths
-from pipelines.monthly.settings import DownloadOptions, MonthSettings
-from pipelines.sources.http import CannotVerify
+from pipelines.monthly.schedule import month_to_build
+from pipelines.monthly.settings import MonthSettings
+from pipelines.monthly.source import SourceIdentity
+from pipelines.sources.checksums import CannotVerify
+from pipelines.sources.options import DownloadOptions
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.conftest import ROOT, run_cli
 from tests.loopback_http import LoopbackServer
 
-SETTINGS = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=2))
+SETTINGS = MonthSettings(IngestSettings(GameFilter(min_rating=0)), book=BookSettings(min_games=2))
 FAST = DownloadOptions(timeout=5.0, backoff=0.01)
 NAME = "lichess_db_standard_rated_2021-10.pgn.zst"
 
@@ -72,11 +75,11 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
     assert json.loads(manifest_file.read_text()) == manifest.to_json()
 
     # The same as running ingest and book build by hand.
-    ingest(str(games_2021), "2021-10", tmp_path / "ref", IngestSettings(SETTINGS.rules))
+    ingest(str(games_2021), "2021-10", tmp_path / "ref", SETTINGS.ingest)
     reference = build_book(tmp_path / "ref", ["2021-10"], tmp_path / "ref.bin", SETTINGS.book)
     assert book.read_bytes() == (tmp_path / "ref.bin").read_bytes()
     assert manifest.book_sha256 == reference.sha256
-    assert manifest.source_identity["sha256"] == hashlib.sha256(games_2021.read_bytes()).hexdigest()
+    assert manifest.source_identity.sha256 == hashlib.sha256(games_2021.read_bytes()).hexdigest()
 
     # The manifest's top moves are python-chess's reading of the published book.
     with chess.polyglot.open_reader(book) as reader:
@@ -87,7 +90,7 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
     ]
     assert manifest.top_moves[0].share == round(entries[0].weight / total, 4)
     text = summary_markdown(manifest)
-    assert f"games read: {manifest.ingest['games_read']:,}" in text
+    assert f"games read: {manifest.ingest.games_read:,}" in text
     assert f"| {manifest.top_moves[0].san} (" in text
 
     # Again with the same source and settings: nothing is rewritten.
@@ -107,7 +110,7 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
     manifest.write(manifest_file)
 
     # New book settings: the book is rebuilt from the partition already there.
-    stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
+    stricter = MonthSettings(SETTINGS.ingest, book=BookSettings(min_games=5))
     rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
     assert rebuilt.status == "built" and rebuilt.ingest_reused
     assert (
@@ -135,8 +138,8 @@ def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> N
         manifest = build_month(
             good, "2021-10", tmp_path / "wh", tmp_path / "books", SETTINGS, options
         )
-        assert manifest.source_identity == {"sha256": hashlib.sha256(data).hexdigest()}
-        assert manifest.ingest["source_sha256_verified"] is True
+        assert manifest.source_identity == SourceIdentity(hashlib.sha256(data).hexdigest())
+        assert manifest.ingest.source_sha256_verified is True
         assert (cache / NAME).read_bytes() == data
         local = build_month(
             str(games_2021), "2021-10", tmp_path / "wh2", tmp_path / "books2", SETTINGS
@@ -191,7 +194,9 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
     data = b"".join(
         compressor.compress(games[i : i + 500_000]) for i in range(0, len(games), 500_000)
     )
-    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    settings = MonthSettings(
+        IngestSettings(GameFilter(min_rating=0)), book=BookSettings(min_games=3)
+    )
     options = ["--min-rating", "0", "--min-games", "3", "--retries", "1", "--timeout", "5"]
     (tmp_path / "dump.pgn.zst").write_bytes(data)
     reference = build_month(
@@ -303,14 +308,14 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
             f"SELECT * FROM read_parquet('{tmp_path}/wh/move_stats/month=*/*.parquet',"
             " hive_partitioning = true) ORDER BY ALL"
         ).fetchall()
-        assert remote == here and len(remote) == local.ingest["rows"]
+        assert remote == here and len(remote) == local.ingest.rows
         # Up to date: no object is rewritten.
         created = {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")}
         again = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
         assert again.status == "up-to-date"
         assert {path: fs.info(path)["created"] for path in fs.find("/chesspipe-test")} == created
         # New book settings reuse the stored partition and replace only the book and manifest.
-        stricter = MonthSettings(rules=SETTINGS.rules, book=BookSettings(min_games=5))
+        stricter = MonthSettings(SETTINGS.ingest, book=BookSettings(min_games=5))
         rebuilt = build_month(str(games_2021), "2021-10", warehouse, books, stricter)
         assert rebuilt.status == "built" and rebuilt.ingest_reused
         partition = "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet"
@@ -327,7 +332,9 @@ KILLABLE = (
     "from pipelines.monthly.build import build_month\n"
     "from pipelines.monthly.settings import MonthSettings\n"
     "from pipelines.games.scan import GameFilter\n"
-    "settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))\n"
+    "from pipelines.ingest.settings import IngestSettings\n"
+    "ingest = IngestSettings(GameFilter(min_rating=0))\n"
+    "settings = MonthSettings(ingest, BookSettings(min_games=3))\n"
     "build_month(sys.argv[1], '2013-01', sys.argv[2], sys.argv[3], settings)\n"
 )
 
@@ -360,7 +367,9 @@ def test_kill_9_at_any_moment(tmp_path: Path, games_2013: Path) -> None:
     dump = tmp_path / "dump.pgn.zst"
     games = text[: text.index(b"\n\n[Event ", 4_000_000) + 2]
     dump.write_bytes(zstandard.ZstdCompressor(level=3).compress(games))
-    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    settings = MonthSettings(
+        IngestSettings(GameFilter(min_rating=0)), book=BookSettings(min_games=3)
+    )
     reference = build_month(
         str(dump), "2013-01", tmp_path / "ref-wh", tmp_path / "ref-books", settings
     )
@@ -445,7 +454,9 @@ def test_kill_9_at_each_publish_step_leaves_nothing_behind(
     dump.write_bytes(
         b"".join(compressor.compress(games[i : i + 250_000]) for i in range(0, len(games), 250_000))
     )
-    settings = MonthSettings(rules=GameFilter(min_rating=0), book=BookSettings(min_games=3))
+    settings = MonthSettings(
+        IngestSettings(GameFilter(min_rating=0)), book=BookSettings(min_games=3)
+    )
     reference = build_month(
         str(dump), "2013-01", tmp_path / "ref-wh", tmp_path / "ref-books", settings
     )

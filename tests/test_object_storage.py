@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from pipelines.flows.options import BuildOptions
+from pipelines.books.settings import BookSettings
+from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import build_month
 from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import MonthSettings
@@ -34,7 +36,8 @@ VOLATILE = {"timings", "finished_at", "seconds", "workers", "warehouse"}
 
 
 def settings(min_rating: int = 0) -> MonthSettings:
-    return BuildOptions(min_rating=min_rating, min_games=2).month_settings()
+    rules = GameFilter(min_rating=min_rating)
+    return MonthSettings(IngestSettings(rules), BookSettings(min_games=2))
 
 
 @pytest.fixture(scope="module")
@@ -155,8 +158,11 @@ def test_backfill_into_a_bucket_publishes_what_a_local_run_does_in_order(
 PAUSED_BUILD = """
 import sys
 import s3fs
-from pipelines.flows.options import BuildOptions
+from pipelines.books.settings import BookSettings
+from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import build_month
+from pipelines.monthly.settings import MonthSettings
 
 WRITES = {"put_object", "copy_object", "delete_object", "delete_objects",
           "create_multipart_upload", "upload_part", "complete_multipart_upload"}
@@ -171,8 +177,9 @@ async def paused(self, method, *args, **kwargs):
 
 s3fs.S3FileSystem._call_s3 = paused
 source, month, warehouse, books, rating = sys.argv[1:]
-options = BuildOptions(min_rating=int(rating), min_games=2)
-build_month(source, month, warehouse, books, options.month_settings())
+rules = GameFilter(min_rating=int(rating))
+settings = MonthSettings(IngestSettings(rules), BookSettings(min_games=2))
+build_month(source, month, warehouse, books, settings)
 """
 
 

@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
         flow = backfill_flow.with_options(task_runner=task_runner(args))
         try:
-            manifests = flow(
+            recorded = flow(
                 months=months,
                 source=args.source,
                 warehouse=location(args.warehouse),
@@ -105,13 +105,16 @@ def run(args: argparse.Namespace) -> int:
             )
         except MonthsFailed as exc:
             raise ChesspipeError(exc.said(as_said)) from None
+        from pipelines.monthly.manifest import MonthManifest
+
+        manifests = [MonthManifest.from_json(m) for m in recorded]  # the flow run's JSON
     summary = [
         {
-            "month": m["month"],
-            "status": m["status"],
-            "book": args.books.rstrip("/") + "/" + m["book_file"],
-            "games_kept": m["ingest"]["games_kept"],
-            "entries": m["book"]["entries"],
+            "month": m.month,
+            "status": m.status,
+            "book": args.books.rstrip("/") + "/" + m.book_file,
+            "games_kept": m.ingest.games_kept,
+            "entries": m.book.entries,
         }
         for m in manifests
     ]

@@ -21,7 +21,9 @@ from pipelines.commands.options import (
     as_said,
     settings_as_flags,
 )
-from pipelines.monthly.settings import DownloadOptions, MonthSettings
+from pipelines.ingest.settings import IngestSettings
+from pipelines.monthly.settings import MonthSettings
+from pipelines.sources.options import DownloadOptions
 
 
 def location(value: str) -> str:
@@ -40,8 +42,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
     book = book_settings_from_args(args)
     with settings_as_flags():
         settings = MonthSettings(
-            rules=rules,
-            plies=args.plies,
+            ingest=IngestSettings(rules, args.plies),
             book=book,
             keep_partial=args.keep_partial,
             workers=args.workers,
@@ -49,7 +50,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
     download = DownloadOptions(
         verify=not args.no_verify, cache=args.cache, timeout=args.timeout, retries=args.retries
     )
-    return BuildOptions.from_settings(settings, download)
+    return BuildOptions(settings=settings, download=download)
 
 
 def register(subparsers: Any) -> None:
@@ -125,12 +126,13 @@ def run(args: argparse.Namespace) -> int:
     with flow_command(args) as options:
         from pipelines.flows.monthly import build_month_flow
         from pipelines.ingest.run import WouldShrinkMonth
-        from pipelines.sources.http import CannotVerify
+        from pipelines.monthly.manifest import MonthManifest
+        from pipelines.sources.checksums import CannotVerify
 
         bar = progress_from_args(args)
         try:
             with bar.apart_from_logs() if bar is not None else nullcontext():
-                manifest = build_month_flow(
+                recorded = build_month_flow(
                     source=args.source,
                     warehouse=location(args.warehouse),
                     books=location(args.books),
@@ -148,29 +150,30 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if bar is not None:
                 bar.close()
-    if manifest["status"] == "up-to-date":
+        manifest = MonthManifest.from_json(recorded)  # as the flow run returns it: JSON
+    if manifest.status == "up-to-date":
         print(
-            f"chesspipe: {manifest['book_file']} is up to date (same source and settings); "
+            f"chesspipe: {manifest.book_file} is up to date (same source and settings); "
             "nothing changed (use --force to rebuild)",
             file=sys.stderr,
         )
-    if manifest["book"]["entries"] == 0:
+    if manifest.book.entries == 0:
         from pipelines.books.build import no_move_passes
 
         settings = book_settings_from_args(args)
         print(
             "chesspipe: warning: "
             + no_move_passes([args.month], settings, SETTING_FLAGS)
-            + f": the published book {manifest['book_file']} is empty",
+            + f": the published book {manifest.book_file} is empty",
             file=sys.stderr,
         )
     summary = {
-        "month": manifest["month"],
-        "status": manifest["status"],
-        "book": args.books.rstrip("/") + "/" + manifest["book_file"],
-        "games_read": manifest["ingest"]["games_read"],
-        "games_kept": manifest["ingest"]["games_kept"],
-        "entries": manifest["book"]["entries"],
+        "month": manifest.month,
+        "status": manifest.status,
+        "book": args.books.rstrip("/") + "/" + manifest.book_file,
+        "games_read": manifest.ingest.games_read,
+        "games_kept": manifest.ingest.games_kept,
+        "entries": manifest.book.entries,
     }
     print(json.dumps(summary, indent=2))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
     games.set_defaults(handler=run_games)
 
 
-def _report(manifest: dict[str, Any], keys: tuple[str, ...]) -> None:
+def _report(manifest: Mapping[str, object], keys: tuple[str, ...]) -> None:
     print(json.dumps({k: manifest[k] for k in keys if k in manifest}, indent=2))
 
 

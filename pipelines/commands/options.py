@@ -170,7 +170,7 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
 
 def add_download_options(parser: argparse.ArgumentParser) -> None:
     """Add how a remote source is fetched (defaults: DownloadOptions)."""
-    from pipelines.monthly.settings import DownloadOptions
+    from pipelines.sources.options import DownloadOptions
 
     default = DownloadOptions()
     parser.add_argument(
@@ -225,7 +225,9 @@ def add_locations(parser: argparse.ArgumentParser) -> None:
 
 def add_source_template(parser: argparse.ArgumentParser) -> None:
     """Add --source, the template of many months' sources."""
-    parser.add_argument("--source", default="lichess:{month}", help="template with {month}")
+    from pipelines.monthly.schedule import SOURCE_TEMPLATE
+
+    parser.add_argument("--source", default=SOURCE_TEMPLATE, help="template with {month}")
 
 
 #: The flag that sets each setting, by "Settings.field" (the settings dataclass's name): what

@@ -6,6 +6,8 @@ import argparse
 from typing import Any
 
 from pipelines.commands.options import add_build_options, add_locations, add_source_template, port
+from pipelines.flows.server import UI_PORT
+from pipelines.monthly.schedule import MONTHLY_CRON
 
 
 def register(subparsers: Any) -> None:
@@ -19,9 +21,14 @@ def register(subparsers: Any) -> None:
     )
     add_locations(parser)
     add_source_template(parser)
-    parser.add_argument("--cron", default=None, help="cron schedule (default 0 6 3 * *, UTC)")
     parser.add_argument(
-        "--port", type=port, default=4200, help="port of the local Prefect server and UI (4200)"
+        "--cron", default=MONTHLY_CRON, help=f"cron schedule (default {MONTHLY_CRON}, UTC)"
+    )
+    parser.add_argument(
+        "--port",
+        type=port,
+        default=UI_PORT,
+        help=f"port of the local Prefect server and UI ({UI_PORT})",
     )
     add_build_options(parser)
     parser.set_defaults(handler=run)
@@ -29,13 +36,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.build_month import location, options_from_args
-    from pipelines.flows.deployment import MONTHLY_CRON, serve_monthly
+    from pipelines.flows.deployment import serve_monthly
 
     serve_monthly(
         location(args.warehouse),
         location(args.books),
         args.source,
-        args.cron or MONTHLY_CRON,
+        args.cron,
         options_from_args(args),
         port=args.port,
         hint="port in use? use --port, or set PREFECT_API_URL to a running server",

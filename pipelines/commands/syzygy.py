@@ -13,6 +13,7 @@ from pipelines.commands.options import non_negative_int
 
 def register(subparsers: Any) -> None:
     from pipelines.endgames.syzygy_download import DEFAULT_BASE_URL, DEFAULT_CHECKSUMS_URL
+    from pipelines.sources.retry import RETRIES
 
     parser = subparsers.add_parser("syzygy", help="download Syzygy tablebases")
     actions = parser.add_subparsers(dest="syzygy_command", metavar="ACTION", required=True)
@@ -38,7 +39,7 @@ def register(subparsers: Any) -> None:
         help="SHA-256 list (URL or file), '<sha256>  <name>' lines",
     )
     download.add_argument(
-        "--retries", type=non_negative_int, default=5, help="retries per file (5)"
+        "--retries", type=non_negative_int, default=RETRIES, help=f"retries per file ({RETRIES})"
     )
     download.add_argument("--yes", action="store_true", help="go ahead when space looks short")
     download.add_argument("--quiet", action="store_true", help="no progress output")

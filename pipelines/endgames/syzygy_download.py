@@ -20,7 +20,10 @@ from typing import Any, TextIO
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json_atomic
 from pipelines.progress import ProgressBar, bar
-from pipelines.sources.http import download_file, fetch_text, parse_checksums
+from pipelines.sources.checksums import parse_checksums
+from pipelines.sources.download import download_file
+from pipelines.sources.http import fetch_text
+from pipelines.sources.retry import BACKOFF, RETRIES, TIMEOUT
 
 DEFAULT_BASE_URL = "http://tablebase.sesse.net/syzygy"
 DEFAULT_CHECKSUMS_URL = (
@@ -99,7 +102,7 @@ def set_files(checksums: dict[str, str], set_name: str, base_url: str) -> list[T
 
 
 def read_checksum_list(
-    source: str, timeout: float = 60.0, retries: int = 5, backoff: float = 1.0
+    source: str, timeout: float = TIMEOUT, retries: int = RETRIES, backoff: float = BACKOFF
 ) -> dict[str, str]:
     """Return the table checksums from a URL or a local file."""
     if source.startswith(("http://", "https://")):
@@ -154,9 +157,9 @@ def download_set(
     base_url: str = DEFAULT_BASE_URL,
     checksums: str = DEFAULT_CHECKSUMS_URL,
     progress: Callable[[FileProgress], None] | None = None,
-    retries: int = 5,
-    timeout: float = 60.0,
-    backoff: float = 1.0,
+    retries: int = RETRIES,
+    timeout: float = TIMEOUT,
+    backoff: float = BACKOFF,
 ) -> dict[str, Any]:
     """Download a set's missing files into a folder; return counts. Fails listing bad files."""
     folder = Path(folder)

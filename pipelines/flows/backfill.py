@@ -48,8 +48,8 @@ def build_month_task(
         month,
         warehouse,
         books,
-        options.month_settings(),
-        options.download(),
+        options.settings,
+        options.download,
         force=force,
         progress=LoggedProgress(logger, options.log_every, label=f"{month}: "),
     )
@@ -108,4 +108,4 @@ def backfill_flow(
 @task(name="build-range-book", cache_policy=NO_CACHE)
 def range_book_task(warehouse: str, months: list[str], out: Path, options: BuildOptions) -> None:
     """Build one book over all the months of a backfill."""
-    build_book(Path(warehouse), months, out, options.month_settings().book)
+    build_book(Path(warehouse), months, out, options.settings.book)

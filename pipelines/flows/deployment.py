@@ -1,13 +1,11 @@
-"""The monthly schedule: a deployment that builds the previous month's book, served locally.
+"""The monthly deployment: a Prefect deployment that builds the previous month's book.
 
-Run `python -m pipelines.flows.deployment --warehouse DIR --books DIR` (or
-`chesspipe serve-monthly ...`) to serve it; each run on the cron builds the month before.
-Without PREFECT_API_URL a local Prefect server (scheduler and UI) is started for the purpose.
+`chesspipe serve-monthly` serves it; each run on the cron builds the month before. Without
+PREFECT_API_URL a local Prefect server (scheduler and UI) is started for the purpose.
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,17 +16,16 @@ from typing import Any
 from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import build_month_flow
 from pipelines.flows.options import BuildOptions
-from pipelines.flows.server import wait_until_healthy
+from pipelines.flows.server import UI_PORT, wait_until_healthy
+from pipelines.monthly.schedule import MONTHLY_CRON, SOURCE_TEMPLATE
 
-#: The dumps of a month appear in the first days of the next: build on the 3rd at 06:00 UTC.
-MONTHLY_CRON = "0 6 3 * *"
 DEPLOYMENT_NAME = "monthly-book"
 
 
 def monthly_deployment(
     warehouse: str,
     books: str,
-    source: str = "lichess:{month}",
+    source: str = SOURCE_TEMPLATE,
     cron: str = MONTHLY_CRON,
     options: BuildOptions | None = None,
     name: str = DEPLOYMENT_NAME,
@@ -36,7 +33,7 @@ def monthly_deployment(
     """Return the deployment that builds the previous month on the cron (month left unset)."""
     parameters: dict[str, Any] = {"source": source, "warehouse": warehouse, "books": books}
     if options is not None:
-        parameters["options"] = options.model_dump()
+        parameters["options"] = options.record()
     return build_month_flow.to_deployment(
         name=name,
         cron=cron,
@@ -53,7 +50,7 @@ SERVER_HINT = "port in use? or set PREFECT_API_URL to a running server"
 
 @contextmanager
 def prefect_server(
-    port: int = 4200, timeout: float = 180.0, hint: str = SERVER_HINT
+    port: int = UI_PORT, timeout: float = 180.0, hint: str = SERVER_HINT
 ) -> Iterator[str]:
     """Yield the API URL of a Prefect server: PREFECT_API_URL's, or a local one started here.
 
@@ -99,10 +96,10 @@ def prefect_server(
 def serve_monthly(
     warehouse: str,
     books: str,
-    source: str = "lichess:{month}",
+    source: str = SOURCE_TEMPLATE,
     cron: str = MONTHLY_CRON,
     options: BuildOptions | None = None,
-    port: int = 4200,
+    port: int = UI_PORT,
     hint: str = SERVER_HINT,
 ) -> None:
     """Serve the monthly deployment from this process until interrupted (`hint`: as for
@@ -111,20 +108,3 @@ def serve_monthly(
 
     with prefect_server(port, hint=hint):
         serve(monthly_deployment(warehouse, books, source, cron, options))
-
-
-def main() -> None:
-    """Serve the monthly deployment with default build options."""
-    parser = argparse.ArgumentParser(description="Serve the monthly book deployment.")
-    parser.add_argument("--warehouse", required=True)
-    parser.add_argument("--books", required=True)
-    parser.add_argument("--source", default="lichess:{month}")
-    parser.add_argument("--cron", default=MONTHLY_CRON)
-    parser.add_argument("--port", type=int, default=4200, help="local Prefect server port")
-    args = parser.parse_args()
-    hint = "port in use? use --port, or set PREFECT_API_URL to a running server"
-    serve_monthly(args.warehouse, args.books, args.source, args.cron, port=args.port, hint=hint)
-
-
-if __name__ == "__main__":
-    main()

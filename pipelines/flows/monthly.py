@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
@@ -13,9 +13,13 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.errors import ChesspipeError, Stopped
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import build_month, month_to_build
+from pipelines.monthly.build import build_month
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
+from pipelines.monthly.schedule import month_to_build
 from pipelines.progress import Progress, ProgressCallback, format_progress, stream_handlers
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class LoggedProgress:
@@ -130,9 +134,9 @@ def preload() -> None:
         importlib.import_module(name)
 
 
-def run_as_task(name: str, function: Callable[..., Any], *args: Any) -> Any:
-    """Run one step of a build as a Prefect task run."""
-    return task(name=name, cache_policy=NO_CACHE)(function)(*args)
+def run_as_task(name: str, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """Run one step of a build as a Prefect task run (a StepRunner)."""
+    return task(name=name, cache_policy=NO_CACHE)(function)(*args, **kwargs)
 
 
 def scheduled_month() -> str:
@@ -177,8 +181,8 @@ def build_month_flow(
         month,
         warehouse,
         books,
-        options.month_settings(),
-        options.download(),
+        options.settings,
+        options.download,
         force=force,
         progress=LoggedProgress(logger, options.log_every, progress),
         run_step=run_as_task,
@@ -189,8 +193,8 @@ def build_month_flow(
         logger.info(
             "published %s: %s games read, %s kept, %s entries",
             manifest.book_file,
-            manifest.ingest["games_read"],
-            manifest.ingest["games_kept"],
+            manifest.ingest.games_read,
+            manifest.ingest.games_kept,
             manifest.book.entries,
         )
     publish_artifact(manifest)

@@ -42,6 +42,9 @@ from pipelines.flows import prefect_internals
 #: Seconds to wait for the server to answer, unless Prefect's own setting says otherwise.
 STARTUP_TIMEOUT = 60.0
 
+#: The port of a Prefect server with its UI started to serve a deployment: Prefect's own.
+UI_PORT = 4200
+
 #: The settings Prefect gives its temporary server (no UI, the ephemeral server's services),
 #: but not PREFECT__SERVER_FINAL: with FastAPI 0.137+ it only adds a full garbage collection
 #: (~0.15 s) before the app is frozen.

@@ -104,7 +104,7 @@ def _units(
     if opened.kind == "file":
         handle: Any = opened.reader.stream
     elif opened.kind == "url" and executor is not None:
-        from pipelines.sources.http import RangeFile
+        from pipelines.sources.ranges import RangeFile
 
         handle = RangeFile(opened.name, opened.size)
     else:

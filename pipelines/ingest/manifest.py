@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ class IngestManifest:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IngestManifest:
+    def from_json(cls, data: Mapping[str, Any]) -> IngestManifest:
         """Return the manifest JSON values describe (those of to_json, or of older files)."""
         values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
         values["settings"] = IngestSettings.from_json(data["settings"])

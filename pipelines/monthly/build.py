@@ -10,9 +10,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
-from datetime import date, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
 from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
@@ -20,7 +19,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, make_folder
 from pipelines.ingest.manifest import IngestManifest, read_manifest
 from pipelines.ingest.run import ingest
-from pipelines.monthly.manifest import MonthManifest
+from pipelines.monthly.manifest import IngestResult, MonthManifest
 from pipelines.monthly.publish import (
     book_name,
     publish_step,
@@ -28,34 +27,44 @@ from pipelines.monthly.publish import (
     remove_stale_staging,
     up_to_date_book,
 )
-from pipelines.monthly.settings import DownloadOptions, MonthSettings
-from pipelines.monthly.source import ResolvedSource, resolve_source
+from pipelines.monthly.settings import MonthSettings
+from pipelines.monthly.source import ResolvedSource, SourceIdentity, resolve_source
 from pipelines.progress import ProgressCallback
+from pipelines.sources.options import DownloadOptions
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file
 from pipelines.warehouse.locks import clean_month_if_free, month_lock
 
 T = TypeVar("T")
-
-#: Runs one named step of a build; the Prefect flow passes one that makes each step a task.
-StepRunner = Callable[..., Any]
+P = ParamSpec("P")
 
 
-def run_directly(name: str, function: Callable[..., T], *args: Any) -> T:
+class StepRunner(Protocol):
+    """Runs one named step of a build, `function(*args)`, and returns what it returns.
+
+    `run_directly` calls it; the Prefect flow passes one that makes each step a task run.
+    """
+
+    def __call__(
+        self, name: str, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T: ...
+
+
+def run_directly(name: str, function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """Run a build step as a plain call."""
-    return function(*args)
+    return function(*args, **kwargs)
 
 
 def up_to_date_partition(
-    warehouse: Path, month: str, identity: dict[str, Any] | None, settings: MonthSettings
+    warehouse: Path, month: str, identity: SourceIdentity | None, settings: MonthSettings
 ) -> IngestManifest | None:
     """Return the month's ingest manifest if its partition came from this content and filter."""
-    if identity is None or "sha256" not in identity:
+    if identity is None or identity.sha256 is None:
         return None
     manifest = read_manifest(warehouse, month)
     target = partition_file(warehouse, month)
     if manifest is None or not target.exists():
         return None
-    if manifest.partial or manifest.source_sha256 != identity["sha256"]:
+    if manifest.partial or manifest.source_sha256 != identity.sha256:
         return None
     if manifest.settings != settings.ingest:
         return None
@@ -90,12 +99,12 @@ def ingest_step(
     download: DownloadOptions,
     force: bool,
     progress: ProgressCallback | None,
-) -> dict[str, Any]:
+) -> IngestResult:
     """Ingest the month unless its partition already holds this content; return its manifest."""
     if not force:
         existing = up_to_date_partition(warehouse, month, resolved.identity, settings)
         if existing is not None:
-            return {**existing.to_json(), "reused": True}
+            return IngestResult(existing, reused=True)
     manifest = ingest(
         resolved.source,
         month,
@@ -108,12 +117,12 @@ def ingest_step(
         http_options=download.http_options(),
         replace=force,
     )
-    return {**manifest.to_json(), "reused": False}
+    return IngestResult(manifest, reused=False)
 
 
 def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
     """Build the month's book into a hidden staging folder; return its manifest."""
-    staged = staging / book_name(month, settings.rules.variant)
+    staged = staging / book_name(month, settings.ingest.rules.variant)
     return build_book(warehouse, [month], staged, settings.book)
 
 
@@ -157,15 +166,13 @@ def build_month(
         # of the month left in the warehouse goes; a month another run is ingesting is left alone.
         clean_month_if_free(warehouse, month)
         resolved: ResolvedSource = run_step(
-            "resolve-source", resolve_source, source, settings.rules.variant, download
+            "resolve-source", resolve_source, source, settings.ingest.rules.variant, download
         )
         if not force:
-            current = up_to_date_book(
-                books, month, settings.rules.variant, resolved.identity, settings.record()
-            )
+            current = up_to_date_book(books, month, resolved.identity, settings)
             if current is not None:
                 return replace(current, status="up-to-date")
-        ingest_manifest: dict[str, Any] = run_step(
+        ingested: IngestResult = run_step(
             "ingest", ingest_step, resolved, month, warehouse, settings, download, force, progress
         )
         staging = books / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -181,7 +188,7 @@ def build_month(
                 month,
                 resolved,
                 settings,
-                ingest_manifest,
+                ingested,
                 book_manifest,
                 staging,
                 started,
@@ -226,7 +233,7 @@ def _build_month_remote(
         scratch = Path(tmp)
         local_wh = scratch / "warehouse" if remote_wh else Path(warehouse)
         local_books = scratch / "books" if remote_books else Path(books)
-        book, manifest_file = published_paths(local_books, month, settings.rules.variant)
+        book, manifest_file = published_paths(local_books, month, settings.ingest.rules.variant)
         stats_file = partition_file(local_wh, month)
         stats_manifest = manifest_path(local_wh, month)
 
@@ -273,11 +280,3 @@ def _build_month_remote(
             )
         publish(changed, month=month)
         return manifest
-
-
-def month_to_build(scheduled: datetime | date) -> str:
-    """Return the month a run scheduled at this time builds: the previous calendar month."""
-    year, month = scheduled.year, scheduled.month - 1
-    if month == 0:
-        year, month = year - 1, 12
-    return f"{year:04d}-{month:02d}"

@@ -6,10 +6,20 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipelines.books.manifest import BookManifest
 from pipelines.files import write_json_atomic
+from pipelines.ingest.manifest import IngestManifest
+from pipelines.monthly.settings import MonthSettings
+from pipelines.monthly.source import SourceIdentity
+
+
+class IngestResult(NamedTuple):
+    """The month's ingest manifest, and whether its partition was reused as it was."""
+
+    manifest: IngestManifest
+    reused: bool
 
 
 @dataclass(frozen=True)
@@ -35,8 +45,8 @@ class TopMove:
 class MonthManifest:
     """What a month's build published, from what source and settings; status built/up-to-date.
 
-    `settings` holds the settings as recorded (`MonthSettings.record()`), `ingest` the month's
-    ingest manifest as ingest wrote it.
+    Its file holds `settings` as `MonthSettings.record()` records them, and `ingest` as the
+    month's ingest manifest file does.
     """
 
     chesspipe_version: str
@@ -46,9 +56,9 @@ class MonthManifest:
     source: str
     source_resolved: str
     source_kind: str
-    source_identity: dict[str, Any] | None
-    settings: dict[str, Any]
-    ingest: dict[str, Any]
+    source_identity: SourceIdentity | None
+    settings: MonthSettings
+    ingest: IngestManifest
     ingest_reused: bool
     book: BookManifest
     book_file: str
@@ -68,9 +78,9 @@ class MonthManifest:
             "source": self.source,
             "source_resolved": self.source_resolved,
             "source_kind": self.source_kind,
-            "source_identity": self.source_identity,
-            "settings": self.settings,
-            "ingest": self.ingest,
+            "source_identity": identity.to_json() if (identity := self.source_identity) else None,
+            "settings": self.settings.record(),
+            "ingest": self.ingest.to_json(),
             "ingest_reused": self.ingest_reused,
             "book": self.book.to_json(),
             "book_file": self.book_file,
@@ -92,9 +102,11 @@ class MonthManifest:
             source=str(data["source"]),
             source_resolved=str(data["source_resolved"]),
             source_kind=str(data["source_kind"]),
-            source_identity=data["source_identity"],
-            settings=dict(data["settings"]),
-            ingest=dict(data["ingest"]),
+            source_identity=SourceIdentity.from_json(identity)
+            if (identity := data["source_identity"]) is not None
+            else None,
+            settings=MonthSettings.from_record(data["settings"]),
+            ingest=IngestManifest.from_json(data["ingest"]),
             ingest_reused=bool(data["ingest_reused"]),
             book=BookManifest.from_json(data["book"]),
             book_file=str(data["book_file"]),
@@ -125,8 +137,8 @@ def summary_markdown(manifest: MonthManifest) -> str:
         f"# Book lichess {manifest.month} ({manifest.status})",
         "",
         f"- source: `{manifest.source_resolved}`",
-        f"- games read: {ingest_manifest['games_read']:,}",
-        f"- games kept: {ingest_manifest['games_kept']:,}",
+        f"- games read: {ingest_manifest.games_read:,}",
+        f"- games kept: {ingest_manifest.games_kept:,}",
         f"- book: `{manifest.book_file}`, {manifest.book_size:,} bytes, "
         f"{manifest.book.entries:,} entries, {manifest.book.positions:,} positions",
         f"- sha256: `{manifest.book_sha256}`",
@@ -138,7 +150,7 @@ def summary_markdown(manifest: MonthManifest) -> str:
         lines.append(f"| {move.san} ({move.move}) | {move.weight:,} | {move.share:.1%} |")
     if not manifest.top_moves:
         lines.append("| (no book moves at the start position) | | |")
-    dropped = ingest_manifest.get("games_dropped") or {}
+    dropped = ingest_manifest.games_dropped
     if dropped:
         lines += ["", "Dropped games: " + ", ".join(f"{k} {v:,}" for k, v in dropped.items())]
     return "\n".join(lines) + "\n"

@@ -7,14 +7,13 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
-from pipelines.monthly.manifest import MonthManifest, TopMove
+from pipelines.monthly.manifest import IngestResult, MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
-from pipelines.monthly.source import ResolvedSource
+from pipelines.monthly.source import ResolvedSource, SourceIdentity
 from pipelines.warehouse.leftovers import month_staging, remove_leftovers
 from schemas.atomic_files import OutputSet
 from schemas.version import __version__
@@ -50,10 +49,10 @@ def range_book_path(books: Path, name: str, months: list[str]) -> Path:
 
 
 def up_to_date_book(
-    books: Path, month: str, variant: str, identity: dict[str, Any] | None, settings: dict[str, Any]
+    books: Path, month: str, identity: SourceIdentity | None, settings: MonthSettings
 ) -> MonthManifest | None:
     """Return the published run manifest if it was made from this content and these settings."""
-    book, manifest_file = published_paths(books, month, variant)
+    book, manifest_file = published_paths(books, month, settings.ingest.rules.variant)
     if identity is None or not manifest_file.exists() or not book.exists():
         return None
     manifest = MonthManifest.read(manifest_file)
@@ -86,13 +85,13 @@ def publish_step(
     month: str,
     resolved: ResolvedSource,
     settings: MonthSettings,
-    ingest_manifest: dict[str, Any],
+    ingested: IngestResult,
     book_manifest: BookManifest,
     staging: Path,
     started: float,
 ) -> MonthManifest:
     """Move the staged book into place, then write the run manifest beside it; return it."""
-    variant = settings.rules.variant
+    variant = settings.ingest.rules.variant
     book, manifest_file = published_paths(books, month, variant)
     staged = staging / book.name
     book_sha256 = file_sha256(staged)
@@ -108,9 +107,9 @@ def publish_step(
             source_resolved=resolved.resolved,
             source_kind=resolved.kind,
             source_identity=resolved.identity,
-            settings=settings.record(),
-            ingest={k: v for k, v in ingest_manifest.items() if k != "reused"},
-            ingest_reused=bool(ingest_manifest.get("reused")),
+            settings=settings,
+            ingest=ingested.manifest,
+            ingest_reused=ingested.reused,
             book=replace(book_manifest, out=book.name),
             book_file=book.name,
             book_sha256=book_sha256,

@@ -1,41 +1,28 @@
-"""What a month's build depends on (filter, plies, book options) and how it downloads.
+"""What a month's build depends on: the ingest settings (filter, plies) and the book's.
 
-These dataclasses own the defaults and their checks; the command line and the Prefect
-parameters (`pipelines.flows.options.BuildOptions`) read them from here.
+This dataclass owns its defaults and checks (through the settings it holds); the command line
+and the Prefect parameters (`pipelines.flows.options.BuildOptions`) read them from here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
-
-#: Plies counted per game: the ingest settings' own default, written in one place.
-DEFAULT_PLIES: int = IngestSettings().plies
 
 
 @dataclass(frozen=True)
 class MonthSettings:
-    """What a month's build depends on besides its source: filter, plies and book options."""
+    """What a month's build depends on besides its source: ingest settings and book options."""
 
-    rules: GameFilter = field(default_factory=GameFilter)
-    plies: int = DEFAULT_PLIES
+    ingest: IngestSettings = field(default_factory=IngestSettings)
     book: BookSettings = field(default_factory=BookSettings)
     keep_partial: bool = False
     #: Processes for the scan; results do not depend on it, so it is not recorded.
     workers: int | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        self.ingest  # noqa: B018 - the ingest settings check plies (SettingError)
-
-    @property
-    def ingest(self) -> IngestSettings:
-        """The settings the month's move statistics depend on."""
-        return IngestSettings(self.rules, self.plies)
 
     def record(self) -> dict[str, Any]:
         """Return the settings as plain JSON values, as stored in the run manifest."""
@@ -45,22 +32,15 @@ class MonthSettings:
             "keep_partial": self.keep_partial,
         }
 
-
-@dataclass(frozen=True)
-class DownloadOptions:
-    """How a remote source is fetched: checksum verification, cache folder, retries."""
-
-    verify: bool = True
-    cache: Path | None = None
-    timeout: float = 60.0
-    retries: int = 5
-    backoff: float = 1.0
-
-    def http_options(self) -> dict[str, Any]:
-        """Return the keyword arguments of `pipelines.sources.http.open_url`."""
-        return {
-            "timeout": self.timeout,
-            "retries": self.retries,
-            "backoff": self.backoff,
-            "cache": self.cache,
-        }
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], workers: int | None = None) -> MonthSettings:
+        """Return the settings a record holds (`record()`'s output), with `workers` processes."""
+        book = dict(record["book"])
+        if book.get("speeds") is not None:
+            book["speeds"] = tuple(book["speeds"])
+        return cls(
+            ingest=IngestSettings.from_json(record["ingest"]),
+            book=BookSettings(**book),
+            keep_partial=bool(record["keep_partial"]),
+            workers=workers,
+        )

@@ -261,7 +261,7 @@ class Explorer:
         return answer
 
 
-def encode(answer: dict[str, Any]) -> bytes:
+def encode(answer: object) -> bytes:
     """An answer as JSON bytes, as Starlette's JSONResponse writes it."""
     text = json.dumps(answer, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return text.encode("utf-8")

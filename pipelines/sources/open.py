@@ -82,7 +82,7 @@ def open_source(
         yield OpenSource("-", None, CountingReader(sys.stdin.buffer), "stdin")
         return
     if is_url(resolved):
-        from pipelines.sources.http import open_url
+        from pipelines.sources.download import open_url
 
         with open_url(resolved, **http_options) as (stream, size):  # type: ignore[arg-type]
             yield OpenSource(resolved, size, CountingReader(stream), "url")
@@ -179,7 +179,7 @@ class Readable(Protocol):
 def open_location(location: str, size: int) -> Iterator[BinaryIO]:
     """Open a local path, or an http(s) URL of `size` bytes read by byte ranges."""
     if location.startswith(("http://", "https://")):
-        from pipelines.sources.http import RangeFile
+        from pipelines.sources.ranges import RangeFile
 
         yield RangeFile(location, size)  # type: ignore[misc]
         return
