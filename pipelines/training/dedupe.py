@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -54,16 +54,7 @@ class DedupeResult:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "records_read": self.records_read,
-            "records_kept": self.records_kept,
-            "duplicates": self.duplicates,
-            "runs": self.runs,
-            "bad_input": self.bad_input.to_json() if self.bad_input is not None else None,
-            "seconds": self.seconds,
-        }
+        return asdict(self)
 
 
 def position_of(fen: str) -> str:

@@ -6,7 +6,6 @@ writer cannot take (an illegal move, a ply past 14 bits) names its input and its
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,11 +35,11 @@ class BadInput:
     decode; `bad_block`, the rest of a `.binpack` from a block that cannot be read) and the
     first message, naming the place."""
 
-    counts: Counter[str] = field(default_factory=Counter)
+    counts: dict[str, int] = field(default_factory=dict)
     first: str | None = None
 
     def __call__(self, reason: str, message: str) -> None:
-        self.counts[reason] += 1
+        self.counts[reason] = self.counts.get(reason, 0) + 1
         if self.first is None:
             self.first = message
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +37,7 @@ class FilterResult:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "settings": self.settings.to_json(),
-            "records_read": self.records_read,
-            "records_kept": self.records_kept,
-            "skipped": self.skipped,
-            "bad_input": self.bad_input.to_json() if self.bad_input is not None else None,
-            "seconds": self.seconds,
-        }
+        return asdict(self)
 
 
 def kept_records(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,14 +40,7 @@ class ToPgnResult:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "records": self.records,
-            "games": self.games,
-            "bad_input": self.bad_input.to_json() if self.bad_input is not None else None,
-            "seconds": self.seconds,
-        }
+        return asdict(self)
 
 
 def _wrapped(words: list[str]) -> Iterator[str]:
