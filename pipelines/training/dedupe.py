@@ -82,9 +82,13 @@ class _Sorter:
 
     def add_all(self, lines: Iterable[str]) -> None:
         stream = iter(lines)
-        while chunk := list(islice(stream, self.run_lines)):
+        while True:
+            chunk = list(islice(stream, self.run_lines))
+            if not chunk:
+                return
             chunk.sort()
             self.runs.append(self._write(chunk))
+            del chunk  # before the next run is read: memory holds one run, not two
 
     def _merged(self, runs: list[Path]) -> Iterator[str]:
         with ExitStack() as stack:
