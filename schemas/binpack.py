@@ -36,7 +36,7 @@ Standard chess only (castling as the king's two-square move).
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 from typing import BinaryIO
@@ -332,8 +332,9 @@ def fen_prefix(board: chess.Board) -> str:
     return f"{placement} {turn} {board.castling_xfen()} {ep_name} {board.halfmove_clock}"
 
 
-def _position_key(board: chess.Board) -> tuple[int, ...]:
-    """What Stockfish compares to decide two positions are one: pieces, side, rights, en passant."""
+def position_key(board: chess.Board) -> tuple[int, ...]:
+    """What a chain compares to decide two positions are one: pieces, side, rights, en passant
+    (where a capture is legal) and the halfmove clock."""
     return (
         board.pawns,
         board.knights,
@@ -381,7 +382,7 @@ class BinpackWriter:
         board.push(self._move)
         if fen_prefix(board) == record.fen.rsplit(" ", 1)[0]:
             return board
-        if _position_key(board) == _position_key(chess.Board(record.fen)):
+        if position_key(board) == position_key(chess.Board(record.fen)):
             return board
         return None
 
@@ -581,26 +582,49 @@ def _chains(block: bytes, where: str) -> Iterator[PlainRecord]:
         offset = bits.offset() if plies else offset + STEM_SIZE + 2
 
 
-def iter_binpack(handle: BinaryIO, name: str = "<binpack>") -> Iterator[PlainRecord]:
-    """Yield the records of an open .binpack stream, one block in memory at a time."""
+def iter_binpack(
+    handle: BinaryIO,
+    name: str = "<binpack>",
+    *,
+    bad: Callable[[str, str], None] | None = None,
+) -> Iterator[PlainRecord]:
+    """Yield the records of an open .binpack stream, one block in memory at a time.
+
+    With `bad`, what cannot be read is reported to it (a reason and the error's message) and
+    passed over instead of failing: a chain that does not decode ends its block (`bad_chain`:
+    the records before it stand, the rest of the block is skipped, as no chain can be found
+    without decoding the one before); a block header or size that is wrong, or a block cut
+    short, ends the file (`bad_block`).
+    """
     offset = 0
     while True:
         header = handle.read(8)
         if not header:
             return
-        if len(header) < 8 or header[:4] != MAGIC:
-            raise BinpackFormatError(f"{name}: no block header at byte {offset}")
-        (size,) = struct.unpack("<I", header[4:])
-        if size > MAX_BLOCK_SIZE:
-            raise BinpackFormatError(
-                f"{name}: block at byte {offset} claims {size} bytes (at most {MAX_BLOCK_SIZE})"
-            )
-        block = handle.read(size)
-        if len(block) != size:
-            raise BinpackFormatError(
-                f"{name}: block at byte {offset} is cut short ({len(block)} of {size} bytes)"
-            )
-        yield from _chains(block, f"{name}: block at byte {offset}")
+        try:
+            if len(header) < 8 or header[:4] != MAGIC:
+                raise BinpackFormatError(f"{name}: no block header at byte {offset}")
+            (size,) = struct.unpack("<I", header[4:])
+            if size > MAX_BLOCK_SIZE:
+                raise BinpackFormatError(
+                    f"{name}: block at byte {offset} claims {size} bytes (at most {MAX_BLOCK_SIZE})"
+                )
+            block = handle.read(size)
+            if len(block) != size:
+                raise BinpackFormatError(
+                    f"{name}: block at byte {offset} is cut short ({len(block)} of {size} bytes)"
+                )
+        except BinpackFormatError as exc:
+            if bad is None:
+                raise
+            bad("bad_block", f"{exc}; the rest of the file skipped")
+            return
+        try:
+            yield from _chains(block, f"{name}: block at byte {offset}")
+        except BinpackFormatError as exc:
+            if bad is None:
+                raise
+            bad("bad_chain", f"{exc}; the rest of the block skipped")
         offset += 8 + size
 
 

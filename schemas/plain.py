@@ -8,14 +8,12 @@ most MAX_LINE_BYTES (a FEN line is under 100 bytes), so a reader's memory stays 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
 from schemas.atomic_files import atomic_path
-from schemas.legal_record import legal_move, legal_position
 
 SCORE_MIN, SCORE_MAX = -32768, 32767
 
@@ -31,6 +29,11 @@ _INTEGER = re.compile(r"-?[0-9]+")
 
 class PlainFormatError(ValueError):
     """A .plain file that breaks the record format."""
+
+    def __init__(self, message: str, *, long_line: bytes | None = None) -> None:
+        super().__init__(message)
+        #: The first bytes of a line too long to read, for a reader that passes over it.
+        self.long_line = long_line
 
 
 @dataclass(frozen=True)
@@ -77,71 +80,149 @@ def read_records(path: Path, *, legal: bool = False) -> Iterator[PlainRecord]:
         yield from iter_records(handle, str(path), legal=legal)
 
 
-def _bounded_lines(handle: BinaryIO, name: str) -> Iterator[bytes]:
-    """Yield the lines of a stream, failing on one longer than MAX_LINE_BYTES (unread)."""
-    number = 0
-    while line := handle.readline(MAX_LINE_BYTES + 1):
-        number += 1
+#: What a reader's `bad` callback is told of a record it skipped: (reason, one-line message).
+BadRecord = Callable[[str, str], None]
+
+
+class _Lines:
+    """The lines of a stream, counted, with one line of look-ahead; a line longer than
+    MAX_LINE_BYTES fails unread (`skip_long` passes over it instead)."""
+
+    def __init__(self, handle: BinaryIO, name: str) -> None:
+        self.handle = handle
+        self.name = name
+        self.number = 0
+        self._back: bytes | None = None
+
+    def next(self) -> bytes | None:
+        if self._back is not None:
+            line, self._back = self._back, None
+            self.number += 1
+            return line
+        line = self.handle.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return None
+        self.number += 1
         if len(line) > MAX_LINE_BYTES:
             raise PlainFormatError(
-                f"{name}:{number}: record {(number + 5) // 6}: "
-                f"a line longer than {MAX_LINE_BYTES} bytes"
+                f"{self.name}:{self.number}: a line longer than {MAX_LINE_BYTES} bytes",
+                long_line=line,
             )
-        yield line
+        return line
+
+    def push_back(self, line: bytes) -> None:
+        self._back = line
+        self.number -= 1
+
+    def resync(self, long_line: bytes | None) -> None:
+        """Pass over lines up to the next one that starts a record (`fen ...`)."""
+        line = long_line
+        while True:
+            while line is not None and not line.endswith(b"\n"):  # the rest of a long line
+                line = self.handle.readline(MAX_LINE_BYTES + 1) or None
+            try:
+                line = self.next()
+            except PlainFormatError as exc:
+                line = exc.long_line
+                continue
+            if line is None:
+                return
+            if line.startswith(b"fen "):
+                self.push_back(line)
+                return
 
 
 def iter_records(
-    handle: BinaryIO, name: str = "<plain>", *, legal: bool = False
+    handle: BinaryIO,
+    name: str = "<plain>",
+    *,
+    legal: bool = False,
+    bad: BadRecord | None = None,
 ) -> Iterator[PlainRecord]:
     """Yield the records of an open .plain stream, line by line.
 
     With `legal`, each record's position and move are checked too (schemas/legal_record.py).
-    Errors name the stream, the line and the record (counted from 1).
+    Errors name the stream, the line and the record (counted from 1). With `bad`, a record
+    that breaks the format is reported to it (reason `bad_record`, the error's message) and
+    skipped: the reader passes on to the next line that starts a record (`fen ...`).
     """
-    lines = _bounded_lines(handle, name)
-    for number, first in enumerate(lines, 1):
-        start = 6 * number - 5
-        chunk = [first, *islice(lines, 5)]
-        values = []
-        for index, line in enumerate(chunk):
-            where = f"{name}:{start + index}: record {number}"
-            if b"\r" in line:
-                raise PlainFormatError(f"{where}: carriage return in the line")
-            try:
-                text = line.decode("ascii").removesuffix("\n")
-            except UnicodeDecodeError:
-                raise PlainFormatError(f"{where}: a byte that is not ASCII") from None
-            if index == 5:
-                if text != "e":
-                    raise PlainFormatError(f"{where}: expected 'e', got {text!r}")
-                break
-            key = _KEYS[index]
-            label, space, value = text.partition(" ")
-            if label != key or not space:
-                raise PlainFormatError(f"{where}: expected '{key} ...', got {text!r}")
-            values.append(value)
-        if len(chunk) < 6:
-            where = f"{name}:{start + len(chunk) - 1}: record {number}"
-            raise PlainFormatError(f"{where}: the file ends inside a record")
-        fen, move, score, ply, result = values
+    lines = _Lines(handle, name)
+    number = 0
+    while True:
+        number += 1
         try:
-            record = PlainRecord(
-                fen,
-                move,
-                _integer(score, "score"),
-                _integer(ply, "ply"),
-                _integer(result, "result"),
-            )
-        except ValueError as exc:
-            raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
-        if legal:
-            _check(record, name, start, number)
+            first = lines.next()
+            if first is None:
+                return
+            record = _one_record(first, lines, name, number, legal)
+        except PlainFormatError as exc:
+            if bad is None:
+                raise PlainFormatError(_with_record(exc, number)) from None
+            bad("bad_record", _with_record(exc, number))
+            lines.resync(exc.long_line)
+            continue
         yield record
+
+
+def _with_record(error: PlainFormatError, number: int) -> str:
+    """The message of an error, naming its record when the line reader could not."""
+    if error.long_line is None:
+        return str(error)
+    where, _, what = str(error).partition(": ")
+    return f"{where}: record {number}: {what}"
+
+
+def _one_record(first: bytes, lines: _Lines, name: str, number: int, legal: bool) -> PlainRecord:
+    """Read the record whose first line is `first`; raise PlainFormatError naming its line."""
+    start = lines.number
+    values = []
+    line: bytes | None = first
+    for index in range(6):
+        if index:
+            line = lines.next()
+            if line is None:
+                where = f"{name}:{lines.number}: record {number}"
+                raise PlainFormatError(f"{where}: the file ends inside a record")
+        assert line is not None
+        where = f"{name}:{start + index}: record {number}"
+        if b"\r" in line:
+            raise PlainFormatError(f"{where}: carriage return in the line")
+        try:
+            text = line.decode("ascii").removesuffix("\n")
+        except UnicodeDecodeError:
+            raise PlainFormatError(f"{where}: a byte that is not ASCII") from None
+        if index == 5:
+            if text != "e":
+                raise PlainFormatError(f"{where}: expected 'e', got {text!r}")
+            break
+        key = _KEYS[index]
+        label, space, value = text.partition(" ")
+        if label != key or not space:
+            if index and text.startswith("fen "):  # the next record: read it next
+                lines.push_back(line)
+            raise PlainFormatError(f"{where}: expected '{key} ...', got {text!r}")
+        values.append(value)
+    fen, move, score, ply, result = values
+    try:
+        record = PlainRecord(
+            fen,
+            move,
+            _integer(score, "score"),
+            _integer(ply, "ply"),
+            _integer(result, "result"),
+        )
+    except ValueError as exc:
+        raise PlainFormatError(f"{name}:{start}: record {number}: {exc}") from None
+    if legal:
+        _check(record, name, start, number)
+    return record
 
 
 def _check(record: PlainRecord, name: str, start: int, number: int) -> None:
     """Raise PlainFormatError unless the record's position and move are legal; the error names
     the FEN's line (`start`) or the move's."""
+    from schemas.legal_record import legal_move, legal_position  # python-chess, when checking
+
     try:
         board = legal_position(record.fen)
     except ValueError as exc:

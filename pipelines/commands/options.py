@@ -246,6 +246,12 @@ SETTING_FLAGS = {
     "ReportSettings.max_positions": "--max-positions",
     "DumpSettings.plies": "--depth",
     "DumpSettings.min_weight": "--min-weight",
+    "SkipSettings.random_fen_skipping": "--random-fen-skipping",
+    "SkipSettings.early_fen_skipping": "--early-fen-skipping",
+    "SkipSettings.min_score": "--min-score",
+    "SkipSettings.max_score": "--max-score",
+    "SkipSettings.min_pieces": "--min-pieces",
+    "SkipSettings.max_pieces": "--max-pieces",
 }
 
 

@@ -71,6 +71,123 @@ def register(subparsers: Any) -> None:
     interleave.set_defaults(handler=run_interleave)
 
     _add_from_games(actions)
+    _add_filter(actions)
+    _add_rescore(actions)
+    _add_dedupe(actions)
+    _add_to_pgn(actions)
+
+
+def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="pass over bad input (a .plain record, the rest of a .binpack block or file) and "
+        "count it, instead of failing",
+    )
+
+
+def _add_filter(actions: Any) -> None:
+    from pipelines.training.skip_settings import SkipSettings
+
+    default = SkipSettings()
+    parser = actions.add_parser(
+        "filter",
+        help="drop the records nnue-pytorch's loader would skip",
+        description="Write IN's records to OUT without those nnue-pytorch's data loader "
+        "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
+        "(32002) and the loader's placeholder zeros; --filtered, --wld-filtered, "
+        "--random-fen-skipping, --early-fen-skipping, --simple-eval-skipping as it names "
+        "them; and score and piece-count ranges. Chains stay chains where the kept records "
+        "follow one another.",
+    )
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    parser.add_argument(
+        "--filtered", action="store_true", help="skip positions in check and captures"
+    )
+    parser.add_argument(
+        "--wld-filtered",
+        action="store_true",
+        help="skip at random by how unlikely the result is for the score (the loader's model)",
+    )
+    parser.add_argument(
+        "--random-fen-skipping",
+        type=non_negative_int,
+        default=default.random_fen_skipping,
+        metavar="N",
+        help="skip each position with probability N/(N+1) (0: none)",
+    )
+    parser.add_argument(
+        "--early-fen-skipping",
+        type=integer,
+        default=default.early_fen_skipping,
+        metavar="N",
+        help="skip plies 0..N (-1: none)",
+    )
+    parser.add_argument(
+        "--simple-eval-skipping",
+        type=integer,
+        default=default.simple_eval_skipping,
+        metavar="N",
+        help="skip positions whose material balance is under N in size (0 or less: none)",
+    )
+    parser.add_argument("--min-score", type=integer, default=default.min_score)
+    parser.add_argument("--max-score", type=integer, default=default.max_score)
+    parser.add_argument("--min-pieces", type=_pieces, default=default.min_pieces)
+    parser.add_argument("--max-pieces", type=_pieces, default=default.max_pieces)
+    parser.add_argument(
+        "--seed", type=integer, default=default.seed, help="seed of the random skips (0)"
+    )
+    _add_skip_bad(parser)
+    parser.set_defaults(handler=run_filter)
+
+
+def _add_rescore(actions: Any) -> None:
+    from pipelines.commands.options import add_table_options
+
+    parser = actions.add_parser(
+        "rescore",
+        help="results corrected by the tablebases, carried back along each game",
+        description="Write IN's records to OUT with the results of positions the tables cover "
+        "taken from the tables (50-move rule included) and carried back to the game's earlier "
+        "positions; OUT.json counts what changed. Both whole or not at all.",
+    )
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    add_table_options(parser)
+    parser.add_argument(
+        "--tb-scores",
+        action="store_true",
+        help="covered positions also take the tablebase score (Stockfish's TB range)",
+    )
+    _add_skip_bad(parser)
+    parser.set_defaults(handler=run_rescore)
+
+
+def _add_dedupe(actions: Any) -> None:
+    parser = actions.add_parser(
+        "dedupe",
+        help="one record per position, the later kept, in bounded memory",
+        description="Write the last record of each position of IN (pieces, side, castling, "
+        "en passant) to OUT in file order, through sorted runs beside OUT.",
+    )
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    _add_skip_bad(parser)
+    parser.set_defaults(handler=run_dedupe)
+
+
+def _add_to_pgn(actions: Any) -> None:
+    parser = actions.add_parser(
+        "to-pgn",
+        help="the games of a training file as PGN",
+        description="Write IN's games (records that follow one another) to OUT as PGN, each "
+        "move's score in a comment.",
+    )
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    _add_skip_bad(parser)
+    parser.set_defaults(handler=run_to_pgn)
 
 
 def _add_from_games(actions: Any) -> None:
@@ -257,4 +374,66 @@ def run_interleave(args: argparse.Namespace) -> int:
     from pipelines.training.mixing import interleave_files
 
     print(json.dumps(interleave_files(args.inputs, args.out, args.seed), indent=2))
+    return 0
+
+
+def run_filter(args: argparse.Namespace) -> int:
+    from pipelines.commands.options import settings_as_flags
+    from pipelines.training.filter import filter_file
+    from pipelines.training.skip_settings import SkipSettings
+
+    with settings_as_flags():
+        settings = SkipSettings(
+            filtered=args.filtered,
+            wld_filtered=args.wld_filtered,
+            random_fen_skipping=args.random_fen_skipping,
+            early_fen_skipping=args.early_fen_skipping,
+            simple_eval_skipping=args.simple_eval_skipping,
+            min_score=args.min_score,
+            max_score=args.max_score,
+            min_pieces=args.min_pieces,
+            max_pieces=args.max_pieces,
+            seed=args.seed,
+        )
+    result = filter_file(args.input, args.output, settings, skip_bad=args.skip_bad)
+    print(json.dumps(result.to_json(), indent=2))
+    return 0
+
+
+def run_rescore(args: argparse.Namespace) -> int:
+    from pipelines.commands.endgames import table_folders
+    from pipelines.training.rescore import rescore_file
+
+    folders = table_folders(args)
+    outcomes = TableOutcomes(folders, args.backend)
+    try:
+        manifest = rescore_file(
+            args.input,
+            args.output,
+            outcomes,
+            [str(folder) for folder in folders],
+            tb_scores=args.tb_scores,
+            skip_bad=args.skip_bad,
+        )
+    finally:
+        outcomes.close()
+    print(json.dumps(manifest.to_json(), indent=2))
+    return 0
+
+
+def run_dedupe(args: argparse.Namespace) -> int:
+    from pipelines.training.dedupe import dedupe_file
+
+    print(
+        json.dumps(dedupe_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
+    )
+    return 0
+
+
+def run_to_pgn(args: argparse.Namespace) -> int:
+    from pipelines.training.to_pgn import to_pgn_file
+
+    print(
+        json.dumps(to_pgn_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
+    )
     return 0

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pipelines.errors import ChesspipeError, CorruptInput
 from schemas.atomic_files import atomic_path
@@ -26,12 +28,34 @@ def training_format(path: Path) -> str:
     return suffix
 
 
-def read_training(path: Path, *, legal: bool = False) -> Iterator[PlainRecord]:
+@dataclass
+class BadInput:
+    """What a tool passed over in its input with `skip_bad`: counts by reason (`bad_record`, a
+    `.plain` record; `bad_chain`, the rest of a `.binpack` block from a chain that does not
+    decode; `bad_block`, the rest of a `.binpack` from a block that cannot be read) and the
+    first message, naming the place."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    first: str | None = None
+
+    def __call__(self, reason: str, message: str) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + 1
+        if self.first is None:
+            self.first = message
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": dict(sorted(self.counts.items())), "first": self.first}
+
+
+def read_training(
+    path: Path, *, legal: bool = False, bad: BadInput | None = None
+) -> Iterator[PlainRecord]:
     """Yield the records of a .plain or .binpack file, streaming.
 
     With `legal`, each .plain record's position and move are checked as the .binpack writer
     checks them (schemas/legal_record.py), the error naming its line; a .binpack's records are
-    always checked as they are decoded.
+    always checked as they are decoded. With `bad`, what breaks the format is counted there and
+    passed over (schemas' readers say how much); otherwise it fails as `CorruptInput`.
     """
     kind = training_format(path)
     try:
@@ -40,9 +64,9 @@ def read_training(path: Path, *, legal: bool = False) -> Iterator[PlainRecord]:
         raise ChesspipeError(f"cannot read {path}: {exc.strerror or exc}") from None
     with handle:
         records = (
-            iter_binpack(handle, str(path))
+            iter_binpack(handle, str(path), bad=bad)
             if kind == "binpack"
-            else iter_records(handle, str(path), legal=legal)
+            else iter_records(handle, str(path), legal=legal, bad=bad)
         )
         try:
             yield from records

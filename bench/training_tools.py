@@ -1,0 +1,81 @@
+"""Records per second and memory of `chesspipe training filter|rescore|dedupe|to-pgn`.
+
+    python bench/training_tools.py [--copies 10] [--syzygy DIR]
+
+Input: Stockfish's fixture (`games-eval.plain` and the `games-eval.binpack` Stockfish's tools
+wrote: 9,958 records of whole games) repeated `--copies` times. Each tool runs as a process of
+its own through `bench/measure.py` (wall and CPU seconds, peak memory), one after another in
+the same run, beside `training convert` of the same input for scale. Stockfish's own tools are
+not run (the Stockfish at hand, Debian's, is built without them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+
+
+def measure(command: list[str]) -> dict[str, float]:
+    line = " ".join(shlex.quote(word) for word in command)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "measure.py"), line],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    if result.get("returncode", 0):
+        raise SystemExit(f"failed: {line}\n{result}")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=10)
+    parser.add_argument("--syzygy", type=Path, default=SHARED / "syzygy" / "3-4")
+    parser.add_argument("--stockfish", type=Path, default=SHARED / "stockfish")
+    args = parser.parse_args()
+    chesspipe = [sys.executable, "-m", "pipelines", "training"]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        inputs = {}
+        for kind in ("plain", "binpack"):
+            data = (args.stockfish / f"games-eval.{kind}").read_bytes()
+            path = work / f"in.{kind}"
+            path.write_bytes(data * args.copies)
+            inputs[kind] = path
+        records = 9958 * args.copies
+        steps = []
+        for kind, source in inputs.items():
+            out = str(work / f"out.{kind}")
+            steps += [
+                (f"convert {kind} -> plain", [*chesspipe, "convert", str(source), out + ".c.plain"]),
+                (f"filter {kind} (--filtered --wld-filtered)",
+                 [*chesspipe, "filter", str(source), out, "--filtered", "--wld-filtered"]),
+                (f"rescore {kind} (3-4 pieces)",
+                 [*chesspipe, "rescore", str(source), out, "--syzygy", str(args.syzygy)]),
+                (f"dedupe {kind}", [*chesspipe, "dedupe", str(source), out]),
+                (f"to-pgn {kind}", [*chesspipe, "to-pgn", str(source), out + ".pgn"]),
+            ]  # fmt: skip
+        print(f"{records:,} records ({args.copies} copies of the fixture); "
+              f".plain {inputs['plain'].stat().st_size:,} bytes, "
+              f".binpack {inputs['binpack'].stat().st_size:,} bytes")  # fmt: skip
+        print("| tool | records/s (CPU) | records/s (wall) | peak memory |")
+        print("|---|---|---|---|")
+        for name, command in steps:
+            got = measure(command)
+            print(f"| {name} | {records / got['cpu']:,.0f} | {records / got['wall']:,.0f} | "
+                  f"{got['max_rss_mb']:.0f} MB |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
