@@ -278,6 +278,11 @@ def test_a_query_sees_one_version_of_a_month_being_replaced(
         build_book(w, MONTH, tmp_path / f"{n}.bin", BookSettings(1, 0.0))
         books.append((tmp_path / f"{n}.bin").read_bytes())
     stop = threading.Event()
+    # Replacements come every 0.3 to 3 times what a book build takes on this machine (20-200
+    # ms when idle), so that reads meet them often, and still get through on a loaded machine.
+    started = time.monotonic()
+    build_book(copy, MONTH, tmp_path / "c.bin", BookSettings(1, 0.0))
+    took = max(time.monotonic() - started, 0.02)
 
     def replace_again_and_again() -> None:
         target, rng, n = _partition(copy), random.Random(1), 0
@@ -286,7 +291,7 @@ def test_a_query_sees_one_version_of_a_month_being_replaced(
             shutil.copy(versions[n % 2], staged)  # a new file, whole, then the rename
             os.replace(staged, target)
             n += 1
-            time.sleep(rng.uniform(0.02, 0.2))
+            time.sleep(rng.uniform(0.3 * took, 3 * took))
 
     replacer = threading.Thread(target=replace_again_and_again)
     replacer.start()
