@@ -400,3 +400,123 @@ def test_masters(client: Any, server: str, masters: tuple[Path, list[Game], Path
     assert get(f"{server}/masters/pgn/zzzzzzzz")[0] == 404
     assert get(f"{server}/masters?since=1920&until=1910")[0] == 400
     assert get(f"{server}/masters?since=19x0")[0] == 400
+
+
+# --- the page in Debian's chromium -------------------------------------------------------------
+
+
+def test_page(
+    server: str,
+    lichess: tuple[Path, list[Game]],
+    masters: tuple[Path, list[Game], Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Drag a piece, click a move, paste a FEN, the Player and Masters tabs, a top game and
+    the browser's Back, each checked against the API; screenshots kept in the test's folder."""
+    from tests.browser import chromium_driver
+
+    _, games = lichess
+    name = Counter(g.white for g in games).most_common(1)[0][0]
+    shots: list[Path] = []
+    with chromium_driver(1200, 900) as driver:
+        from selenium.webdriver.common.action_chains import ActionChains
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        wait = WebDriverWait(driver, 30)
+        last = {"mark": None}
+
+        def settled(contains: str = "") -> str:
+            def changed(d: Any) -> bool:
+                mark = d.find_element(By.TAG_NAME, "body").get_attribute("data-ready")
+                return bool(mark) and mark != last["mark"] and contains in mark
+
+            wait.until(changed)
+            last["mark"] = driver.find_element(By.TAG_NAME, "body").get_attribute("data-ready")
+            return str(last["mark"])
+
+        def rows() -> dict[str, int]:
+            return {
+                str(r.get_attribute("data-uci")): int(r.find_element(By.CLASS_NAME, "count").text)
+                for r in driver.find_elements(By.CSS_SELECTOR, "tr.move")
+            }
+
+        def api(path: str) -> dict[str, int]:
+            status, body = get(f"{server}{path}")
+            if isinstance(body, str):  # NDJSON: the last line
+                body = json.loads(body.strip().splitlines()[-1])
+            assert status == 200, body
+            return {m["uci"]: m["white"] + m["draws"] + m["black"] for m in body["moves"]}
+
+        def shot(label: str) -> None:
+            path = tmp_path / f"explorer-{len(shots)}-{label}.png"
+            driver.save_screenshot(str(path))
+            shots.append(path)
+
+        driver.get(server + "/")
+        settled()
+        assert rows() == api("/lichess?play=")
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#board .pc")) == 32
+        # drag e2 to e4
+        piece = driver.find_element(By.CSS_SELECTOR, "#sq-e2 .pc")
+        target = driver.find_element(By.ID, "sq-e4")
+        ActionChains(driver).click_and_hold(piece).move_to_element(target).release().perform()
+        settled()
+        assert "play=e2e4" in driver.current_url
+        assert driver.find_element(By.ID, "line").text == "1. e4"
+        assert rows() == api("/lichess?play=e2e4")
+        assert driver.find_element(By.CSS_SELECTOR, "#sq-e4 .pc").get_attribute("data-piece") == "P"
+        # click e7, then e5
+        driver.find_element(By.ID, "sq-e7").click()
+        driver.find_element(By.ID, "sq-e5").click()
+        settled()
+        assert rows() == api("/lichess?play=e2e4,e7e5")
+        assert driver.find_elements(By.CSS_SELECTOR, "#top tr.game, #recent tr.game")
+        shot("lichess")
+        # paste a FEN: the opening is named as by play
+        fen = board_after(["e2e4", "e7e5", "g1f3", "b8c6"]).fen()
+        box = driver.find_element(By.ID, "fen")
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(fen, Keys.ENTER)
+        settled("fen=")
+        assert driver.find_element(By.ID, "opening").text.startswith("C44")
+        assert rows() == api(f"/lichess?fen={urllib.parse.quote(fen)}")
+        # the Player tab
+        driver.find_element(By.ID, "tab-player").click()
+        settled()
+        driver.find_element(By.ID, "reset").click()
+        settled()
+        driver.find_element(By.ID, "player").send_keys(name.upper())
+        driver.find_element(By.ID, "player-go").click()
+        settled()
+        assert rows() == api(f"/player?player={urllib.parse.quote(name)}&color=white&play=")
+        assert rows()
+        shot("player")
+        # the Masters tab, a top game, and Back
+        driver.find_element(By.ID, "tab-masters").click()
+        settled()
+        assert rows() == api("/masters?play=")
+        shot("masters")
+        first = driver.find_elements(By.CSS_SELECTOR, "#top tr.game")[0]
+        game_id = first.get_attribute("data-id")
+        first.click()
+        settled("play=")
+        status, pgn = get(f"{server}/masters/pgn/{game_id}")
+        game = chess.pgn.read_game(__import__("io").StringIO(pgn))
+        assert status == 200 and game is not None
+        line = driver.find_element(By.ID, "line").text
+        assert line == game.board().variation_san(list(game.mainline_moves()))
+        assert driver.find_element(By.ID, "pgn").get_attribute("value").strip() == pgn.strip()
+        shot("masters-game")
+        driver.back()
+        settled()
+        assert "tab=masters" in driver.current_url and rows() == api("/masters?play=")
+        driver.back()  # the browser's Back steps through the page's states
+        settled()
+        assert "tab=masters" not in driver.current_url
+    for path in shots:
+        assert path.stat().st_size > 1000
+    with capsys.disabled():
+        print("\nscreenshots of the explorer page:", *map(str, shots), sep="\n  ")

@@ -63,6 +63,24 @@ def _board(request: Request) -> chess.Board:
     return board
 
 
+def _pgn_play(text: str) -> list[str]:
+    """The UCI moves of pasted PGN (a game, or moves alone) from the start position."""
+    import io
+
+    import chess.pgn
+
+    if len(text) > 100_000:
+        raise BadRequest("pgn holds more than 100,000 characters")
+    game = chess.pgn.read_game(io.StringIO(text))
+    if game is None or game.errors:
+        reason = str(game.errors[0]) if game is not None and game.errors else "no moves"
+        raise BadRequest(f"pgn cannot be read: {reason}")
+    moves = [move.uci() for move in game.mainline_moves()]
+    if len(moves) > params.MAX_PLAY:
+        raise BadRequest(f"pgn holds {len(moves)} moves; at most {params.MAX_PLAY} are replayed")
+    return moves
+
+
 def make_app(
     explorer: Explorer | None,
     tablebase: Tablebase | None,
@@ -167,13 +185,33 @@ def make_app(
         return board
 
     def position(request: Request) -> Response:
+        pgn = request.query_params.get("pgn")
+        if pgn is not None:
+            try:
+                return JSONResponse({"play": _pgn_play(pgn)})
+            except BadRequest as exc:
+                return _error(400, str(exc))
         try:
             board = _played(request)
         except ValueError as exc:  # BadRequest, or python-chess's reading of the FEN
             return _error(400, str(exc))
         pieces = chess.popcount(board.occupied)
         covered = tablebase is not None and pieces <= tablebase.labeller.tables.largest
-        return JSONResponse({"fen": board.fen(), "pieces": pieces, "tablebase": covered})
+        line = []
+        replay = chess.Board(board.root().fen()) if board.move_stack else None
+        for move in board.move_stack:
+            assert replay is not None
+            line.append(replay.san(move))
+            replay.push(move)
+        return JSONResponse(
+            {
+                "fen": board.fen(),
+                "pieces": pieces,
+                "tablebase": covered,
+                "legal": [board.uci(m) for m in board.legal_moves],
+                "san": line,
+            }
+        )
 
     def board_svg(request: Request) -> Response:
         try:
