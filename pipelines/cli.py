@@ -28,6 +28,7 @@ COMMANDS = {
     "syzygy": "pipelines.commands.syzygy",
     "chess960": "pipelines.commands.chess960",
     "serve": "pipelines.commands.serve",
+    "explorer": "pipelines.commands.explorer",
 }
 
 

@@ -22,6 +22,7 @@ ROOMS: tuple[frozenset[str], ...] = (
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.games"}),
     frozenset({"pipelines.ingest", "pipelines.books", "pipelines.endgames", "pipelines.training"}),
+    frozenset({"pipelines.explorer"}),
     frozenset({"pipelines.monthly", "pipelines.serve"}),
     frozenset({"pipelines.flows"}),
     frozenset({"pipelines.commands"}),

@@ -11,16 +11,22 @@ import pytest
 from pipelines.books.settings import BookSettings, DumpSettings, ReportSettings
 from pipelines.commands.options import SETTING_FLAGS, settings_as_flags
 from pipelines.errors import ChesspipeError, SettingError
+from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 from pipelines.training.from_games import FromGamesSettings
 
-SETTINGS = (GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings)
+SETTINGS = (
+    GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings, ExplorerSettings,
+)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("make", "field", "library", "command"),
     [
+        (lambda: ExplorerSettings(plies=0), "plies",
+         "plies must be at least 1 (or None: every ply), not 0",
+         "--plies must be at least 1 (or None: every ply), not 0"),
         (lambda: IngestSettings(plies=0), "plies", "plies must be at least 1",
          "--plies must be at least 1"),
         (lambda: BookSettings(min_games=0), "min_games", "min_games must be at least 1",

@@ -236,6 +236,7 @@ SETTING_FLAGS = {
     "GameFilter.min_rating": "--min-rating",
     "GameFilter.speeds": "--speeds",
     "IngestSettings.plies": "--plies",
+    "ExplorerSettings.plies": "--plies",
     "BookSettings.min_games": "--min-games",
     "BookSettings.min_score": "--min-score",
     "BookSettings.speeds": "--book-speeds",

@@ -24,6 +24,11 @@ def register(subparsers: Any) -> None:
         "SYZYGY_PATH, when given), and an explorer page at /.",
     )
     parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument(
+        "--masters",
+        type=Path,
+        help="a warehouse of collections indexed for the explorer, served as /masters",
+    )
     parser.add_argument("--syzygy", help="Syzygy table folders (':'-separated)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=port, default=9002)
@@ -60,7 +65,12 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise ChesspipeError(f"--workers must be 1 or more, not {args.workers}")
     no_tables = "no Syzygy tables (--syzygy or SYZYGY_PATH)"
-    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache, no_tables)
+    masters = None
+    if args.masters is not None:
+        if not args.masters.is_dir():
+            raise ChesspipeError(f"masters warehouse {args.masters} does not exist")
+        masters = str(args.masters.resolve())
+    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache, no_tables, masters)
     logging: dict[str, Any] = {"log_level": "info", "access_log": True} if args.verbose else {}
     sock = _listen(args.host, args.port)
     url = f"http://{args.host}:{sock.getsockname()[1]}/"

@@ -30,10 +30,12 @@ from starlette.routing import Route
 
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
-from pipelines.serve.explorer import Explorer
+from pipelines.serve.explorer import Explorer, encode
 from pipelines.serve.http_guard import HeadLimit
+from pipelines.serve.masters import Masters
 from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
+from pipelines.serve.player import player_answer
 from pipelines.serve.tablebase import NotCovered, Tablebase
 
 #: Threads answering short requests at once (index queries, tablebase probes, short lines);
@@ -61,11 +63,33 @@ def _board(request: Request) -> chess.Board:
     return board
 
 
+def _pgn_play(text: str) -> list[str]:
+    """The UCI moves of pasted PGN (a game, or moves alone) from the start position."""
+    import io
+
+    import chess.pgn
+
+    if len(text) > 100_000:
+        raise BadRequest("pgn holds more than 100,000 characters")
+    game = chess.pgn.read_game(io.StringIO(text))
+    if game is None or game.errors:
+        reason = str(game.errors[0]) if game is not None and game.errors else "no moves"
+        raise BadRequest(f"pgn cannot be read: {reason}")
+    moves = [move.uci() for move in game.mainline_moves()]
+    if len(moves) > params.MAX_PLAY:
+        raise BadRequest(f"pgn holds {len(moves)} moves; at most {params.MAX_PLAY} are replayed")
+    return moves
+
+
 def make_app(
-    explorer: Explorer | None, tablebase: Tablebase | None, no_tables: str = "no Syzygy tables"
+    explorer: Explorer | None,
+    tablebase: Tablebase | None,
+    no_tables: str = "no Syzygy tables",
+    masters: Masters | None = None,
 ) -> Starlette:
-    """The application over an explorer (a warehouse) and optional Syzygy tables; without
-    tables, a tablebase request is answered 404 with `no_tables`."""
+    """The application over an explorer (a warehouse), optional Syzygy tables and an optional
+    masters warehouse; without tables, a tablebase request is answered 404 with `no_tables`,
+    without a masters warehouse a masters request 404."""
 
     short_lane = anyio.CapacityLimiter(SHORT_THREADS)
     long_lane = anyio.CapacityLimiter(LONG_THREADS)
@@ -91,6 +115,42 @@ def make_app(
         except BadRequest as exc:
             return _error(400, str(exc))
         return Response(body, media_type="application/json")
+
+    def lichess_history(request: Request) -> Response:
+        if explorer is None:
+            return _error(404, "no warehouse")
+        try:
+            body = explorer.lichess_json(dict(request.query_params), history_only=True)
+        except BadRequest as exc:
+            return _error(400, str(exc))
+        return Response(body, media_type="application/json")
+
+    def player(request: Request) -> Response:
+        if explorer is None:
+            return _error(404, "no warehouse")
+        try:
+            answer = player_answer(explorer, dict(request.query_params))
+        except BadRequest as exc:
+            return _error(400, str(exc))
+        line = encode(answer) + b"\n"
+        return Response(line, media_type="application/x-ndjson")
+
+    def masters_games(request: Request) -> Response:
+        if masters is None:
+            return _error(404, "no masters warehouse (chesspipe serve --masters DIR)")
+        try:
+            answer = masters.answer(dict(request.query_params))
+        except BadRequest as exc:
+            return _error(400, str(exc))
+        return Response(encode(answer), media_type="application/json")
+
+    def masters_pgn(request: Request) -> Response:
+        if masters is None:
+            return _error(404, "no masters warehouse (chesspipe serve --masters DIR)")
+        text = masters.pgn(request.path_params["id"])
+        if text is None:
+            return _error(404, "no such game")
+        return Response(text, media_type="application/x-chess-pgn")
 
     def _tablebase(request: Request, mainline: bool) -> Response:
         if tablebase is None:
@@ -125,13 +185,33 @@ def make_app(
         return board
 
     def position(request: Request) -> Response:
+        pgn = request.query_params.get("pgn")
+        if pgn is not None:
+            try:
+                return JSONResponse({"play": _pgn_play(pgn)})
+            except BadRequest as exc:
+                return _error(400, str(exc))
         try:
             board = _played(request)
         except ValueError as exc:  # BadRequest, or python-chess's reading of the FEN
             return _error(400, str(exc))
         pieces = chess.popcount(board.occupied)
         covered = tablebase is not None and pieces <= tablebase.labeller.tables.largest
-        return JSONResponse({"fen": board.fen(), "pieces": pieces, "tablebase": covered})
+        line = []
+        replay = chess.Board(board.root().fen()) if board.move_stack else None
+        for move in board.move_stack:
+            assert replay is not None
+            line.append(replay.san(move))
+            replay.push(move)
+        return JSONResponse(
+            {
+                "fen": board.fen(),
+                "pieces": pieces,
+                "tablebase": covered,
+                "legal": [board.uci(m) for m in board.legal_moves],
+                "san": line,
+            }
+        )
 
     def board_svg(request: Request) -> Response:
         try:
@@ -148,6 +228,13 @@ def make_app(
     routes = [
         Route("/", page),
         Route("/lichess", off_loop(lichess)),
+        Route("/lichess/history", off_loop(lichess_history)),
+        Route("/player", off_loop(player)),
+        Route("/personal", off_loop(player)),
+        Route("/masters", off_loop(masters_games)),
+        Route("/master", off_loop(masters_games)),
+        Route("/masters/pgn/{id}", off_loop(masters_pgn)),
+        Route("/master/pgn/{id}", off_loop(masters_pgn)),
         Route("/standard", off_loop(standard)),
         Route("/standard/mainline", off_loop(mainline, long=True)),
         Route("/board.svg", off_loop(board_svg)),
@@ -170,6 +257,7 @@ class ServeSettings:
     syzygy: list[str] = field(default_factory=list)
     cache_bytes: int = CACHE_BYTES
     no_tables: str = "no Syzygy tables"
+    masters: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -184,7 +272,8 @@ def open_app(settings: ServeSettings) -> Starlette:
     is in `app.state.serves` (`serves`)."""
     explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
-    app = make_app(explorer, tablebase, settings.no_tables)
+    masters = Masters(Path(settings.masters), explorer) if settings.masters else None
+    app = make_app(explorer, tablebase, settings.no_tables, masters)
     app.state.serves = serves(explorer, settings.syzygy)
     return app
 
@@ -195,7 +284,8 @@ def serves(explorer: Explorer, syzygy: list[str]) -> str:
     span = f"{months[0]}..{months[-1]}, " if months else ""
     count = f"{len(months)} month{'s' if len(months) != 1 else ''}"
     tables = f"Syzygy tables in {', '.join(syzygy)}" if syzygy else "no tablebase"
-    return f"explorer over {count} ({span}{len(explorer.index):,} index rows), {tables}"
+    games = f", {explorer.games.count:,} games" if explorer.games is not None else ""
+    return f"explorer over {count} ({span}{len(explorer.index):,} index rows{games}), {tables}"
 
 
 def app_from_environment() -> Starlette:

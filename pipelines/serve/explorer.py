@@ -10,8 +10,11 @@ What the statistics allow, and where the answer differs from explorer.lichess.ov
 - Months ingested before the statistics kept `rating_group` and `rating_sum`: their moves have
   `averageRating` null and the answer's `notes` says which months to re-ingest; a `ratings`
   filter over them is refused (400) with the same advice, or can be narrowed with since/until.
-- `topGames` and `recentGames` are empty (no game ids are kept); moves after the counted plies
-  (20 by default) have no statistics.
+- Months indexed for the explorer (`chesspipe explorer index`) are counted as Lichess counts
+  (50 plies, each position once per game) and have `topGames`, `recentGames`, each move's
+  `game` where it was played once, and the `tournament` filter (true: arena, swiss and other
+  tournament games only; false: the others); months with move statistics alone are counted
+  the books' way (the plies ingest counted, every visit of a position) and have no games.
 - Counts are from White's view (`white`, `draws`, `black`), converted from the mover's view.
 """
 
@@ -19,16 +22,19 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import chess
+import numpy as np
 
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES, AnswerCache
+from pipelines.serve.games_index import GamesIndex
+from pipelines.serve.lichess_games import pick
 from pipelines.serve.params import BadRequest
-from pipelines.serve.stats_index import StatsIndex
+from pipelines.serve.stats_index import Selection, StatsIndex
 from pipelines.warehouse.openings import names_by_key
 from schemas.dimensions import RATING_GROUPS, rating_group
 from schemas.polyglot import decode_move, polyglot_key, push_with_key
@@ -55,10 +61,23 @@ class Query:
     until: str | None
     moves: int | None
     history: bool
+    top_games: int | None = None
+    recent_games: int | None = None
+    tournament: bool | None = None
 
     def filter(self) -> tuple[Any, ...]:
         """Everything but the position: what, beside the position, an answer depends on."""
-        return (self.speeds, self.groups, self.since, self.until, self.moves, self.history)
+        return (
+            self.speeds,
+            self.groups,
+            self.since,
+            self.until,
+            self.moves,
+            self.history,
+            self.top_games,
+            self.recent_games,
+            self.tournament,
+        )
 
 
 def parse_query(args: dict[str, str]) -> Query:
@@ -87,17 +106,30 @@ def parse_query(args: dict[str, str]) -> Query:
             groups.append(NO_SUCH_GROUP if value >= 2800 else rating_group(value))
     moves = args.get("moves")
     count = params.number(moves, "moves") if moves else None
-    history = (args.get("history") or "").lower() in ("true", "1", "yes")
+    history = (args.get("history") or "").lower() in ("true", "1", "yes", "on")
+    top_games, recent_games = (
+        params.number(args[name], name) if args.get(name) else None
+        for name in ("topGames", "recentGames")
+    )
+    since, until = (
+        params.month(args.get("since"), "since"),
+        params.month(args.get("until"), "until"),
+    )
+    if since and until and since > until:
+        raise BadRequest(f"since {since} is after until {until}")
     return Query(
         variant,
         fen,
         play,
         tuple(sorted(set(speeds))),
         tuple(sorted(set(groups))),
-        params.month(args.get("since"), "since"),
-        params.month(args.get("until"), "until"),
+        since,
+        until,
         count,
         history,
+        top_games,
+        recent_games,
+        params.flag(args.get("tournament"), "tournament"),
     )
 
 
@@ -144,7 +176,13 @@ class Explorer:
 
     def __init__(self, warehouse: Path, *, cache_bytes: int = CACHE_BYTES) -> None:
         self.warehouse = Path(warehouse)
-        self.index = StatsIndex.load(self.warehouse)
+        games = GamesIndex.load(self.warehouse)
+        self.games: GamesIndex | None = games if games.count else None
+        self.index = StatsIndex.load(self.warehouse, self.games)
+        #: The games index's months by number in the statistics index's months.
+        self._game_months = np.array(
+            [self.index.months.index(m) for m in games.months], dtype=np.int64
+        )
         self.months = self.index.months
         self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
@@ -159,8 +197,9 @@ class Explorer:
         return self._names
 
     def opening(self, query: Query, position: Position) -> dict[str, str] | None:
-        """The deepest named position on the way, when the FEN is the start position."""
-        if query.variant != "standard" or not position.from_start:
+        """The deepest named position on the way from the FEN (the FEN's own included), as
+        lila-openingexplorer's `classify_and_play`."""
+        if query.variant != "standard":
             return None
         names = self.opening_names()
         for key in reversed(position.path):
@@ -174,11 +213,14 @@ class Explorer:
         answer: dict[str, Any] = json.loads(self.lichess_json(args))
         return answer
 
-    def lichess_json(self, args: dict[str, str]) -> bytes:
-        """The `/lichess` answer for a query string, encoded as JSON. Answers are cached by the
+    def lichess_json(self, args: dict[str, str], *, history_only: bool = False) -> bytes:
+        """The `/lichess` answer for a query string, encoded as JSON (`/lichess/history`
+        with `history_only`: no moves nor games, the history). Answers are cached by the
         position reached (not the `play` that reached it), the opening named on the way and
         the filter."""
         query = parse_query(args)
+        if history_only:
+            query = replace(query, history=True, moves=0, top_games=0, recent_games=0)
         position = board_of(query)
         opening = self.opening(query, position)
         named = (opening["eco"], opening["name"]) if opening else ("", "")
@@ -196,8 +238,19 @@ class Explorer:
         board = position.board
         index = self.index
         selection = index.select(
-            since=query.since, until=query.until, speeds=query.speeds, groups=query.groups
+            since=query.since,
+            until=query.until,
+            speeds=query.speeds,
+            groups=query.groups,
+            tournament=query.tournament,
         )
+        unexplored = index.unexplored_months(selection) if self.games is not None else []
+        if query.tournament is not None and index.unexplored_months(selection):
+            months = ", ".join(index.unexplored_months(selection))
+            raise BadRequest(
+                f"tournament cannot filter months {months}: they have no explorer data "
+                "(chesspipe explorer index); choose since/until without them"
+            )
         unrated = index.unrated_months(selection)
         if query.groups and unrated:
             raise BadRequest(
@@ -229,19 +282,24 @@ class Explorer:
                     "draws": draws,
                     "black": black,
                     "game": None,
+                    "opening": self.opening_after(board, move, position.key),
                 }
             )
         moves.sort(key=lambda m: (-(m["white"] + m["draws"] + m["black"]), m["uci"]))
         total = [sum(m[k] for m in moves) for k in ("white", "draws", "black")]
         if query.moves is not None:
             moves = moves[: query.moves]
+        top: list[dict[str, Any]] = []
+        recent: list[dict[str, Any]] = []
+        if self.games is not None:
+            top, recent = self._games(query, position, selection, moves)
         answer: dict[str, Any] = {
             "white": total[0],
             "draws": total[1],
             "black": total[2],
             "moves": moves,
-            "topGames": [],
-            "recentGames": [],
+            "recentGames": recent,
+            "topGames": top,
             "opening": opening,
         }
         if query.history:
@@ -253,12 +311,78 @@ class Explorer:
                 for i, m in enumerate(self.months)
                 if selection.months[i]
             ]
+        notes = []
         if unrated:
-            answer["notes"] = [
+            notes.append(
                 f"averageRating is null for moves played in {', '.join(unrated)}: those months "
                 "were ingested before the statistics kept rating sums; re-ingest them"
-            ]
+            )
+        if unexplored:
+            notes.append(
+                f"months {', '.join(unexplored)} are counted from the move statistics (the plies "
+                "ingest counted, each visit of a position) and have no games: index them with "
+                "chesspipe explorer index"
+            )
+        if notes:
+            answer["notes"] = notes
         return answer
+
+    def opening_after(
+        self, board: chess.Board, move: chess.Move, key: int
+    ) -> dict[str, str] | None:
+        """The opening named exactly at the position after a move (lila's `classify_exact`)."""
+        after = board.copy(stack=False)
+        found = self.opening_names().get(push_with_key(after, move, key))
+        return {"eco": found[0], "name": found[1]} if found else None
+
+    def _games(
+        self,
+        query: Query,
+        position: Position,
+        selection: Selection,
+        moves: list[dict[str, Any]],
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """topGames and recentGames, and each move's `game` where it was played once."""
+        games = self.games
+        assert games is not None
+        rows = games.picked_rows(position.key)
+        g = games.games[rows]
+        allowed = (
+            selection.months[self._game_months[games.month[g]]]
+            & selection.speeds[np.minimum(games.speed[g], len(selection.speeds) - 1)]
+            & selection.groups[games.group[g]]
+            & selection.flags[games.tournament[g].astype(np.int64)]
+        )
+        rows = rows[allowed]
+        board = position.board
+        uci: dict[int, str] = {}
+        for raw in np.unique(games.moves[rows]).tolist():
+            move = decode_move(board, raw)
+            if move is not None:
+                uci[raw] = board.uci(move)
+        rows = np.array([r for r in rows.tolist() if int(games.moves[r]) in uci], dtype=np.int64)
+        single = {m["uci"] for m in moves if m["white"] + m["draws"] + m["black"] == 1}
+        if single:
+            latest: dict[str, int] = {}
+            for r in rows.tolist():
+                move_uci = uci[int(games.moves[r])]
+                if move_uci in single:
+                    latest[move_uci] = max(latest.get(move_uci, -1), int(games.games[r]))
+            for m in moves:
+                if m["uci"] in latest:
+                    m["game"] = games.game_json(latest[m["uci"]])
+        picked = pick(
+            games,
+            rows,
+            query.groups,
+            top_games=query.top_games,
+            recent_games=query.recent_games,
+        )
+
+        def shown(row: int) -> dict[str, Any]:
+            return {"uci": uci[int(games.moves[row])], **games.game_json(int(games.games[row]))}
+
+        return [shown(r) for r in picked.top], [shown(r) for r in picked.recent]
 
 
 def encode(answer: object) -> bytes:

@@ -61,3 +61,12 @@ def play(text: str | None) -> tuple[str, ...]:
         if not _UCI.fullmatch(move):
             raise BadRequest(f"illegal move {_shown(move)} in play: not a UCI move")
     return moves
+
+
+def flag(text: str | None, name: str) -> bool | None:
+    """`true` or `false` (None or empty: not given)."""
+    if not text:
+        return None
+    if text not in ("true", "false"):
+        raise BadRequest(f"{name} must be true or false, not {_shown(text)}")
+    return text == "true"

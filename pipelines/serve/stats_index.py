@@ -7,6 +7,11 @@ the files again.
 
 Months ingested before `rating_group` and `rating_sum` were kept are loaded too; their rows
 have no group (`NO_GROUP`) and no rating sum, and `Totals` says which moves are missing them.
+
+Months with the explorer's data (`chesspipe explorer index`) are counted from it instead, as
+lila-openingexplorer counts (the first 50 plies, each position once per game, a tournament
+flag per row); the others from the move statistics (the plies ingest counted, every visit of a
+position, no tournament flag: `NO_FLAG`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pipelines.serve.games_index import GamesIndex, counted_rows
 from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.sql import connect
 from schemas.dimensions import RATING_GROUPS
@@ -24,6 +30,8 @@ from schemas.speed import Speed
 
 #: The group index of rows from months without rating groups.
 NO_GROUP = 255
+#: The tournament flag of rows from months without the explorer's data.
+NO_FLAG = 2
 #: Speed names in index order.
 SPEED_NAMES = tuple(speed.value for speed in Speed)
 
@@ -49,15 +57,26 @@ class Selection:
     months: np.ndarray
     speeds: np.ndarray
     groups: np.ndarray
+    #: By tournament flag: not a tournament game, a tournament game, not known (NO_FLAG).
+    flags: np.ndarray
 
 
 class StatsIndex:
     """Every month's rows, summed per (key, move, month, speed, rating group), sorted by key."""
 
-    def __init__(self, months: list[str], rated: list[bool], columns: dict[str, np.ndarray]):
+    def __init__(
+        self,
+        months: list[str],
+        rated: list[bool],
+        columns: dict[str, np.ndarray],
+        explored: list[bool] | None = None,
+    ):
         self.months = months
         #: Per month: whether its rows have rating groups and rating sums.
         self.rated = np.array(rated, dtype=bool)
+        #: Per month: whether its rows are the explorer's counts (else the move statistics').
+        self.explored = np.array(explored or [False] * len(months), dtype=bool)
+        self.tournament = columns.get("tournament", np.full(len(columns["key"]), NO_FLAG, np.uint8))
         self.keys = columns["key"]
         self.move = columns["move"]
         self.month = columns["month"]
@@ -72,11 +91,34 @@ class StatsIndex:
         return len(self.keys)
 
     @classmethod
-    def load(cls, warehouse: Path) -> StatsIndex:
-        """Read every month of a warehouse (read-only). A month is rated when all its rows
-        have a rating group (months written before the column read it as null)."""
+    def load(cls, warehouse: Path, games: GamesIndex | None = None) -> StatsIndex:
+        """Read every month of a warehouse (read-only): the explorer's counts for the months
+        `games` holds, the move statistics for the others. A month is rated when all its
+        rows have a rating group (months written before the column read it as null)."""
         warehouse = Path(warehouse)
-        months = available_months(warehouse)
+        explored = games.months if games is not None else []
+        stats_months = [m for m in available_months(warehouse) if m not in explored]
+        months = sorted({*stats_months, *explored})
+        from_stats = cls._load_stats(warehouse, stats_months, months)
+        if games is None or not games.count:
+            return from_stats
+        numbers = [months.index(m) for m in games.months]
+        counted = counted_rows(games, numbers)
+        columns = {
+            name: np.concatenate([from_stats.column(name), counted[name]]) for name in counted
+        }
+        order = np.argsort(columns["key"], kind="stable")
+        columns = {name: values[order] for name, values in columns.items()}
+        rated = [bool(from_stats.rated[i]) or m in explored for i, m in enumerate(months)]
+        return cls(months, rated, columns, [m in explored for m in months])
+
+    def column(self, name: str) -> np.ndarray:
+        found: np.ndarray = getattr(self, "keys" if name == "key" else name)
+        return found
+
+    @classmethod
+    def _load_stats(cls, warehouse: Path, stats_months: list[str], months: list[str]) -> StatsIndex:
+        """The move statistics' rows of `stats_months`, numbered among `months`."""
         dtypes = {
             "key": np.uint64,
             "move": np.uint16,
@@ -88,8 +130,9 @@ class StatsIndex:
             "losses": np.uint32,
             "rating_sum": np.uint64,
         }
-        if not months:
-            return cls([], [], {name: np.zeros(0, dtype=t) for name, t in dtypes.items()})
+        if not stats_months:
+            empty = {name: np.zeros(0, dtype=t) for name, t in dtypes.items()}
+            return cls(months, [False] * len(months), empty)
         con = connect(warehouse, threads=2)
         try:
             names = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
@@ -102,17 +145,24 @@ class StatsIndex:
                     coalesce(list_position($groups, {group}) - 1, {NO_GROUP}) AS "group",
                     sum(wins) AS wins, sum(draws) AS draws, sum(losses) AS losses,
                     coalesce(sum({rating_sum}), 0) AS rating_sum
-                FROM move_stats GROUP BY ALL ORDER BY key
+                FROM move_stats WHERE month IN (SELECT unnest($chosen))
+                GROUP BY ALL ORDER BY key
             """
             found = con.execute(
                 sql,
-                {"months": months, "speeds": list(SPEED_NAMES), "groups": list(RATING_GROUPS)},
+                {
+                    "months": months,
+                    "chosen": stats_months,
+                    "speeds": list(SPEED_NAMES),
+                    "groups": list(RATING_GROUPS),
+                },
             ).fetchnumpy()
         finally:
             con.close()
         columns = {name: np.asarray(found[name], dtype=t) for name, t in dtypes.items()}
         unrated = columns["month"][columns["group"] == NO_GROUP]
         rated = np.bincount(unrated, minlength=len(months)) == 0
+        columns["tournament"] = np.full(len(columns["key"]), NO_FLAG, dtype=np.uint8)
         return cls(months, rated.tolist(), columns)
 
     def select(
@@ -122,8 +172,10 @@ class StatsIndex:
         until: str | None = None,
         speeds: tuple[str, ...] = (),
         groups: tuple[int, ...] = (),
+        tournament: bool | None = None,
     ) -> Selection:
-        """The rows of the months inside since/until, of the speeds and groups (all if empty)."""
+        """The rows of the months inside since/until, of the speeds and groups (all if empty),
+        tournament games or the others (None: both)."""
         months = np.array(
             [(since is None or m >= since) and (until is None or m <= until) for m in self.months],
             dtype=bool,
@@ -133,7 +185,8 @@ class StatsIndex:
         for index, bound in enumerate(RATING_GROUPS):
             group_ok[index] = not groups or bound in groups
         group_ok[NO_GROUP] = not groups
-        return Selection(months, speed_ok, group_ok)
+        flags = np.array([tournament is not True, tournament is not False, tournament is None])
+        return Selection(months, speed_ok, group_ok, flags)
 
     def totals(self, key: int, selection: Selection) -> Totals:
         """A position's counts per move and per month under a selection."""
@@ -145,6 +198,7 @@ class StatsIndex:
             selection.months[month]
             & selection.speeds[self.speed[low:high]]
             & selection.groups[self.group[low:high]]
+            & selection.flags[self.tournament[low:high]]
         )
         month = month[keep]
         moves, inverse = np.unique(self.move[low:high][keep], return_inverse=True)
@@ -175,6 +229,11 @@ class StatsIndex:
             as_int[3],
             as_int[5],
         )
+
+    def unexplored_months(self, selection: Selection) -> list[str]:
+        """The selected months counted from the move statistics (no explorer data)."""
+        chosen = zip(self.months, selection.months, self.explored, strict=True)
+        return [month for month, on, explored in chosen if on and not explored]
 
     def unrated_months(self, selection: Selection) -> list[str]:
         """The selected months whose rows have no rating groups nor rating sums."""

@@ -1,0 +1,67 @@
+"""`chesspipe explorer index`: a month of games into the explorer's data (games and their
+positions, counted as Lichess counts), beside the move statistics."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipelines.commands.options import add_filter_options, settings_as_flags
+
+
+def _plies(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of plies nor 'all': {text!r}") from None
+
+
+def register(subparsers: Any) -> None:
+    from pipelines.explorer.settings import EXPLORER_PLIES
+
+    parser = subparsers.add_parser(
+        "explorer",
+        help="the explorer's data: games and positions for topGames, /player and /masters",
+        description="Index a month of games for `chesspipe serve`: each kept game's record "
+        "and its positions once per game (lila-openingexplorer's counting), under "
+        "WAREHOUSE/explorer/month=YYYY-MM/.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True)
+    index = actions.add_parser("index", help="index a month of games (the ingest filter)")
+    index.add_argument("source")
+    index.add_argument("--month", required=True, help="YYYY-MM partition to write")
+    index.add_argument("--warehouse", required=True, type=Path)
+    add_filter_options(index)
+    index.add_argument(
+        "--plies",
+        type=_plies,
+        default=EXPLORER_PLIES,
+        help=f"plies indexed per game ({EXPLORER_PLIES}, as Lichess); 'all' for collections "
+        "served as /masters (their moves are kept for their PGN)",
+    )
+    index.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.ingest import filter_from_args
+    from pipelines.explorer.index import index_month
+    from pipelines.explorer.settings import ExplorerSettings
+
+    rules = filter_from_args(args)
+    with settings_as_flags():
+        settings = ExplorerSettings(rules, args.plies)
+        manifest = index_month(args.source, args.month, args.warehouse, settings)
+    print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
+    if not args.quiet:
+        print(
+            f"chesspipe: indexed {manifest.games_kept:,} games of {manifest.month} for the "
+            f"explorer ({manifest.positions:,} positions, "
+            f"{(manifest.games_bytes + manifest.positions_bytes) / 1e6:.1f} MB)",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,98 @@
+"""A kept game's record for the explorer: the tags topGames, recentGames and /player show.
+
+Read from the game's text as the scanner split it (tags first), independently of the game
+filter, which reads only what it decides by.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import NamedTuple
+
+#: A tag line: name and value (escaped quotes and backslashes inside).
+_TAG = re.compile(rb'\[?([A-Za-z0-9_]+) "((?:[^"\\\n]|\\.)*)"\]')
+#: A Lichess game's Site: its id is the 8 letters and digits after the host.
+_LICHESS_SITE = re.compile(r"https?://lichess\.org/([A-Za-z0-9]{8})")
+#: Event names of tournament games on Lichess (arenas, swiss) and elsewhere.
+_TOURNAMENT = re.compile(r"\b(?:arena|swiss|tournament)\b", re.IGNORECASE)
+_ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class GameRecord(NamedTuple):
+    """The explorer's fields of a game (schemas.explorer.GAMES_SCHEMA, less seq and moves)."""
+
+    id: str
+    event: str
+    site: str
+    round: str
+    date: str
+    white: str
+    black: str
+    white_elo: int | None
+    black_elo: int | None
+    white_title: str | None
+    black_title: str | None
+    rated: bool
+    tournament: bool
+
+
+def tags(game: bytes) -> dict[str, str]:
+    """The tags of a game's text (up to its first blank line), values unescaped."""
+    end = game.find(b"\n\n")
+    found: dict[str, str] = {}
+    for match in _TAG.finditer(game, 0, end if end >= 0 else len(game)):
+        value = match.group(2).decode("utf-8", "replace")
+        if "\\" in value:
+            value = value.replace('\\"', '"').replace("\\\\", "\\")
+        found.setdefault(match.group(1).decode("ascii"), value)
+    return found
+
+
+def _rating(text: str | None) -> int | None:
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 5:
+        return None
+    return min(int(text), 65535)
+
+
+def game_id(site: str, game: bytes) -> str:
+    """The Lichess id in Site, else 8 letters and digits from the sha256 of the game's text
+    (the same game, the same id)."""
+    found = _LICHESS_SITE.match(site)
+    if found:
+        return found.group(1)
+    number = int.from_bytes(hashlib.sha256(game.strip()).digest()[:8], "big")
+    letters = []
+    for _ in range(8):
+        number, digit = divmod(number, len(_ID_ALPHABET))
+        letters.append(_ID_ALPHABET[digit])
+    return "".join(letters)
+
+
+def is_tournament(event: str) -> bool:
+    """Whether an Event names an arena, a swiss or a tournament (Lichess: "Rated Blitz
+    tournament https://lichess.org/tournament/...", "Rated Blitz swiss ...")."""
+    return _TOURNAMENT.search(event) is not None
+
+
+def read_record(game: bytes) -> GameRecord:
+    """The record of a game's text."""
+    found = tags(game)
+    site = found.get("Site", "")
+    event = found.get("Event", "")
+    date = found.get("UTCDate") or found.get("Date") or "????.??.??"
+    return GameRecord(
+        id=game_id(site, game),
+        event=event,
+        site=site,
+        round=found.get("Round", "-"),
+        date=date,
+        white=found.get("White", "?"),
+        black=found.get("Black", "?"),
+        white_elo=_rating(found.get("WhiteElo")),
+        black_elo=_rating(found.get("BlackElo")),
+        white_title=found.get("WhiteTitle") or None,
+        black_title=found.get("BlackTitle") or None,
+        rated=not event.lower().startswith("casual"),
+        tournament=is_tournament(event),
+    )

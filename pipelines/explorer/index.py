@@ -1,0 +1,143 @@
+"""`chesspipe explorer index`: a month of games into the explorer's data.
+
+The same source and the same filter as `chesspipe ingest`, read again: each kept game's record
+(schemas.explorer.GAMES_SCHEMA) and its positions once each (POSITIONS_SCHEMA), the first
+`plies` of every game (50, as lila-openingexplorer; every ply for collections). Written
+beside the move statistics, published whole (both files, then the manifest) or not at all.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipelines.explorer.game_record import GameRecord, read_record
+from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+from pipelines.explorer.manifest import ExplorerManifest
+from pipelines.explorer.positions import GamePositions, replay_games
+from pipelines.explorer.settings import ExplorerSettings
+from pipelines.files import json_bytes
+from pipelines.games.decompress import ReadAhead, decompressed_chunks
+from pipelines.games.game_filter import KeptGame, ScanStats
+from pipelines.games.scan import game_blocks, kept_games_in_blocks
+from pipelines.sources.open import open_source
+from pipelines.warehouse.layout import check_month
+from schemas.atomic_files import OutputSet
+from schemas.explorer import GAMES_SCHEMA, POSITIONS_SCHEMA
+from schemas.version import __version__
+
+#: Games replayed at once (one batch of the batch parser, one row group of each file).
+BATCH_GAMES = 4096
+
+
+class _Writer:
+    """The month's two Parquet files, a batch of games at a time."""
+
+    def __init__(self, games_path: Path, positions_path: Path) -> None:
+        self.games = pq.ParquetWriter(games_path, GAMES_SCHEMA, compression="zstd")
+        self.positions = pq.ParquetWriter(positions_path, POSITIONS_SCHEMA, compression="zstd")
+        self.seq = 0
+        self.rows = 0
+
+    def add(self, batch: list[tuple[KeptGame, GameRecord, GamePositions]]) -> None:
+        if not batch:
+            return
+        seqs = np.arange(self.seq, self.seq + len(batch), dtype=np.uint32)
+        self.seq += len(batch)
+        records = [record for _, record, _ in batch]
+        columns = {name: [getattr(r, name) for r in records] for name in GameRecord._fields}
+        columns["seq"] = seqs  # type: ignore[assignment]
+        columns["result"] = [kept.result for kept, _, _ in batch]
+        columns["speed"] = [kept.speed.value for kept, _, _ in batch]
+        columns["moves"] = [found.uci for _, _, found in batch]
+        self.games.write_table(pa.Table.from_pydict(columns, schema=GAMES_SCHEMA))
+        lengths = np.array([len(found.keys) for _, _, found in batch], dtype=np.int64)
+        positions = pa.Table.from_pydict(
+            {
+                "seq": np.repeat(seqs, lengths),
+                "key": np.concatenate([found.keys for _, _, found in batch]),
+                "move": np.concatenate([found.moves for _, _, found in batch]),
+                "ply": np.concatenate([found.plies for _, _, found in batch]),
+            },
+            schema=POSITIONS_SCHEMA,
+        )
+        self.positions.write_table(positions)
+        self.rows += len(positions)
+
+    def close(self) -> None:
+        self.games.close()
+        self.positions.close()
+
+
+def index_month(
+    source: str, month: str, warehouse: Path, settings: ExplorerSettings | None = None
+) -> ExplorerManifest:
+    """Index a month's games for the explorer; return the manifest published with them."""
+    settings = settings or ExplorerSettings()
+    check_month(month)
+    started = time.monotonic()
+    stats = ScanStats()
+    targets = (
+        games_file(warehouse, month),
+        positions_file(warehouse, month),
+        explorer_manifest_path(warehouse, month),
+    )
+    chess960 = settings.rules.variant == "chess960"
+    with OutputSet(*targets) as output, open_source(source, settings.rules.variant) as opened:
+        writer = _Writer(output.path(targets[0]), output.path(targets[1]))
+        try:
+            texts: list[bytes] = []
+            chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
+            blocks = game_blocks(iter(chunks), stats, check_end=True)
+            pending: list[tuple[KeptGame, bytes]] = []
+            for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
+                pending.append((kept, texts.pop()))
+                if len(pending) >= BATCH_GAMES:
+                    writer.add(_replayed(pending, settings, stats, chess960))
+                    pending = []
+            writer.add(_replayed(pending, settings, stats, chess960))
+        finally:
+            writer.close()
+        manifest = ExplorerManifest(
+            chesspipe_version=__version__,
+            month=month,
+            source=source,
+            settings=settings.to_json(),
+            games_read=stats.games_read,
+            games_kept=stats.games_kept,
+            games_dropped=dict(sorted(stats.dropped.items())),
+            positions=writer.rows,
+            ends_inside_game=stats.ends_inside_game,
+            games_bytes=output.path(targets[0]).stat().st_size,
+            positions_bytes=output.path(targets[1]).stat().st_size,
+            seconds=round(time.monotonic() - started, 3),
+        )
+        output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
+    return manifest
+
+
+def _replayed(
+    pending: list[tuple[KeptGame, bytes]],
+    settings: ExplorerSettings,
+    stats: ScanStats,
+    chess960: bool,
+) -> list[tuple[KeptGame, GameRecord, GamePositions]]:
+    """The pending games that replay, with their records; the others counted as dropped."""
+    found = replay_games(
+        [kept for kept, _ in pending],
+        plies=settings.plies,
+        keep_moves=settings.keeps_moves,
+        chess960=chess960,
+    )
+    done = []
+    for (kept, text), result in zip(pending, found, strict=True):
+        if isinstance(result, str):
+            stats.drop(result)
+            continue
+        stats.games_kept += 1
+        done.append((kept, read_record(text), result))
+    return done

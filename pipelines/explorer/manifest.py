@@ -1,0 +1,41 @@
+"""The explorer index's manifest: what a month's explorer data was made from, and how."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ExplorerManifest:
+    """A month's explorer index run, as written to DIR/explorer/month=YYYY-MM.json."""
+
+    chesspipe_version: str
+    month: str
+    source: str
+    #: ExplorerSettings.to_json(): the filter and the plies indexed (None: every ply).
+    settings: dict[str, Any]
+    games_read: int
+    games_kept: int
+    games_dropped: dict[str, int]
+    #: Rows of positions.parquet: positions once per game.
+    positions: int
+    #: The source ended inside a game (its last game is left out).
+    ends_inside_game: bool
+    games_bytes: int
+    positions_bytes: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ExplorerManifest:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def read(cls, path: Path) -> ExplorerManifest:
+        return cls.from_json(json.loads(Path(path).read_text()))

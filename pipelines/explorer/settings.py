@@ -1,0 +1,35 @@
+"""What the explorer's index keeps: the game filter and how deep games are indexed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipelines.errors import SettingError
+from pipelines.games.game_filter import GameFilter
+
+#: Plies of each game the explorer indexes by default: lila-openingexplorer's `MAX_PLIES`
+#: (src/indexer/lichess.rs).
+EXPLORER_PLIES = 50
+
+
+@dataclass(frozen=True)
+class ExplorerSettings:
+    """The games indexed (`rules`, the filter ingest uses) and the plies of each: a number,
+    or None for every ply (collections served as /masters, as lila's masters database indexes
+    whole games; their moves are then kept too, for their PGN)."""
+
+    rules: GameFilter = field(default_factory=GameFilter)
+    plies: int | None = EXPLORER_PLIES
+
+    def __post_init__(self) -> None:
+        if self.plies is not None and self.plies < 1:
+            reason = f"must be at least 1 (or None: every ply), not {self.plies}"
+            raise SettingError("ExplorerSettings", "plies", reason)
+
+    @property
+    def keeps_moves(self) -> bool:
+        """Whether the games' moves are kept (whole games indexed)."""
+        return self.plies is None
+
+    def to_json(self) -> dict[str, object]:
+        return {"rules": self.rules.to_json(), "plies": self.plies}

@@ -1,0 +1,83 @@
+"""topGames and recentGames of `/lichess`, picked as lila-openingexplorer picks them
+(`LichessEntry::prepare`, src/model/lichess.rs).
+
+The candidates are a position's picked rows (the 8 most recent games of each move, month,
+speed, rating group and flag) that the filter allows. Top games come from the rating groups
+the filter allows from the highest down to 2000 (none unless it allows the highest), at most
+4, ordered by the speed's leaderboard high score less the group's lower bound, then most
+recent first; recent games are the other candidates, most recent first, as many as make 8
+with the top games.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from pipelines.serve.games_index import LILA_BOUNDS, SPEED_NAMES, GamesIndex
+from schemas.dimensions import RATING_GROUPS
+
+#: Games in an answer at most (lila's MAX_LICHESS_GAMES), and top games at most (MAX_TOP_GAMES).
+MAX_GAMES = 8
+MAX_TOP_GAMES = 4
+#: Each speed's leaderboard high score, as lila-openingexplorer has them (`Speed::highscore`).
+HIGHSCORES = {
+    "ultrabullet": 2644,
+    "bullet": 3352,
+    "blitz": 2974,
+    "rapid": 2949,
+    "classical": 2533,
+    "correspondence": 4000,
+}
+_HIGHSCORE = np.array([HIGHSCORES[name] for name in SPEED_NAMES] + [0], dtype=np.int32)
+
+
+def top_bound(groups: tuple[int, ...]) -> int | None:
+    """The lowest rating group whose games may be top games (`LichessQueryFilter::top_group`):
+    from the highest group down, while the filter allows it and it is 2000 or more."""
+    found = None
+    for bound in reversed(LILA_BOUNDS.tolist()):
+        allowed = not groups or min(bound, RATING_GROUPS[-1]) in groups
+        if not allowed or bound < 2000:
+            break
+        found = bound
+    return found
+
+
+class Picked(NamedTuple):
+    """Rows of the games index chosen for an answer."""
+
+    top: list[int]
+    recent: list[int]
+
+
+def pick(
+    index: GamesIndex,
+    rows: np.ndarray,
+    groups: tuple[int, ...],
+    *,
+    top_games: int | None = None,
+    recent_games: int | None = None,
+) -> Picked:
+    """Top and recent games among candidate rows (the filter already applied)."""
+    games = index.games[rows].astype(np.int64)
+    bound = top_bound(groups)
+    top: list[int] = []
+    rest = np.arange(len(rows))
+    if bound is not None and len(rows):
+        high = np.flatnonzero(index.bound[games] >= bound)
+        score = _HIGHSCORE[np.minimum(index.speed[games[high]], 6)] - index.bound[games[high]]
+        order = np.lexsort((-games[high], score))[:MAX_TOP_GAMES]
+        top = high[order].tolist()
+        chosen = set(games[top].tolist())
+        rest = np.array(
+            [i for i in range(len(rows)) if int(games[i]) not in chosen], dtype=np.int64
+        )
+    wanted = MAX_GAMES - len(top)
+    if recent_games is not None:
+        wanted = min(wanted, recent_games)
+    recent = rest[np.argsort(-games[rest], kind="stable")[:wanted]].tolist() if len(rest) else []
+    if top_games is not None:
+        top = top[:top_games]
+    return Picked([int(rows[i]) for i in top], [int(rows[i]) for i in recent])
