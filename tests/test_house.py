@@ -15,6 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 #: The most `dict[str, Any]` allowed in the parameters and fields of pipelines/.
 MOST_UNTYPED = 10
 
+#: The functions that turn a file's parsed JSON into a typed value: their parameter is the
+#: edge the rule allows, and is not counted.
+JSON_READERS = frozenset({"from_json"})
+
 
 def is_untyped_dict(node: ast.AST) -> bool:
     """Whether a node is the annotation `dict[str, Any]` (or `Dict[str, Any]`)."""
@@ -40,6 +44,8 @@ def untyped_places(source: str, name: str) -> list[str]:
     places = []
     for node in ast.walk(ast.parse(source, name)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            if node.name in JSON_READERS:
+                continue  # the edge itself: the parsed JSON of a file, typed on its way in
             args = node.args
             every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
             for arg in every:
@@ -64,6 +70,8 @@ def test_the_count_sees_parameters_fields_and_strings() -> None:
         "    z: dict[Any, str]\n"
         "    def m(self) -> None:\n"
         "        local: dict[str, Any] = {}\n"
+        "    @classmethod\n"
+        "    def from_json(cls, data: dict[str, Any]) -> C: ...\n"
     )
     assert [p.split()[1] for p in untyped_places(source, "m")] == ["a", "b", "e", "f", "x", "y"]
 
