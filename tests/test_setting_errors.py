@@ -15,9 +15,11 @@ from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 from pipelines.training.from_games import FromGamesSettings
+from pipelines.training.skip_settings import SkipSettings
 
 SETTINGS = (
     GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings, ExplorerSettings,
+    SkipSettings,
 )  # fmt: skip
 
 
