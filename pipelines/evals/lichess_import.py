@@ -171,8 +171,10 @@ def evaluation_of(
         cp = -_integer(first.cp) if flip else _integer(first.cp)
         if abs(cp) >= MATE_SCORE:
             raise Skip("bad_value")
-        if not any(board.generate_legal_moves()):
-            raise Skip("mate_contradicts" if board.is_checkmate() else "bad_value")
+        if board.is_checkmate():
+            raise Skip("mate_contradicts")
+        if cp and not any(board.generate_legal_moves()):
+            raise Skip("bad_value")  # a stalemate is 0
     knodes = chosen.knodes if isinstance(chosen.knodes, int) and chosen.knodes >= 0 else None
     depth = chosen.depth if 0 <= chosen.depth < 1 << 16 else None
     return Evaluation(
