@@ -69,7 +69,7 @@ def register(subparsers: Any) -> None:
         "--max-loss",
         type=non_negative_int,
         help="with --evals: drop a move more than this many centipawns below the position's best "
-        "book move (or the engine's own best)",
+        "book move (or the engine's own best move, where the position after it is stored)",
     )
     parser.add_argument(
         "--min-eval",

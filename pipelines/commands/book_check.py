@@ -25,10 +25,10 @@ def register(subparsers: Any) -> None:
         help="judge a book's moves by the evaluations a warehouse stores",
         description="Play the book as an engine plays it (both sides draw moves in proportion to "
         "the weights) and list every book move reached with at least --min-probability, with "
-        "its loss (the best evaluation among the position's book moves, or the engine's own "
-        "best, minus its own, from the mover's view); the probability-weighted mean loss; the "
-        "moves losing more than --losing cp; and the evaluation where the book ends (White's "
-        "view). A table, or JSON with --json.",
+        "its loss (the best value among the position's book moves, or the engine's own "
+        "best move's, minus its own, from the mover's view); the probability-weighted mean "
+        "loss; the moves losing more than --losing cp; and the evaluation where the book ends "
+        "(White's view). A table, or JSON with --json.",
     )
     parser.add_argument("book", type=Path)
     parser.add_argument(

@@ -4,7 +4,7 @@ The book is played as an engine plays it, both sides drawing their moves at rand
 proportion to the weights, from the start position: each book move is reached with a
 probability (a transposition adds the probabilities of its lines). Of the moves reached with at
 least `min_probability`, each has its loss (pipelines.evals.pruning: the best value among the
-position's book moves, or the engine's own best, minus its own); the check gives the
+position's book moves, or the engine's own best move's, minus its own); the check gives the
 probability-weighted mean loss, the moves losing more than `losing` centipawns, and the
 evaluation where the book ends (the first position without a book move), from White's view.
 """

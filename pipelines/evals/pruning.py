@@ -2,8 +2,11 @@
 
 A book move's value is the evaluation of the position after it, from the mover's view (the
 stored score there, from the side to move, negated). The position's reference is the best
-value among its book moves, or the position's own evaluation (the engine's best move) when the
-store has it and it is higher. A move's loss is the reference minus its value. `max_loss`
+value among its book moves, or the value of the engine's own best move there (the stored
+position's `best`) when the store has the position after it and it is higher: values of
+positions after a move, all alike, never a position's own score beside its children's (a
+search of a position and searches of the positions after its moves at one node limit differ
+by tens of centipawns). A move's loss is the reference minus its value. `max_loss`
 prunes a move losing more than that many centipawns; `min_eval` one whose value is below it.
 A move without an evaluation after it (or in a position no line of the book reaches) is kept,
 and counted as unchecked.
@@ -17,6 +20,7 @@ from typing import NamedTuple
 from pipelines.evals.positions import Walk
 from pipelines.evals.settings import PruneSettings
 from pipelines.evals.store import Evaluation
+from schemas.polyglot import decode_move, push_with_key
 
 
 class MoveValue(NamedTuple):
@@ -33,6 +37,21 @@ class MoveValue(NamedTuple):
         return max(0, self.reference - self.value)
 
 
+def _engine_best_value(walk: Walk, key: int, evaluations: Mapping[int, Evaluation]) -> int | None:
+    """The value of the engine's own best move in a position (the stored evaluation after it,
+    from the mover's view), where the store has the position and the one after that move."""
+    own = evaluations.get(key)
+    board = walk.boards.get(key)
+    if own is None or own.best is None or board is None:
+        return None
+    move = decode_move(board, own.best)
+    if move is None:
+        return None
+    child = board.copy(stack=False)
+    after = evaluations.get(push_with_key(child, move, key))
+    return -after.score if after is not None else None
+
+
 def move_values(
     walk: Walk, moves: Mapping[int, Sequence[int]], evaluations: Mapping[int, Evaluation]
 ) -> dict[tuple[int, int], MoveValue]:
@@ -45,8 +64,8 @@ def move_values(
             stored = evaluations.get(child) if child is not None else None
             values[raw] = -stored.score if stored is not None else None
         known = [v for v in values.values() if v is not None]
-        own = evaluations.get(key)
-        candidates = known + ([own.score] if own is not None and key in walk.boards else [])
+        engine_best = _engine_best_value(walk, key, evaluations)
+        candidates = known + ([engine_best] if engine_best is not None else [])
         reference = max(candidates) if candidates else None
         for raw, value in values.items():
             judged[(key, raw)] = MoveValue(value, reference)
