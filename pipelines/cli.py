@@ -18,6 +18,7 @@ COMMANDS = {
     "book": "pipelines.commands.book",
     "sql": "pipelines.commands.sql",
     "warehouse": "pipelines.commands.warehouse",
+    "evals": "pipelines.commands.evals",
     "build-month": "pipelines.commands.build_month",
     "backfill": "pipelines.commands.backfill",
     "serve-monthly": "pipelines.commands.serve_monthly",

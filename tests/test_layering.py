@@ -21,6 +21,7 @@ ROOMS: tuple[frozenset[str], ...] = (
     frozenset({"pipelines.sources"}),
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.games"}),
+    frozenset({"pipelines.evals"}),
     frozenset({"pipelines.ingest", "pipelines.books", "pipelines.endgames", "pipelines.training"}),
     frozenset({"pipelines.explorer"}),
     frozenset({"pipelines.monthly", "pipelines.serve"}),

@@ -11,6 +11,7 @@ import pytest
 from pipelines.books.settings import BookSettings, DumpSettings, ReportSettings
 from pipelines.commands.options import SETTING_FLAGS, settings_as_flags
 from pipelines.errors import ChesspipeError, SettingError
+from pipelines.evals.settings import AnalysisSettings, CheckSettings, ImportSettings, PruneSettings
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
@@ -19,7 +20,7 @@ from pipelines.training.skip_settings import SkipSettings
 
 SETTINGS = (
     GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings, ExplorerSettings,
-    SkipSettings,
+    SkipSettings, AnalysisSettings, ImportSettings, PruneSettings, CheckSettings,
 )  # fmt: skip
 
 

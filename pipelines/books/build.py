@@ -6,9 +6,9 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pipelines.books.manifest import BookManifest, book_manifest_path
+from pipelines.books.manifest import BookManifest, PruningRecord, book_manifest_path
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
@@ -20,6 +20,10 @@ from pipelines.warehouse.yearly import choose_years, yearly_file
 from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
+
+if TYPE_CHECKING:
+    from pipelines.evals.pruning import Pruning
+    from pipelines.evals.settings import PruneSettings
 
 MAX_WEIGHT = 65535
 
@@ -63,12 +67,17 @@ def _book_rows(
 
 
 def book_query(
-    months: list[str], settings: BookSettings, *, yearly: list[Path] | None = None
+    months: list[str],
+    settings: BookSettings,
+    *,
+    yearly: list[Path] | None = None,
+    without: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows.
 
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
-    months they stand for must not be in `months`.
+    months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
+    the book leaves out (moves pruned by evaluation), before weights are scaled.
     """
     rows, params = _book_rows(months, settings, yearly or [])
     # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score. `totals` is
@@ -80,7 +89,7 @@ def book_query(
             GROUP BY key, move
         ), kept AS (
             SELECT key, move, n, points, max(points) OVER (PARTITION BY key) AS top
-            FROM totals
+            FROM totals {f"ANTI JOIN {without} USING (key, move)" if without else ""}
             WHERE n >= ? AND points > 0 AND (points::DOUBLE / n::DOUBLE) / 2.0 >= ?
         )
         SELECT key, move,
@@ -94,17 +103,56 @@ def book_query(
     return sql, params
 
 
-def one_side(
+def side_keys(
     con: Any, months: list[str], sql: str, params: list[Any], settings: BookSettings
-) -> tuple[str, list[Any]]:
-    """Narrow a book's query to the positions where `settings.side` is to move."""
+) -> list[int]:
+    """The positions of a book's query where `settings.side` is to move."""
     from pipelines.books.sides import sides_to_move
 
     keys = [int(k) for (k,) in con.execute(f"SELECT DISTINCT key FROM ({sql})", params).fetchall()]
     sides = sides_to_move(con, months, keys, min_games=settings.min_games)
     colour = settings.side == "white"
-    chosen = [key for key in keys if sides.get(key) == colour]
-    return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, chosen]
+    return [key for key in keys if sides.get(key) == colour]
+
+
+def only_keys(sql: str, params: list[Any], keys: list[int]) -> tuple[str, list[Any]]:
+    """Narrow a book's query to the positions `keys`."""
+    return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, keys]
+
+
+class EvalPruning(NamedTuple):
+    """Pruning a book by evaluation: the warehouse whose evaluation store judges the moves,
+    and the rule's settings."""
+
+    evals: Path
+    settings: PruneSettings
+
+
+def pruned_moves(con: Any, sql: str, params: list[Any], pruning: EvalPruning) -> Pruning:
+    """The moves of a book's query that the rule drops, judged by the stored evaluations of
+    the positions a walk of the book's moves from the start position reaches."""
+    from pipelines.evals.positions import walk
+    from pipelines.evals.pruning import needed_keys, prune
+    from pipelines.evals.store import read_evaluations
+
+    moves: dict[int, list[int]] = {}
+    for key, move in con.execute(f"SELECT key, move FROM ({sql})", params).fetchall():
+        moves.setdefault(int(key), []).append(int(move))
+    reached = walk(moves)
+    evaluations = read_evaluations(pruning.evals, needed_keys(reached, moves))
+    return prune(reached, moves, evaluations, pruning.settings)
+
+
+def _pairs_table(pairs: frozenset[tuple[int, int]]) -> Any:
+    import pyarrow as pa
+
+    ordered = sorted(pairs)
+    return pa.table(
+        {
+            "key": pa.array([k for k, _ in ordered], pa.uint64()),
+            "move": pa.array([m for _, m in ordered], pa.uint16()),
+        }
+    )
 
 
 def no_move_passes(
@@ -147,8 +195,13 @@ def build_book(
     *,
     allow_empty: bool = True,
     notes: list[str] | None = None,
+    pruning: EvalPruning | None = None,
 ) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest.
+
+    With `pruning`, the moves that lose by the stored evaluations are left out
+    (pipelines.evals.pruning) and the manifest records the rule and its counts; without it the
+    book is PolyGlot's.
 
     `months` is a list of months or a selection as `pipelines.warehouse.months` reads it
     (`2024-01,2024-03`, `2023-01..2024-06`, `all`); every month chosen must be in the warehouse.
@@ -164,7 +217,9 @@ def build_book(
     for path in (out, book_manifest_path(out)):
         check_output(path)
     with output_lock(out):
-        return _build_book(warehouse, months, out, settings, allow_empty=allow_empty, notes=notes)
+        return _build_book(
+            warehouse, months, out, settings, allow_empty=allow_empty, notes=notes, pruning=pruning
+        )
 
 
 def _build_book(
@@ -175,6 +230,7 @@ def _build_book(
     *,
     allow_empty: bool,
     notes: list[str] | None,
+    pruning: EvalPruning | None = None,
 ) -> BookManifest:
     """build_book, under the output's lock."""
     settings = settings or BookSettings()
@@ -187,18 +243,26 @@ def _build_book(
     choice = choose_years(Path(warehouse), wanted)
     if notes is not None:
         notes.extend(choice.notes)
-    sql, params = book_query(
-        list(choice.months),
-        settings,
-        yearly=[yearly_file(Path(warehouse), year) for year in choice.years],
-    )
+    yearly = [yearly_file(Path(warehouse), year) for year in choice.years]
+    sql, params = book_query(list(choice.months), settings, yearly=yearly)
+    judged: list[Pruning] = []
 
     def read() -> tuple[str, int, int, int]:
         con = connect(Path(warehouse))
+        judged.clear()
         try:
             query, values = sql, params
-            if settings.side is not None:
-                query, values = one_side(con, wanted, sql, params, settings)
+            keys = side_keys(con, wanted, sql, params, settings) if settings.side else None
+            if keys is not None:
+                query, values = only_keys(sql, params, keys)
+            if pruning is not None:
+                judged.append(pruned_moves(con, query, values, pruning))
+                con.register("pruned", _pairs_table(judged[0].pruned))
+                query, values = book_query(
+                    list(choice.months), settings, yearly=yearly, without="pruned"
+                )
+                if keys is not None:
+                    query, values = only_keys(query, values, keys)
             found = con.execute(
                 f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), "
                 f"coalesce(sum(games), 0) FROM ({query})",
@@ -229,6 +293,13 @@ def _build_book(
             seconds=round(time.monotonic() - started, 3),
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             warehouse=str(Path(warehouse).resolve()),
+            pruning=(
+                PruningRecord(
+                    str(Path(pruning.evals).resolve()), pruning.settings, judged[0].counts
+                )
+                if pruning is not None
+                else None
+            ),
         )
         write_json(outputs.path(manifest_file), manifest.to_json())
     return manifest

@@ -6,10 +6,38 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.books.settings import BookSettings
 from pipelines.files import file_sha256, write_json_atomic
+
+if TYPE_CHECKING:
+    from pipelines.evals.pruning import PruningCounts
+    from pipelines.evals.settings import PruneSettings
+
+
+@dataclass(frozen=True)
+class PruningRecord:
+    """How a book was pruned by evaluation: the warehouse whose store judged the moves, the
+    rule's settings, and the counts (moves checked, pruned of those, unchecked)."""
+
+    evals: str
+    settings: PruneSettings
+    counts: PruningCounts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"evals": self.evals, **self.settings.record(), **self.counts._asdict()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PruningRecord:
+        from pipelines.evals.pruning import PruningCounts
+        from pipelines.evals.settings import PruneSettings
+
+        return cls(
+            str(data["evals"]),
+            PruneSettings(data.get("max_loss"), data.get("min_eval")),
+            PruningCounts(int(data["checked"]), int(data["pruned"]), int(data["unchecked"])),
+        )
 
 
 @dataclass(frozen=True)
@@ -35,6 +63,8 @@ class BookManifest:
     finished_at: str
     #: The warehouse the statistics came from (absolute); None in files written before it.
     warehouse: str | None = None
+    #: The pruning by evaluation (`book build --evals`); None for a book as PolyGlot makes it.
+    pruning: PruningRecord | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the manifest as the JSON object its file holds."""
@@ -51,6 +81,7 @@ class BookManifest:
             "seconds": self.seconds,
             "finished_at": self.finished_at,
             **({"warehouse": self.warehouse} if self.warehouse is not None else {}),
+            **({"evals": self.pruning.to_json()} if self.pruning is not None else {}),
         }
 
     @classmethod
@@ -72,6 +103,7 @@ class BookManifest:
             seconds=float(data["seconds"]),
             finished_at=str(data["finished_at"]),
             warehouse=str(data["warehouse"]) if data.get("warehouse") is not None else None,
+            pruning=PruningRecord.from_json(data["evals"]) if data.get("evals") else None,
         )
 
     def write(self, path: Path) -> None:

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import BookSettings
-from pipelines.commands.options import SETTING_FLAGS, add_book_options, settings_as_flags
+from pipelines.commands.options import (
+    SETTING_FLAGS,
+    add_book_options,
+    integer,
+    non_negative_int,
+    settings_as_flags,
+)
 from pipelines.errors import ChesspipeError
 
 
@@ -53,17 +59,56 @@ def register(subparsers: Any) -> None:
         const="black",
         help="only the positions where Black is to move: a repertoire for Black",
     )
+    parser.add_argument(
+        "--evals",
+        type=Path,
+        help="prune the moves that lose by the evaluations this warehouse stores (with "
+        "--max-loss or --min-eval)",
+    )
+    parser.add_argument(
+        "--max-loss",
+        type=non_negative_int,
+        help="with --evals: drop a move more than this many centipawns below the position's best "
+        "book move (or the engine's own best move, where the position after it is stored)",
+    )
+    parser.add_argument(
+        "--min-eval",
+        type=integer,
+        help="with --evals: drop a move that leaves the mover below this many centipawns",
+    )
     parser.set_defaults(handler=run)
+
+
+def pruning_from_args(args: argparse.Namespace) -> Any:
+    """Return the EvalPruning the options describe, or None without --evals."""
+    if args.evals is None:
+        if args.max_loss is not None or args.min_eval is not None:
+            raise ChesspipeError("--max-loss and --min-eval prune by evaluation: give --evals")
+        return None
+    from pipelines.books.build import EvalPruning
+    from pipelines.evals.settings import PruneSettings
+
+    if not args.evals.is_dir():
+        raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+    with settings_as_flags():
+        return EvalPruning(args.evals, PruneSettings(args.max_loss, args.min_eval))
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.books.build import EmptyBook, build_book
 
     settings = book_settings_from_args(args)
+    pruning = pruning_from_args(args)
     notes: list[str] = []
     try:
         manifest = build_book(
-            args.warehouse, args.months, args.out, settings, allow_empty=False, notes=notes
+            args.warehouse,
+            args.months,
+            args.out,
+            settings,
+            allow_empty=False,
+            notes=notes,
+            pruning=pruning,
         )
     except EmptyBook as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
@@ -73,5 +118,7 @@ def run(args: argparse.Namespace) -> int:
     record = manifest.to_json()
     # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
     summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}
+    if "evals" in record:
+        summary["evals"] = record["evals"]
     print(json.dumps(summary, indent=2))
     return 0

@@ -217,6 +217,32 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    """Add the engine, its limit and its workers (defaults: AnalysisSettings), for the
+    commands that run a UCI engine."""
+    from pipelines.evals.settings import DEFAULT_NODES, AnalysisSettings
+
+    default = AnalysisSettings()
+    parser.add_argument(
+        "--engine", required=True, help="a UCI engine: a path, or a program on PATH (stockfish)"
+    )
+    limit = parser.add_mutually_exclusive_group()
+    limit.add_argument(
+        "--nodes", type=positive_int, help=f"nodes per position ({DEFAULT_NODES} by default)"
+    )
+    limit.add_argument("--depth", type=int_range(1, 245), help="plies per position")
+    limit.add_argument("--movetime", type=positive_int, help="milliseconds per position")
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=default.workers,
+        help=f"engines run at once, one thread each ({default.workers})",
+    )
+    parser.add_argument(
+        "--hash", type=positive_int, default=default.hash_mb, help="each engine's hash in MB"
+    )
+
+
 def add_locations(parser: argparse.ArgumentParser) -> None:
     """Add --warehouse and --books of the commands that build months (local or remote)."""
     parser.add_argument("--warehouse", required=True, help="folder or s3://... URL")
@@ -253,6 +279,17 @@ SETTING_FLAGS = {
     "SkipSettings.max_score": "--max-score",
     "SkipSettings.min_pieces": "--min-pieces",
     "SkipSettings.max_pieces": "--max-pieces",
+    "AnalysisSettings.nodes": "--nodes",
+    "AnalysisSettings.depth": "--depth",
+    "AnalysisSettings.movetime": "--movetime",
+    "AnalysisSettings.workers": "--workers",
+    "AnalysisSettings.hash_mb": "--hash",
+    "PruneSettings.max_loss": "--max-loss",
+    "PruneSettings.min_eval": "--min-eval",
+    "CheckSettings.min_probability": "--min-probability",
+    "CheckSettings.losing": "--losing",
+    "CheckSettings.plies": "--plies",
+    "ImportSettings.point_of_view": "--point-of-view",
 }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
+from pipelines.warehouse.evals_files import PART_RE, eval_parts, evals_dir, evals_lock
 from pipelines.warehouse.layout import (
     MONTH_RE,
     manifest_path,
@@ -27,7 +28,9 @@ class Finding:
 
     #: stale-staging, temp-file, no-manifest, sha256-mismatch, no-partition, in-use,
     #: stale-yearly (a compacted year that no longer matches its months), not-a-month (a
-    #: stray `month=...` name), not-a-folder (a file where a month's folder should be)
+    #: stray `month=...` name), not-a-folder (a file where a month's folder should be),
+    #: bad-eval-part (a part of the evaluation store that readers cannot use), not-a-part (a
+    #: stray file in the store's folder)
     kind: str
     path: Path
     month: str | None
@@ -172,6 +175,62 @@ def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
             )
 
 
+def _part_problem(part: Path) -> str | None:
+    """What is wrong with a part of the evaluation store (None: nothing): it must read as
+    Parquet with the store's columns, one row per position, sorted by key."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from schemas.evals import evals_schema
+
+    try:
+        table = pq.read_table(part)
+    except (OSError, ValueError) as exc:
+        return f"not readable as Parquet ({str(exc).splitlines()[0]})"
+    missing = [f.name for f in evals_schema() if f.name not in table.schema.names]
+    if missing:
+        return f"lacks the column(s) {', '.join(missing)} of the evaluation store"
+    keys = table.column("key").combine_chunks()
+    if (
+        len(keys) > 1
+        and not pc.all(pc.greater(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py()
+    ):
+        return "not sorted by key with one row per position"
+    return None
+
+
+def _evals_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
+    """The evaluation store: parts readers cannot use, stray files, and what dead runs left
+    (temp files, removed by `repair` while no run holds the store's lock)."""
+    root = evals_dir(warehouse)
+    if not root.is_dir():
+        return
+    temps = sorted(root.glob(".part-*.tmp"))
+    strays = sorted(
+        p for p in root.iterdir() if not PART_RE.fullmatch(p.name) and p not in set(temps)
+    )
+    if temps:
+        try:
+            with evals_lock(warehouse):
+                for path in temps:
+                    if repair:
+                        path.unlink(missing_ok=True)
+                        yield Finding("temp-file", path, None, "removed", True)
+                    else:
+                        detail = "left by a dead run of evals analyse or import"
+                        yield Finding("temp-file", path, None, detail, repair="removes it")
+        except ChesspipeError:
+            yield Finding("in-use", root, None, "the evaluations are being written, skipped")
+    for path in strays:
+        detail = "not a part of the evaluation store: no reader counts it; move it out"
+        yield Finding("not-a-part", path, None, detail)
+    for part in eval_parts(warehouse):
+        problem = _part_problem(part)
+        if problem is not None:
+            detail = f"{problem}: every read of the evaluations fails; move it out of the store"
+            yield Finding("bad-eval-part", part, None, detail, repair="leaves it")
+
+
 def _kind(warehouse: Path, path: Path) -> str:
     return "stale-staging" if path.parent == staging_root(warehouse) else "temp-file"
 
@@ -213,4 +272,5 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
                 )
     findings += _manifest_findings(warehouse)
     findings += _yearly_findings(warehouse, repair)
+    findings += _evals_findings(warehouse, repair)
     return findings

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pipelines.errors import ChesspipeError
+from pipelines.warehouse.evals_files import eval_parts
 from pipelines.warehouse.layout import (
     available_months,
     partition_file,
@@ -19,6 +20,7 @@ from pipelines.warehouse.layout import (
 )
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.yearly import fresh_yearly_files
+from schemas.evals import EVALS_ORDER, SCORE_SQL
 
 if TYPE_CHECKING:
     import duckdb
@@ -142,11 +144,11 @@ def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None 
 
 
 def statistics_files(warehouse: Path) -> list[Path]:
-    """The files the views read: each month's partition and the fresh compacted years."""
+    """The files the views read: each month's partition, the fresh compacted years and the
+    evaluation store's parts."""
     root = Path(warehouse).absolute()
-    return [partition_file(root, month) for month in available_months(root)] + fresh_yearly_files(
-        root
-    )
+    months = [partition_file(root, month) for month in available_months(root)]
+    return months + fresh_yearly_files(root) + eval_parts(root)
 
 
 def _identities(files: list[Path]) -> list[tuple[int, int, int] | None]:
@@ -301,12 +303,14 @@ def connect(
     _stats_view(con, "move_stats", months, "month")
     yearly = fresh_yearly_files(root)
     _stats_view(con, "move_stats_yearly", yearly, "year")
+    parts = eval_parts(root)
+    _evals_view(con, parts)
     if chess_terms:
         columns = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
         rated = "rating_sum" in columns
         con.execute(MOVES_AFTER.format(rating_sum="rating_sum" if rated else "NULL::UBIGINT"))
     if not allow_write:
-        lock(con, [*months, *yearly, *read], allow_read)
+        lock(con, [*months, *yearly, *parts, *read], allow_read)
     return con
 
 
@@ -341,6 +345,27 @@ def _stats_view(
         else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
+
+
+#: The store's columns (schemas.evals.evals_schema()), none of its rows: an empty store.
+_EMPTY_EVALS = (
+    "(SELECT NULL::UBIGINT AS key, NULL::VARCHAR AS fen, NULL::INTEGER AS cp, "
+    "NULL::SMALLINT AS mate, NULL::USMALLINT AS best, NULL::VARCHAR AS pv, "
+    'NULL::USMALLINT AS depth, NULL::UBIGINT AS nodes, NULL::VARCHAR AS "limit", '
+    "NULL::VARCHAR AS engine, NULL::VARCHAR AS source, "
+    "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at WHERE false)"
+)
+
+
+def _evals_view(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> None:
+    """Create the view `evals`: one row per position of the evaluation store, its deepest
+    evaluation (schemas.evals.EVALS_ORDER) over every part, with `score`, the evaluation as
+    one number from the side to move (a mate on schemas.evals.MATE_SCORE's scale)."""
+    source = f"read_parquet({sql_paths(parts)})" if parts else _EMPTY_EVALS
+    con.execute(
+        f"CREATE VIEW evals AS SELECT *, ({SCORE_SQL}) AS score FROM {source} "
+        f"QUALIFY row_number() OVER (PARTITION BY key ORDER BY {EVALS_ORDER}) = 1"
+    )
 
 
 #: `moves_after(line, ...)`: the moves played from the position a line reaches, as a table:

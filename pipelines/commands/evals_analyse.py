@@ -1,0 +1,100 @@
+"""`chesspipe evals analyse`: a UCI engine on a book's positions, into the evaluation store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pipelines.commands.options import (
+    SETTING_FLAGS,
+    add_book_options,
+    add_engine_options,
+    add_progress_options,
+    settings_as_flags,
+)
+from pipelines.errors import ChesspipeError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "analyse",
+        help="evaluate a book's positions with a UCI engine",
+        description="Evaluate with a UCI engine (through python-chess; one engine per worker, "
+        "Threads 1, a new game per position) every position of a book and the position after "
+        "each of its moves: the book BOOK.bin, or the book --months would build (with the book "
+        "options). Positions stored at the same or a deeper limit are skipped, so a second "
+        "month costs only its new positions. Evaluations are saved in batches: a killed run "
+        "loses at most a batch, and running it again resumes. An engine that dies or hangs is "
+        "started again and the position tried once more, then counted as failed.",
+    )
+    parser.add_argument("--warehouse", required=True, type=Path)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--book", type=Path, help="the positions of this Polyglot book")
+    source.add_argument(
+        "--months", help="the positions of the book these months build (as book build reads them)"
+    )
+    add_book_options(parser)
+    add_engine_options(parser)
+    add_progress_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def _book_positions(args: argparse.Namespace) -> list[Any]:
+    from pipelines.evals.positions import book_moves, walk
+    from schemas.polyglot import BookFormatError, open_book
+
+    if args.book is not None:
+        try:
+            book = open_book(args.book)
+        except BookFormatError as exc:
+            raise ChesspipeError(str(exc)) from None
+    else:
+        from pipelines.books.build import EmptyBook, build_book
+        from pipelines.commands.book_build import book_settings_from_args
+
+        settings = book_settings_from_args(args)
+        with tempfile.TemporaryDirectory(prefix="chesspipe-evals-") as folder:
+            out = Path(folder) / "book.bin"
+            try:
+                build_book(args.warehouse, args.months, out, settings, allow_empty=False)
+            except EmptyBook as exc:
+                raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
+            book = open_book(out)
+    return list(walk(book_moves(book)).boards.values())
+
+
+def run(args: argparse.Namespace) -> int:
+    from pipelines.commands.ingest import progress_from_args
+    from pipelines.evals.analyse import analyse_positions, format_progress
+    from pipelines.evals.settings import AnalysisSettings
+
+    if not args.warehouse.is_dir():
+        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    with settings_as_flags():
+        settings = AnalysisSettings(
+            nodes=args.nodes,
+            depth=args.depth,
+            movetime=args.movetime,
+            workers=args.workers,
+            hash_mb=args.hash,
+        )
+    boards = _book_positions(args)
+    bar = progress_from_args(args)
+
+    def progress(report: Any) -> None:
+        if bar is not None:
+            bar.show(format_progress(report), report.seconds, force=report.finished)
+
+    try:
+        result = analyse_positions(args.warehouse, boards, args.engine, settings, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    for failure in result.failed[:5]:
+        sys.stderr.write(f"failed: {failure.fen}: {failure.reason}\n")
+    print(json.dumps(result.to_json(), indent=2))
+    return 0

@@ -1,0 +1,72 @@
+"""The positions a book's evaluation needs: each book position and the position after each of
+its book moves, found by walking the book's moves from the start position (a Polyglot key does
+not give the board back; the walk does)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import chess
+
+from pipelines.evals.settings import WALK_PLIES
+from schemas.polyglot import Book, decode_move, polyglot_key, push_with_key
+
+
+class Walk(NamedTuple):
+    """What a walk reached: a board for each position (by key), and the move each raw book
+    move of a reached position is there (a raw move that is illegal there is left out)."""
+
+    boards: dict[int, chess.Board]
+    moves: dict[tuple[int, int], tuple[chess.Move, int]]
+
+    def child(self, key: int, raw: int) -> int | None:
+        """The key of the position after a book move, if the walk reached it."""
+        found = self.moves.get((key, raw))
+        return None if found is None else found[1]
+
+
+def book_moves(book: Book) -> dict[int, list[int]]:
+    """A book's raw moves by key (entries of weight 0 left out, as readers skip them)."""
+    moves: dict[int, list[int]] = {}
+    for entry in book.entries:
+        if int(entry["weight"]) > 0:
+            moves.setdefault(int(entry["key"]), []).append(int(entry["move"]))
+    return moves
+
+
+def walk(
+    moves: Mapping[int, Sequence[int]],
+    *,
+    start: chess.Board | None = None,
+    plies: int = WALK_PLIES,
+) -> Walk:
+    """Walk `moves` (raw Polyglot moves by key) from the start position, breadth first, up to
+    `plies` plies: every position reached has its board; keys no walk reaches (positions no
+    line of the book leads to) have none."""
+    first = (start or chess.Board()).copy(stack=False)
+    boards = {polyglot_key(first): first}
+    found: dict[tuple[int, int], tuple[chess.Move, int]] = {}
+    frontier = dict(boards)
+    for _ in range(plies):
+        following: dict[int, chess.Board] = {}
+        for key, board in frontier.items():
+            for raw in moves.get(key, ()):
+                move = decode_move(board, raw)
+                if move is None:
+                    continue
+                child = board.copy(stack=False)
+                child_key = push_with_key(child, move, key)
+                found[(key, raw)] = (move, child_key)
+                if child_key not in boards:
+                    boards[child_key] = following[child_key] = child
+        if not following:
+            break
+        frontier = following
+    return Walk(boards, found)
+
+
+def fen_without_clocks(board: chess.Board) -> str:
+    """The FEN's first four fields (as the Lichess evaluation dump writes them); en passant
+    only where a capture is legal."""
+    return " ".join(board.fen(en_passant="legal").split()[:4])

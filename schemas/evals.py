@@ -1,0 +1,74 @@
+"""Engine evaluations of positions, by Polyglot key, as Parquet (the warehouse's `evals/`)."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: A mate's score on the centipawn scale: mate in N for the side to move is MATE_SCORE - N,
+#: being mated in N is -(MATE_SCORE - N), a position already mated -MATE_SCORE (python-chess's
+#: `Score.score(mate_score=MATE_SCORE)`).
+MATE_SCORE = 100_000
+
+#: Moves of the principal variation kept after the best move.
+PV_MOVES = 8
+
+#: Where an evaluation came from: an engine run (`chesspipe evals analyse`), the Lichess
+#: evaluation dump (`chesspipe evals import`), or the rules (a position with no legal move:
+#: checkmate, mate 0; stalemate, cp 0), which no search can deepen.
+SOURCES = ("analyse", "lichess", "rules")
+
+
+@cache
+def evals_schema() -> pa.Schema:
+    """One row per position in a part file; the parts of the store are merged by `key`, the
+    deepest evaluation winning (EVALS_ORDER). `cp` and `mate` are from the side to move.
+
+    A function, so that what reads the store through DuckDB alone (`chesspipe sql`) imports
+    no pyarrow.
+    """
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("key", pa.uint64(), nullable=False),
+            pa.field("fen", pa.string(), nullable=False),
+            pa.field("cp", pa.int32()),
+            pa.field("mate", pa.int16()),
+            pa.field("best", pa.uint16()),
+            pa.field("pv", pa.string()),
+            pa.field("depth", pa.uint16()),
+            pa.field("nodes", pa.uint64()),
+            pa.field("limit", pa.string()),
+            pa.field("engine", pa.string()),
+            pa.field("source", pa.string(), nullable=False),
+            pa.field("analysed_at", pa.timestamp("s", tz="UTC"), nullable=False),
+        ],
+        metadata={
+            b"description": b"Polyglot key and FEN (no clocks) of a position; its evaluation "
+            b"from the side to move: cp (centipawns) or mate (moves, signed: > 0 the side to "
+            b"move mates, <= 0 it is mated), exactly one of them; the best move as a Polyglot "
+            b"move (castling as king takes rook), the principal variation's first moves in UCI; "
+            b"the depth and nodes "
+            b"reached, the limit asked (`nodes N`, `depth D`, `movetime MS`; null when imported), "
+            b"the engine's name and version, the source (analyse, lichess, rules) and when.",
+        },
+    )
+
+
+#: The order in which one position's evaluations are ranked, best first, as DuckDB SQL over
+#: the store's columns: the rules' (exact), then the deepest, then the most nodes, then the
+#: newest; ties broken by source and engine so that the choice never depends on file order.
+EVALS_ORDER = (
+    "(source = 'rules') DESC, depth DESC NULLS LAST, nodes DESC NULLS LAST, "
+    "analysed_at DESC, source, engine NULLS LAST, fen"
+)
+
+#: The evaluation as one number from the side to move (a mate on MATE_SCORE's scale).
+SCORE_SQL = (
+    f"CASE WHEN mate IS NULL THEN cp WHEN mate > 0 THEN {MATE_SCORE} - mate "
+    f"ELSE -{MATE_SCORE} - mate END"
+)
