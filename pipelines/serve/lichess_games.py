@@ -30,7 +30,9 @@ HIGHSCORES = {
     "classical": 2533,
     "correspondence": 4000,
 }
-_HIGHSCORE = np.array([HIGHSCORES[name] for name in SPEED_NAMES] + [0], dtype=np.int32)
+#: By speed index, and one past them for a game of no known speed; a speed Lichess has no
+#: leaderboard for (over the board) scores as an unknown one.
+_HIGHSCORE = np.array([HIGHSCORES.get(name, 0) for name in SPEED_NAMES] + [0], dtype=np.int32)
 
 
 def top_bound(groups: tuple[int, ...]) -> int | None:
@@ -67,7 +69,10 @@ def pick(
     rest = np.arange(len(rows))
     if bound is not None and len(rows):
         high = np.flatnonzero(index.bound[games] >= bound)
-        score = _HIGHSCORE[np.minimum(index.speed[games[high]], 6)] - index.bound[games[high]]
+        score = (
+            _HIGHSCORE[np.minimum(index.speed[games[high]], len(SPEED_NAMES))]
+            - index.bound[games[high]]
+        )
         order = np.lexsort((-games[high], score))[:MAX_TOP_GAMES]
         top = high[order].tolist()
         chosen = set(games[top].tolist())

@@ -22,18 +22,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipelines.serve.games_index import GamesIndex, counted_rows
+from pipelines.serve.games_index import SPEED_NAMES, GamesIndex, counted_rows
 from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.sql import connect
 from schemas.dimensions import RATING_GROUPS
-from schemas.speed import Speed
 
 #: The group index of rows from months without rating groups.
 NO_GROUP = 255
 #: The tournament flag of rows from months without the explorer's data.
 NO_FLAG = 2
 #: Speed names in index order.
-SPEED_NAMES = tuple(speed.value for speed in Speed)
 
 
 class Totals(NamedTuple):
