@@ -86,25 +86,34 @@ def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
         assert f"{read:,} games (" in shown and f"{kept:,} kept" in shown, shown
 
 
-def test_an_empty_book_is_published_with_a_warning_naming_the_settings(tmp_path: Path) -> None:
-    import chess.polyglot
-
+def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
+    """Refused, naming the settings by their flags; accepted with --allow-empty, a build ends
+    without a book (never a 0-byte one), with a warning naming the settings."""
     from tests.conftest import run_cli
 
     books = tmp_path / "books"
-    proc = run_cli(
+    args = (
         "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
         "--books", str(books), "--min-games", "1000000", "--min-score", "0.25",
     )  # fmt: skip
-    book = published_paths(books, "2024-01")[0]
-    with chess.polyglot.open_reader(book) as reader:  # python-chess finds no entry
-        assert len(reader) == 0
-    assert json.loads(proc.stdout)["entries"] == 0
+    refused = run_cli(*args, check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+    assert refused.stderr.splitlines() == [
+        "chesspipe: error: no move of 2024-01 passes the book settings (--min-games 1000000, "
+        "--min-score 0.25): the book would be empty; nothing written "
+        "(--allow-empty accepts it: no book is published then)"
+    ]
+    assert list(books.glob("*.bin")) == list(books.glob("*.json")) == []
+    proc = run_cli(*args, "--allow-empty")
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "empty" and summary["book"] is None, summary
+    assert summary["entries"] == 0 and summary["games_kept"] > 0, summary
+    assert list(books.glob("*.bin")) == list(books.glob("*.json")) == []
     warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1, proc.stderr
     assert warnings[0].startswith("chesspipe: warning: no move of 2024-01 passes"), warnings
     assert "--min-games 1000000" in warnings[0] and "--min-score 0.25" in warnings[0]
-    assert book.name in warnings[0]
+    assert warnings[0].endswith("no book published (--allow-empty)"), warnings
 
 
 def user_error_lines(*args: str) -> list[str]:
@@ -118,14 +127,19 @@ def user_error_lines(*args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-@pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt"])
+@pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt", "nothing-kept.pgn.zst"])
 def test_a_build_failing_on_its_source_says_so_in_one_line(
     tmp_path: Path, source: str, verbose: bool
 ) -> None:
     """Prefect's `Finished in state Failed(...)` of the task and flow runs stays off the
-    terminal: the command's own line says it (a missing file, a file without a game)."""
+    terminal: the command's own line says it (a missing file, a file without a game, a file
+    of which the default filter keeps no game)."""
     if source.endswith(".txt"):
         (tmp_path / source).write_text("no game here\n")
+    if source.startswith("nothing-kept"):
+        from tests.conftest import GAMES_2013, need
+
+        (tmp_path / source).symlink_to(need(GAMES_2013, "real Lichess games (2013-01)"))
     lines = user_error_lines(
         "build-month", str(tmp_path / source), "--month", "2024-01",
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),

@@ -109,7 +109,9 @@ def run(args: argparse.Namespace) -> int:
         {
             "month": m["month"],
             "status": m["status"],
-            "book": args.books.rstrip("/") + "/" + m["book_file"],
+            "book": (
+                None if m["status"] == "empty" else args.books.rstrip("/") + "/" + m["book_file"]
+            ),
             "games_kept": m["ingest"]["games_kept"],
             "entries": m["book"]["entries"],
         }

@@ -33,6 +33,7 @@ class BuildOptions(BaseModel):
     plies: int = _MONTH.plies
     variant: str = _MONTH.rules.variant
     keep_partial: bool = _MONTH.keep_partial
+    allow_empty: bool = _MONTH.allow_empty
     workers: int | None = _MONTH.workers
     min_games: int = _MONTH.book.min_games
     min_score: float = _MONTH.book.min_score
@@ -55,6 +56,7 @@ class BuildOptions(BaseModel):
             plies=settings.plies,
             variant=settings.rules.variant,
             keep_partial=settings.keep_partial,
+            allow_empty=settings.allow_empty,
             workers=settings.workers,
             min_games=settings.book.min_games,
             min_score=settings.book.min_score,
@@ -81,6 +83,7 @@ class BuildOptions(BaseModel):
             plies=self.plies,
             book=book,
             keep_partial=self.keep_partial,
+            allow_empty=self.allow_empty,
             workers=self.workers,
         )
 
