@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import logging
 import os
 import posixpath
 import re
@@ -21,6 +22,10 @@ from pipelines.errors import ChesspipeError
 from schemas.version import __version__
 
 USER_AGENT = f"chesspipe/{__version__}"
+
+#: What a download is trying as it tries: connecting (info), a retry and its wait (warning).
+#: The command line shows them (pipelines/cli.py); a library caller configures logging.
+_log = logging.getLogger(__name__)
 
 #: Name of the checksum list Lichess publishes beside its dumps.
 CHECKSUMS_NAME = "sha256sums.txt"
@@ -115,6 +120,8 @@ class HttpStream:
     def _connect(self) -> None:
         """Open a response at the current offset, retrying transient failures."""
         while True:
+            at = f" at byte {self.offset:,}" if self.offset else ""
+            _log.info("connecting to %s%s", self.url, at)
             try:
                 response = self._request()
                 self._accept(response)
@@ -126,17 +133,31 @@ class HttpStream:
                 self._failed(exc)
 
     def _failed(self, exc: BaseException) -> None:
-        """Count a failure in a row; wait before the next try, or give up."""
+        """Count a failure in a row; wait before the next try, or give up.
+
+        A host that cannot be resolved (no network, a mistyped name) fails at once: waiting
+        does not bring a name back.
+        """
         self._close_response()
+        unresolved = _unresolved_host(exc)
+        if unresolved is not None:
+            host = urllib.parse.urlsplit(self.url).hostname
+            raise ChesspipeError(
+                f"{self.url}: cannot resolve the host {host} ({unresolved}): no network, "
+                "or no such host"
+            ) from None
         self._failures += 1
+        reason = str(exc) or type(exc).__name__
         if self._failures > self.retries:
-            reason = str(exc) or type(exc).__name__
             raise ChesspipeError(
                 f"{self.url}: giving up after {self.retries} retries "
                 f"at byte {self.offset}: {reason}"
             ) from None
         self.reconnects += 1
-        self._sleep(_backoff_delay(self.backoff, self._failures))
+        delay = _backoff_delay(self.backoff, self._failures)
+        said = reason if reason.startswith(self.url) else f"{self.url}: {reason}"
+        _log.warning("%s; retry %d of %d in %g s", said, self._failures, self.retries, delay)
+        self._sleep(delay)
 
     def _accept(self, response: http.client.HTTPResponse) -> None:
         """Check a fresh response against the offset asked for, and learn the total size."""
@@ -230,6 +251,14 @@ class HttpStream:
     def close(self) -> None:
         """Drop the connection."""
         self._close_response()
+
+
+def _unresolved_host(exc: BaseException) -> str | None:
+    """Return why a host name could not be resolved, if that is what failed (else None)."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, socket.gaierror):
+        return str(reason.strerror or reason)
+    return None
 
 
 class _Transient(Exception):
