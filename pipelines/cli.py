@@ -58,6 +58,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.freeze()
 
 
+def show_notices(args: argparse.Namespace) -> None:
+    """Write what the library says it is trying (a connection, a retry and its wait: the
+    `pipelines` loggers) to stderr as `chesspipe: ...` lines: its warnings always, what it
+    tries too where progress is shown (a terminal, or --progress), none with --quiet."""
+    import logging
+
+    if getattr(args, "quiet", False):
+        level = logging.ERROR
+    elif getattr(args, "progress", False) or sys.stderr.isatty():
+        level = logging.INFO
+    else:
+        level = logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("chesspipe: %(message)s"))
+    logger = logging.getLogger("pipelines")
+    logger.handlers[:] = [handler]
+    logger.setLevel(level)
+    logger.propagate = False  # not again through the root logger's handlers (Prefect's)
+
+
 def _run(argv: list[str]) -> int:
     # No linear algebra here: without a BLAS thread pool, ingest can fork its workers.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -65,6 +85,7 @@ def _run(argv: list[str]) -> int:
     chosen = argv[0] if argv and argv[0] in COMMANDS else None
     parser = build_parser(chosen)
     args = parser.parse_args(argv)
+    show_notices(args)
     try:
         status = args.handler(args)
     except ChesspipeError as exc:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -152,3 +154,60 @@ class Progress:
 
 
 ProgressCallback = Callable[[Progress], None]
+
+
+#: The share of a month's build its reading is counted as, in MonthsProgress's bar and ETA.
+READ_SHARE = 0.9
+
+
+class MonthsProgress:
+    """One progress line over many months built at once (a backfill), drawn on a ProgressBar:
+    months done of all, a bar and ETA over the months (each running month counted by its bytes
+    read), and the games read and kept so far. Thread-safe: months report from their threads.
+    """
+
+    def __init__(self, shown: ProgressBar, months: int) -> None:
+        self.shown = shown
+        self.months = months
+        self.done: set[str] = set()
+        self.latest: dict[str, Progress] = {}
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+
+    def month(self, month: str) -> ProgressCallback:
+        """Return the progress callback of one month's build."""
+
+        def report(progress: Progress) -> None:
+            with self._lock:
+                self.latest[month] = progress
+                self._draw(force=False)
+
+        return report
+
+    def finished(self, month: str) -> None:
+        """Count a month as done (built, up to date or empty)."""
+        with self._lock:
+            self.done.add(month)
+            self._draw(force=True)
+
+    def line(self) -> str:
+        """The line as it stands: months, bar, ETA, games and kept."""
+        seconds = time.monotonic() - self.started
+        running = 0.0  # a month read whole is not done yet: its book is still to build
+        for month, report in self.latest.items():
+            if month not in self.done and report.bytes_total:
+                running += READ_SHARE * min(1.0, report.bytes_read / report.bytes_total)
+        fraction = min(1.0, (len(self.done) + running) / self.months) if self.months else 1.0
+        parts = [f"{bar(fraction)} {len(self.done)} of {self.months} months"]
+        if 0 < fraction < 1:
+            eta = seconds * (1 - fraction) / fraction
+            parts.append(f"ETA {int(eta // 60)}:{int(eta % 60):02d}")
+        games = sum(report.games_read for report in self.latest.values())
+        kept = sum(report.games_kept for report in self.latest.values())
+        rate = games / seconds if seconds > 0 else 0.0
+        parts.append(f"{games:,} games ({rate:,.0f}/s)")
+        parts.append(f"{kept:,} kept")
+        return "  ".join(parts)
+
+    def _draw(self, *, force: bool) -> None:
+        self.shown.show(self.line(), time.monotonic() - self.started, force=force)

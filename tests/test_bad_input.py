@@ -189,8 +189,13 @@ def test_crlf_and_bom_and_no_trailing_newline(tmp_path: Path) -> None:
     assert manifest.games_kept == 2
 
 
-def test_empty_input_publishes_an_empty_month(tmp_path: Path) -> None:
-    manifest = run(tmp_path, b"")
+def test_empty_input_publishes_an_empty_month_when_allowed(tmp_path: Path) -> None:
+    from pipelines.games.game_filter import NothingKept
+
+    with pytest.raises(NothingKept, match=r"in\.pgn holds no game; nothing published"):
+        run(tmp_path, b"")
+    assert not partition_file(tmp_path / "wh", "2024-01").exists()
+    manifest = run(tmp_path, b"", allow_empty=True)
     assert manifest.games_read == 0
     assert manifest.rows == 0
 
@@ -619,5 +624,7 @@ def test_a_run_with_far_fewer_games_never_replaces_a_good_month(
     enough.write_bytes(game() * (good.games_read // 10 + 1))
     assert run_cli("ingest", str(enough), "--month", "2021-10", "--warehouse", str(tmp_path),
                    "--min-rating", "0").returncode == 0  # fmt: skip
-    forced = ingest(str(empty), "2021-10", tmp_path, IngestSettings(ANY), replace=True)
+    forced = ingest(
+        str(empty), "2021-10", tmp_path, IngestSettings(ANY), replace=True, allow_empty=True
+    )
     assert forced.games_read == 0

@@ -24,10 +24,17 @@ LOG_RECORD = re.compile(r"\d\d:\d\d:\d\d\.\d{3} \| ")
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def on_a_terminal(*args: str) -> tuple[str, str]:
-    """Run `chesspipe ARGS` with its stderr on a pseudo-terminal; return (stdout, terminal)."""
+def on_a_terminal(
+    *args: str, env: dict[str, str] | None = None, status: int = 0
+) -> tuple[str, str]:
+    """Run `chesspipe ARGS` with its stderr on a pseudo-terminal; return (stdout, terminal).
+
+    `env` replaces the environment (PYTHONPATH and COLUMNS are set in any case); the command
+    must end with `status`.
+    """
     master, slave = os.openpty()
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
     env.pop("PREFECT_API_URL", None)
     env["COLUMNS"] = "250"  # Prefect's console keeps its records on one line each
     process = subprocess.Popen(
@@ -53,7 +60,7 @@ def on_a_terminal(*args: str) -> tuple[str, str]:
             seen += chunk
         assert process.stdout is not None
         out = process.stdout.read().decode()
-        assert process.wait(60) == 0, seen.decode(errors="replace")
+        assert process.wait(60) == status, seen.decode(errors="replace")
     finally:
         os.close(master)
         if process.poll() is None:
@@ -86,25 +93,81 @@ def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
         assert f"{read:,} games (" in shown and f"{kept:,} kept" in shown, shown
 
 
-def test_an_empty_book_is_published_with_a_warning_naming_the_settings(tmp_path: Path) -> None:
-    import chess.polyglot
+def test_a_backfill_on_a_terminal_draws_one_bar_over_its_months(tmp_path: Path) -> None:
+    """Months done of all, games and kept, an ETA while under way; it ends on the months'
+    manifests' numbers (the months build on threads, at once)."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    for month in ("2024-01", "2024-02"):
+        source = ROOT / "data" / "sample" / f"lichess_sample_{month}.pgn.zst"
+        (dumps / f"{month}.pgn.zst").symlink_to(source)
+    books = tmp_path / "books"
+    out, terminal = on_a_terminal(
+        "backfill", "--months", "2024-01..2024-02", "--source", str(dumps / "{month}.pgn.zst"),
+        "--warehouse", str(tmp_path / "wh"), "--books", str(books), "--workers", "1",
+    )  # fmt: skip
+    summary = json.loads(out)
+    assert [m["status"] for m in summary] == ["built", "built"], summary
+    lines = terminal.replace("\r\n", "\n").split("\n")
+    drawn = [part for line in lines for part in line.split("\r")[1:] if part]
+    assert drawn, terminal
+    assert all(re.search(r"\] [0-2] of 2 months", line) for line in drawn), terminal
+    assert any("ETA " in line for line in drawn), terminal  # while months were under way
+    # The bar fills as the months are done: full only once both are.
+    assert all(line.startswith(f"[{'#' * 20}] 2 of") for line in drawn if "#" * 20 in line), drawn
+    read = kept = 0
+    for month in ("2024-01", "2024-02"):
+        manifest = json.loads(published_paths(books, month)[1].read_text())
+        read += manifest["ingest"]["games_read"]
+        kept += manifest["ingest"]["games_kept"]
+    last = drawn[-1].replace("\x1b[K", "")
+    assert last.startswith(f"[{'#' * 20}] 2 of 2 months "), last
+    assert f"{read:,} games (" in last and last.endswith(f"{kept:,} kept"), last
 
+
+def test_no_prefect_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
+    """Prefect's client shows a first-run usage-data notice on a terminal (outside CI); the
+    command's own server is nobody else's: no notice, only the command's one line."""
+    from_ci = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CI_NAME", "DO_NOT_TRACK")
+    env = {k: v for k, v in os.environ.items() if k not in from_ci}
+    env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # a first run
+    _, terminal = on_a_terminal(
+        "build-month", str(tmp_path / "missing.pgn"), "--month", "2024-01",
+        "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
+        env=env, status=1,
+    )  # fmt: skip
+    lines = [line for line in terminal.replace("\r\n", "\n").split("\n") if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("chesspipe: error: "), terminal
+
+
+def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
+    """Refused, naming the settings by their flags; accepted with --allow-empty, a build ends
+    without a book (never a 0-byte one), with a warning naming the settings."""
     from tests.conftest import run_cli
 
     books = tmp_path / "books"
-    proc = run_cli(
+    args = (
         "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
         "--books", str(books), "--min-games", "1000000", "--min-score", "0.25",
     )  # fmt: skip
-    book = published_paths(books, "2024-01")[0]
-    with chess.polyglot.open_reader(book) as reader:  # python-chess finds no entry
-        assert len(reader) == 0
-    assert json.loads(proc.stdout)["entries"] == 0
+    refused = run_cli(*args, check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused.stderr
+    assert refused.stderr.splitlines() == [
+        "chesspipe: error: no move of 2024-01 passes the book settings (--min-games 1000000, "
+        "--min-score 0.25): the book would be empty; nothing written "
+        "(--allow-empty accepts it: no book is published then)"
+    ]
+    assert list(books.glob("*.bin")) == list(books.glob("*.json")) == []
+    proc = run_cli(*args, "--allow-empty")
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "empty" and summary["book"] is None, summary
+    assert summary["entries"] == 0 and summary["games_kept"] > 0, summary
+    assert list(books.glob("*.bin")) == list(books.glob("*.json")) == []
     warnings = [line for line in proc.stderr.splitlines() if "warning" in line]
     assert len(warnings) == 1, proc.stderr
     assert warnings[0].startswith("chesspipe: warning: no move of 2024-01 passes"), warnings
     assert "--min-games 1000000" in warnings[0] and "--min-score 0.25" in warnings[0]
-    assert book.name in warnings[0]
+    assert warnings[0].endswith("no book published (--allow-empty)"), warnings
 
 
 def user_error_lines(*args: str) -> list[str]:
@@ -118,14 +181,19 @@ def user_error_lines(*args: str) -> list[str]:
 
 
 @pytest.mark.parametrize("verbose", [False, True])
-@pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt"])
+@pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt", "nothing-kept.pgn.zst"])
 def test_a_build_failing_on_its_source_says_so_in_one_line(
     tmp_path: Path, source: str, verbose: bool
 ) -> None:
     """Prefect's `Finished in state Failed(...)` of the task and flow runs stays off the
-    terminal: the command's own line says it (a missing file, a file without a game)."""
+    terminal: the command's own line says it (a missing file, a file without a game, a file
+    of which the default filter keeps no game)."""
     if source.endswith(".txt"):
         (tmp_path / source).write_text("no game here\n")
+    if source.startswith("nothing-kept"):
+        from tests.conftest import GAMES_2013, need
+
+        (tmp_path / source).symlink_to(need(GAMES_2013, "real Lichess games (2013-01)"))
     lines = user_error_lines(
         "build-month", str(tmp_path / source), "--month", "2024-01",
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,28 @@ def test_binpack_sizes_in_the_docs_are_the_formats() -> None:
             checked += 1
         assert not re.search(r"chain \(\d+ bytes\) per position", flat), name
     assert checked >= 4
+
+
+def test_readme_first_command_makes_and_uses_its_own_virtual_environment(tmp_path: Path) -> None:
+    """README's first block: the main job, one line, installing into a `.venv` it makes and
+    activates (not into whatever Python is active); then `bash .ci/run`. The line's steps up
+    to the install are run here, in a scratch folder: the install's `python` is the venv's."""
+    import subprocess
+
+    block = re.search(r"^```[^\n]*\n(.*?)^```", (ROOT / "README.md").read_text(), re.S | re.M)
+    assert block is not None
+    first, second = block.group(1).splitlines()
+    assert second == "bash .ci/run"
+    steps = first.split(" && ")
+    installs = [n for n, step in enumerate(steps) if " pip install " in f" {step} "]
+    assert len(installs) == 1 and steps[installs[0]].startswith("python -m pip install -e ")
+    before = steps[: installs[0]]
+    assert before[0] == "python3 -m venv .venv", first
+    assert steps[-1].startswith("chesspipe build-month "), first
+    build_parser().parse_args(steps[-1].split()[1:])  # options that exist
+    shown = "python -c 'import sys; print(sys.prefix)'"
+    proc = subprocess.run(
+        ["sh", "-c", " && ".join([*before, shown])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert Path(proc.stdout.strip()).resolve() == (tmp_path / ".venv").resolve(), proc.stderr

@@ -234,3 +234,51 @@ def test_cache_resumes_a_part_and_reuses_a_complete_file(tmp_path: Path, games_2
         ):
             stream.read()
         assert not bad_final.exists() and not bad_part.exists()
+
+
+def test_retries_say_what_they_try_as_they_try(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with LoopbackServer() as server:
+        url = server.add("/a.zst", b"x" * 100, errors=[503, 502])
+        with caplog.at_level(logging.INFO, logger="pipelines.sources.http"):
+            stream = HttpStream(url, retries=5, **FAST)
+            assert read_all(stream) == b"x" * 100
+    said = [record.getMessage() for record in caplog.records]
+    assert said == [
+        f"connecting to {url}",
+        f"{url}: HTTP 503 Service Unavailable; retry 1 of 5 in 0.01 s",
+        f"connecting to {url}",
+        f"{url}: HTTP 502 Bad Gateway; retry 2 of 5 in 0.02 s",
+        f"connecting to {url}",
+    ]
+
+
+def test_the_command_says_its_retries_and_fails_at_once_on_a_host_it_cannot_resolve(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from tests.conftest import ROOT, run_cli
+
+    sample = ROOT / "data" / "sample" / "lichess_sample_2024-01.pgn.zst"
+    with LoopbackServer() as server:
+        url = server.add("/sample.pgn.zst", sample.read_bytes(), errors=[503])
+        args = ("--month", "2024-01", "--warehouse", str(tmp_path), "--progress")
+        proc = run_cli("ingest", url, *args)
+    lines = proc.stderr.splitlines()
+    assert lines[:3] == [
+        f"chesspipe: connecting to {url}",
+        f"chesspipe: {url}: HTTP 503 Service Unavailable; retry 1 of 5 in 1 s",
+        f"chesspipe: connecting to {url}",
+    ], proc.stderr
+    # No network, or no such host (.invalid is never a host's name: RFC 2606): one line, at once.
+    nowhere = "http://chesspipe.invalid/lichess.pgn.zst"
+    started = time.monotonic()
+    proc = run_cli("ingest", nowhere, *args, check=False)
+    assert time.monotonic() - started < 10  # (31 s of backoff before)
+    assert proc.returncode == 1
+    *tried, last = proc.stderr.splitlines()
+    assert tried == [f"chesspipe: connecting to {nowhere}"], proc.stderr
+    cannot = f"chesspipe: error: {nowhere}: cannot resolve the host chesspipe.invalid ("
+    assert last.startswith(cannot), proc.stderr

@@ -50,7 +50,7 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
 ) -> None:
     got = imported(
         "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
-        "--min-rating", min_rating, "--workers", "1",
+        "--min-rating", min_rating, "--workers", "1", "--allow-empty",
     )  # fmt: skip
     assert got == allowed
 

@@ -45,6 +45,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
             ingest=IngestSettings(rules, args.plies),
             book=book,
             keep_partial=args.keep_partial,
+            allow_empty=args.allow_empty,
             workers=args.workers,
         )
     download = DownloadOptions(
@@ -124,7 +125,9 @@ def run(args: argparse.Namespace) -> int:
 
     check_month(args.month)
     with flow_command(args) as options:
+        from pipelines.books.build import EmptyBook
         from pipelines.flows.monthly import build_month_flow
+        from pipelines.games.game_filter import NothingKept
         from pipelines.ingest.run import WouldShrinkMonth
         from pipelines.monthly.manifest import MonthManifest
         from pipelines.sources.checksums import CannotVerify
@@ -145,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
         except WouldShrinkMonth as exc:
             raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-        except CutShort as exc:
+        except (CutShort, NothingKept, EmptyBook) as exc:
             raise ChesspipeError(as_said(exc)) from None
         finally:
             if bar is not None:
@@ -157,20 +160,24 @@ def run(args: argparse.Namespace) -> int:
             "nothing changed (use --force to rebuild)",
             file=sys.stderr,
         )
-    if manifest.book.entries == 0:
+    if manifest.status == "empty":
         from pipelines.books.build import no_move_passes
 
-        settings = book_settings_from_args(args)
-        print(
-            "chesspipe: warning: "
-            + no_move_passes([args.month], settings, SETTING_FLAGS)
-            + f": the published book {manifest.book_file} is empty",
-            file=sys.stderr,
+        read, kept = manifest.ingest.games_read, manifest.ingest.games_kept
+        why = (
+            f"no game of {args.month} is kept ({read:,} read)"
+            if kept == 0
+            else no_move_passes([args.month], book_settings_from_args(args), SETTING_FLAGS)
         )
+        print(f"chesspipe: warning: {why}: no book published (--allow-empty)", file=sys.stderr)
     summary = {
         "month": manifest.month,
         "status": manifest.status,
-        "book": args.books.rstrip("/") + "/" + manifest.book_file,
+        "book": (
+            None
+            if manifest.status == "empty"
+            else args.books.rstrip("/") + "/" + manifest.book_file
+        ),
         "games_read": manifest.ingest.games_read,
         "games_kept": manifest.ingest.games_kept,
         "entries": manifest.book.entries,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    add_allow_empty_option,
     add_filter_options,
     add_progress_options,
     add_table_options,
@@ -101,6 +102,7 @@ def register(subparsers: Any) -> None:
     add_table_options(games)
     add_overwrite_option(games)
     add_filter_options(games)
+    add_allow_empty_option(games, "write an empty label set")
     games.set_defaults(handler=run_games)
 
 
@@ -159,7 +161,10 @@ def run_epd(args: argparse.Namespace) -> int:
 
 def run_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
+    from pipelines.commands.options import as_said
     from pipelines.endgames.build import game_labels
+    from pipelines.errors import ChesspipeError
+    from pipelines.games.game_filter import NothingKept
 
     folders = table_folders(args)
     bar = progress_from_args(args)
@@ -174,7 +179,10 @@ def run_games(args: argparse.Namespace) -> int:
                 args.backend,
                 bar,
                 overwrite=args.overwrite,
+                allow_empty=args.allow_empty,
             )
+    except NothingKept as exc:
+        raise ChesspipeError(as_said(exc)) from None
     finally:
         if bar is not None:
             bar.close()

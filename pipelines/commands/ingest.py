@@ -11,7 +11,7 @@ from typing import Any
 
 from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
 from pipelines.errors import ChesspipeError, CutShort
-from pipelines.games.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
 
 
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             args.warehouse,
             settings,
             keep_partial=args.keep_partial,
+            allow_empty=args.allow_empty,
             progress=bar,
             workers=args.workers,
             pool=pool,
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-    except CutShort as exc:
+    except (CutShort, NothingKept) as exc:
         raise ChesspipeError(as_said(exc)) from None
     finally:
         if bar is not None:

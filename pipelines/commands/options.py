@@ -128,11 +128,23 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="on a truncated or corrupt stream, publish what was read (marked partial)",
     )
+    add_allow_empty_option(parser, "publish an empty month")
     parser.add_argument(
         "--workers",
         type=positive_int,
         default=None,
         help="processes that scan and count (default: all cores; 1: this process alone)",
+    )
+
+
+def add_allow_empty_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add --allow-empty: a run that keeps no game succeeds (otherwise it fails, naming why
+    the games were dropped and the option that keeps them)."""
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help=f"when no game is kept, {what} and succeed (otherwise it fails, naming why the "
+        "games were dropped)",
     )
 
 
@@ -261,6 +273,8 @@ def add_source_template(parser: argparse.ArgumentParser) -> None:
 SETTING_FLAGS = {
     "GameFilter.min_rating": "--min-rating",
     "GameFilter.speeds": "--speeds",
+    "GameFilter.allow_bots": "--allow-bots",
+    "GameFilter.variant": "--variant",
     "IngestSettings.plies": "--plies",
     "ExplorerSettings.plies": "--plies",
     "BookSettings.min_games": "--min-games",
@@ -308,10 +322,26 @@ FLAG_HINTS: tuple[tuple[type[ChesspipeError], str], ...] = (
 )
 
 
+def _flag_hints() -> tuple[tuple[type[ChesspipeError], str], ...]:
+    """FLAG_HINTS, and the hints of errors whose rooms a command may not import otherwise
+    (imported once an error is being said)."""
+    from pipelines.books.build import EmptyBook
+    from pipelines.games.game_filter import NothingKept
+
+    return (
+        *FLAG_HINTS,
+        (NothingKept, " (--allow-empty accepts an empty result)"),
+        (EmptyBook, " (--allow-empty accepts it: no book is published then)"),
+    )
+
+
 def as_said(error: BaseException) -> str:
-    """Return a library error's message as the command line says it: with the flag that would
-    have avoided it, if one would."""
-    for kind, hint in FLAG_HINTS:
+    """Return a library error's message as the command line says it: each setting it names
+    called by its flag (an error with a `named` method: SettingError, NothingKept, EmptyBook),
+    with the flag that would have avoided it, if one would."""
+    named = getattr(error, "named", None)
+    message = named(SETTING_FLAGS) if callable(named) else str(error)
+    for kind, hint in _flag_hints():
         if isinstance(error, kind):
-            return f"{error}{hint}"
-    return str(error)
+            return f"{message}{hint}"
+    return message

@@ -191,7 +191,11 @@ def _add_to_pgn(actions: Any) -> None:
 
 
 def _add_from_games(actions: Any) -> None:
-    from pipelines.commands.options import add_filter_options, add_table_options
+    from pipelines.commands.options import (
+        add_allow_empty_option,
+        add_filter_options,
+        add_table_options,
+    )
 
     parser = actions.add_parser(
         "from-games",
@@ -209,6 +213,7 @@ def _add_from_games(actions: Any) -> None:
         "--no-tables", action="store_true", help="no rescoring: keep every game's own result"
     )
     add_filter_options(parser)
+    add_allow_empty_option(parser, "write an empty training file")
     parser.add_argument(
         "--no-require-eval",
         dest="require_eval",
@@ -293,7 +298,9 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
-    from pipelines.commands.options import settings_as_flags
+    from pipelines.commands.options import as_said, settings_as_flags
+    from pipelines.errors import ChesspipeError
+    from pipelines.games.game_filter import NothingKept
     from pipelines.training.from_games import FromGamesSettings, export_games
 
     rules = filter_from_args(args)
@@ -325,7 +332,10 @@ def run_from_games(args: argparse.Namespace) -> int:
             [str(f) for f in folders],
             progress=bar,
             workers=args.workers or os.cpu_count() or 1,
+            allow_empty=args.allow_empty,
         )
+    except NothingKept as exc:
+        raise ChesspipeError(as_said(exc)) from None
     finally:
         if bar is not None:
             bar.close()

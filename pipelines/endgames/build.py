@@ -17,7 +17,7 @@ from pipelines.endgames.positions import (
     sample_positions,
 )
 from pipelines.endgames.probing import TablebaseError
-from pipelines.games.game_filter import GameFilter
+from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.progress import ProgressCallback
 from pipelines.warehouse.layout import check_month
 
@@ -111,17 +111,27 @@ def game_labels(
     progress: ProgressCallback | None = None,
     *,
     overwrite: bool = False,
+    allow_empty: bool = False,
 ) -> dict[str, Any]:
-    """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH."""
+    """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH.
+
+    A source of which no game is kept raises NothingKept and writes nothing, unless
+    `allow_empty`.
+    """
     check_month(month)
     check_label_set_free(out, f"games-{month}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     scan = GameScan()
-    positions = game_positions(source, rules, labeller.tables, scan, progress)
+
+    def positions() -> Iterator[Position]:
+        yield from game_positions(source, rules, labeller.tables, scan, progress)
+        if scan.stats.games_kept == 0 and not allow_empty:
+            raise NothingKept(source, scan.stats, rules)
+
     settings = {"source": source, "month": month, "filter": rules.to_json()}
     with labeller:
         return write_label_set(
-            positions,
+            positions(),
             labeller,
             out,
             f"games-{month}",

@@ -16,6 +16,7 @@ from pipelines.flows.options import BuildOptions
 from pipelines.monthly.build import build_month
 from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import range_book_path
+from pipelines.progress import MonthsProgress
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.months import select_months
 
@@ -39,10 +40,18 @@ class MonthsFailed(ChesspipeError):
 
 @task(name="build-month", cache_policy=NO_CACHE)
 def build_month_task(
-    source: str, month: str, warehouse: str, books: str, options: BuildOptions, force: bool
+    source: str,
+    month: str,
+    warehouse: str,
+    books: str,
+    options: BuildOptions,
+    force: bool,
+    progress: MonthsProgress | None = None,
 ) -> MonthManifest:
-    """Build one month's book wherever the task runner puts this task."""
+    """Build one month's book wherever the task runner puts this task; `progress` (in this
+    process only: the CLI's bar over the months) hears of it too."""
     logger = get_run_logger()
+    also = progress.month(month) if progress is not None else None
     manifest = build_month(
         source.format(month=month),
         month,
@@ -51,8 +60,10 @@ def build_month_task(
         options.settings,
         options.download,
         force=force,
-        progress=LoggedProgress(logger, options.log_every, label=f"{month}: "),
+        progress=LoggedProgress(logger, options.log_every, also, label=f"{month}: "),
     )
+    if progress is not None:
+        progress.finished(month)
     logger.info("%s: %s", month, manifest.status)
     return manifest
 
@@ -66,8 +77,12 @@ def backfill_flow(
     options: BuildOptions | None = None,
     force: bool = False,
     book: str | None = None,
+    progress: Any = None,
 ) -> list[dict[str, Any]]:
     """Build the book of every month of `months` (a list or ranges); `source` holds `{month}`.
+
+    `progress` is a MonthsProgress of this process (the CLI's bar; not for a task runner of
+    other processes, such as Dask's).
 
     Returns the run manifests of the months built, as their JSON objects. With `book` (a name),
     one book over all the months is then built into BOOKS/NAME.bin, its manifest beside it.
@@ -83,7 +98,7 @@ def backfill_flow(
         range_book = range_book_path(Path(books), book, wanted)
     futures = [
         build_month_task.with_options(name=f"build-month-{month}").submit(
-            source, month, warehouse, books, options, force
+            source, month, warehouse, books, options, force, progress
         )
         for month in wanted
     ]

@@ -2,12 +2,14 @@
 
 Prefect stores and sends flow parameters as JSON: `BuildOptions` holds the settings
 dataclasses themselves, written as their records (`MonthSettings.record()` with the
-processes, `DownloadOptions.record()`) and read back by their `from_record`.
+processes and whether an empty result is accepted, `DownloadOptions.record()`) and read back
+by their `from_record`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, WithJsonSchema
@@ -20,12 +22,13 @@ def _month_settings(value: object) -> MonthSettings:
     if isinstance(value, MonthSettings):
         return value
     if isinstance(value, Mapping):
-        return MonthSettings.from_record(value, value.get("workers"))
+        settings = MonthSettings.from_record(value, value.get("workers"))
+        return replace(settings, allow_empty=bool(value.get("allow_empty", False)))
     raise ValueError(f"month settings must be MonthSettings or their record, not {value!r}")
 
 
 def _month_record(settings: MonthSettings) -> dict[str, Any]:
-    return {**settings.record(), "workers": settings.workers}
+    return {**settings.record(), "workers": settings.workers, "allow_empty": settings.allow_empty}
 
 
 def _download_options(value: object) -> DownloadOptions:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pipelines.errors import SettingError
+from pipelines.errors import ChesspipeError, SettingError
 from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.speed import Speed
@@ -139,6 +140,70 @@ class ScanStats:
         self.unreadable_bytes += other.unreadable_bytes
         self.ends_inside_game = self.ends_inside_game or other.ends_inside_game
         self.crlf = self.crlf or other.crlf
+
+
+#: How a message says why games were dropped, by reason: (the filter's setting that keeps
+#: them, or None when none does; what the games are, `{setting}` standing for the setting's
+#: name and `{value}` for its value).
+DROP_REASONS: dict[str, tuple[str | None, str]] = {
+    "rating_low": ("min_rating", "are below {setting} {value}"),
+    "speed": ("speeds", "are of other speeds than {setting} {value}"),
+    "bot": ("allow_bots", "have a BOT player ({setting} keeps them)"),
+    "variant": ("variant", "are not of {setting} {value}"),
+    "rating_missing": (None, "lack a numeric rating"),
+    "time_control": (None, "have no readable time control"),
+    "result": (None, "have no result (1-0, 0-1 or 1/2-1/2)"),
+    "malformed": (None, "are not PGN games (no tag section)"),
+    "oversized": (None, "are too long to read"),
+    "truncated": (None, "are cut short"),
+    "no_moves": (None, "have no moves"),
+    "illegal_move": (None, "have an illegal move"),
+    "bad_fen": (None, "have an unreadable FEN"),
+}
+
+
+class NothingKept(ChesspipeError):
+    """A run kept no game (so it would publish nothing of use), and an empty result was not
+    asked for: the message names the reason most games were dropped and, where one does, the
+    filter's setting that keeps them ("25,557 of 25,611 games are below min_rating 2200").
+
+    The command line calls the setting by its flag through `named` (as SettingError's).
+    """
+
+    def __init__(self, source: str, stats: ScanStats, rules: GameFilter) -> None:
+        self.source = source
+        self.games_read = stats.games_read
+        self.dropped = dict(stats.dropped)
+        self.rules = rules
+        super().__init__(self.named({}))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        stats = ScanStats(games_read=self.games_read, dropped=Counter(self.dropped))
+        return NothingKept, (self.source, stats, self.rules)
+
+    @property
+    def reason(self) -> str | None:
+        """The reason most games were dropped (None when the source held no game)."""
+        return max(self.dropped, key=lambda r: self.dropped[r]) if self.dropped else None
+
+    def named(self, names: Mapping[str, str]) -> str:
+        """The message, the filter's setting called `names["GameFilter.field"]` where it has
+        one (a command's flags)."""
+        reason = self.reason
+        if self.games_read == 0 or reason is None:
+            return f"{self.source} holds no game; nothing published"
+        field_name, says = DROP_REASONS.get(reason, (None, f"were dropped as {reason}"))
+        setting = value = ""
+        if field_name is not None:
+            setting = names.get(f"GameFilter.{field_name}", field_name)
+            value = self.rules.to_json()[field_name]
+            value = ",".join(value) if isinstance(value, list) else value
+        why = says.format(setting=setting, value=value)
+        count = self.dropped[reason]
+        return (
+            f"no game of {self.source} is kept: {count:,} of {self.games_read:,} games {why}; "
+            "nothing published"
+        )
 
 
 def _needles(name: bytes) -> tuple[bytes, bytes]:

@@ -16,7 +16,7 @@ from pipelines.errors import ChesspipeError, CorruptInput, CutShort
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.allocator import reuse_large_buffers
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
-from pipelines.games.game_filter import ScanStats
+from pipelines.games.game_filter import NothingKept, ScanStats
 from pipelines.games.plan import PARALLEL_MIN_BYTES, ReadPlan, Strategy, plan_read
 from pipelines.games.processes import StartMethod, may_start_processes
 from pipelines.games.scan import game_blocks
@@ -45,6 +45,7 @@ def ingest(
     settings: IngestSettings | None = None,
     *,
     keep_partial: bool = False,
+    allow_empty: bool = False,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
     expected_sha256: str | None = None,
@@ -64,6 +65,8 @@ def ingest(
     frames scanned by `workers` processes (default: all cores), in order here with its blocks
     of games scanned and counted by those processes, or in order here alone. With
     `keep_partial`, a truncated or corrupt stream publishes what was read, marked partial.
+    A run that keeps no game raises NothingKept (naming why the games were dropped) and
+    publishes nothing, unless `allow_empty`: then the empty month is published.
 
     With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
     `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
@@ -145,6 +148,7 @@ def ingest(
                         counted,
                         expected_sha256=expected_sha256,
                         replace=replace,
+                        allow_empty=allow_empty,
                         # A URL read by byte ranges is never read whole.
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
                         workers=used if parallel else 1,
@@ -331,13 +335,15 @@ def _publish(
     *,
     expected_sha256: str | None,
     replace: bool,
+    allow_empty: bool,
     hashed: bool,
     workers: int | str,
 ) -> IngestManifest:
     """Write the month's partition file and its manifest into place; return the manifest.
 
     The source must hash to `expected_sha256` if given. Unless `hashed`, the source was not
-    read whole and its sha256 is not recorded.
+    read whole and its sha256 is not recorded. A run that kept no game publishes only if
+    `allow_empty` (NothingKept).
     """
     sha256 = opened.reader.sha256.hexdigest() if hashed else None
     if expected_sha256 is not None and sha256 != expected_sha256.lower():
@@ -347,6 +353,8 @@ def _publish(
         )
     if not replace:
         check_replacement(job.warehouse, job.month, stats.games_read)
+    if stats.games_kept == 0 and not allow_empty:
+        raise NothingKept(opened.name, stats, job.settings.rules)
     scanned = time.monotonic()
     target = partition_file(job.warehouse, job.month)
     manifest_file = manifest_path(job.warehouse, job.month)

@@ -25,6 +25,7 @@ from pipelines.monthly.publish import (
     publish_step,
     published_paths,
     remove_stale_staging,
+    unpublished,
     up_to_date_book,
 )
 from pipelines.monthly.settings import MonthSettings
@@ -111,6 +112,7 @@ def ingest_step(
         warehouse,
         settings.ingest,
         keep_partial=settings.keep_partial,
+        allow_empty=settings.allow_empty,
         progress=progress,
         workers=settings.workers,
         expected_sha256=resolved.expected_sha256,
@@ -121,9 +123,13 @@ def ingest_step(
 
 
 def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
-    """Build the month's book into a hidden staging folder; return its manifest."""
+    """Build the month's book into a hidden staging folder; return its manifest.
+
+    A book no move enters raises EmptyBook, unless the settings allow an empty result: its
+    manifest then has no entry, and it is not published.
+    """
     staged = staging / book_name(month, settings.ingest.rules.variant)
-    return build_book(warehouse, [month], staged, settings.book)
+    return build_book(warehouse, [month], staged, settings.book, allow_empty=settings.allow_empty)
 
 
 def build_month(
@@ -181,6 +187,8 @@ def build_month(
             book_manifest: BookManifest = run_step(
                 "build-book", book_step, warehouse, month, settings, staging
             )
+            if book_manifest.entries == 0:  # allowed empty (book_step): never published
+                return unpublished(month, resolved, settings, ingested, book_manifest, started)
             manifest: MonthManifest = run_step(
                 "publish",
                 publish_step,

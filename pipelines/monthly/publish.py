@@ -122,6 +122,41 @@ def publish_step(
     return manifest
 
 
+def unpublished(
+    month: str,
+    resolved: ResolvedSource,
+    settings: MonthSettings,
+    ingested: IngestResult,
+    book_manifest: BookManifest,
+    started: float,
+) -> MonthManifest:
+    """Return the run manifest of a build whose book no move enters (allowed empty): status
+    "empty", and neither the book nor the manifest is written (no book is ever published
+    empty; one published before stays, with its own manifest)."""
+    variant = settings.ingest.rules.variant
+    name = book_name(month, variant)
+    return MonthManifest(
+        chesspipe_version=__version__,
+        month=month,
+        variant=variant,
+        status="empty",
+        source=resolved.source,
+        source_resolved=resolved.resolved,
+        source_kind=resolved.kind,
+        source_identity=resolved.identity,
+        settings=settings,
+        ingest=ingested.manifest,
+        ingest_reused=ingested.reused,
+        book=replace(book_manifest, out=name),
+        book_file=name,
+        book_sha256="",
+        book_size=0,
+        top_moves=(),
+        seconds=round(time.monotonic() - started, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
 def remove_stale_staging(books: Path, month: str) -> list[Path]:
     """Delete what killed builds of a month left in the books folder (call holding its lock).
 

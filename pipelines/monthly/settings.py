@@ -21,6 +21,10 @@ class MonthSettings:
     ingest: IngestSettings = field(default_factory=IngestSettings)
     book: BookSettings = field(default_factory=BookSettings)
     keep_partial: bool = False
+    #: A month that keeps no game, or whose book no move enters, ends the build without a book
+    #: (and publishes the empty month's statistics) instead of failing. Results do not depend
+    #: on it (no book is ever published empty), so it is not recorded.
+    allow_empty: bool = field(default=False, compare=False)
     #: Processes for the scan; results do not depend on it, so it is not recorded.
     workers: int | None = field(default=None, compare=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import logging
 import posixpath
 import time
 import urllib.error
@@ -20,10 +21,15 @@ from pipelines.sources.retry import (
     Retries,
     Transient,
     retryable_status,
+    unresolved_host,
 )
 from schemas.version import __version__
 
 USER_AGENT = f"chesspipe/{__version__}"
+
+#: What a download is trying as it tries: connecting (info), a retry and its wait (warning).
+#: The command line shows them (pipelines/cli.py); a library caller configures logging.
+_log = logging.getLogger(__name__)
 
 
 class HttpStatusError(ChesspipeError):
@@ -91,6 +97,8 @@ class HttpStream:
     def _connect(self) -> None:
         """Open a response at the current offset, retrying transient failures."""
         while True:
+            at = f" at byte {self.offset:,}" if self.offset else ""
+            _log.info("connecting to %s%s", self.url, at)
             try:
                 response = self._request()
                 self._accept(response)
@@ -102,10 +110,26 @@ class HttpStream:
                 self._failed(exc)
 
     def _failed(self, exc: BaseException) -> None:
-        """Count a failure in a row; wait before the next try, or give up."""
+        """Count a failure in a row; wait before the next try, or give up.
+
+        A host that cannot be resolved (no network, a mistyped name) fails at once: waiting
+        does not bring a name back.
+        """
         self._close_response()
-        if not self._failures.failed():
-            reason = str(exc) or type(exc).__name__
+        unresolved = unresolved_host(exc)
+        if unresolved is not None:
+            host = urllib.parse.urlsplit(self.url).hostname
+            raise ChesspipeError(
+                f"{self.url}: cannot resolve the host {host} ({unresolved}): no network, "
+                "or no such host"
+            ) from None
+        reason = str(exc) or type(exc).__name__
+        said = reason if reason.startswith(self.url) else f"{self.url}: {reason}"
+
+        def say(failures: int, retries: int, seconds: float) -> None:
+            _log.warning("%s; retry %d of %d in %g s", said, failures, retries, seconds)
+
+        if not self._failures.failed(before_wait=say):
             raise ChesspipeError(
                 f"{self.url}: giving up after {self.retries} retries "
                 f"at byte {self.offset}: {reason}"

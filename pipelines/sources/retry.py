@@ -50,14 +50,29 @@ class Retries:
         self.failures = 0
         self._sleep = sleep
 
-    def failed(self) -> bool:
-        """Count a failure; wait and return True when another try is left, else False."""
+    def failed(self, *, before_wait: Callable[[int, int, float], None] | None = None) -> bool:
+        """Count a failure; wait and return True when another try is left, else False.
+
+        `before_wait(failures, retries, seconds)` is called before the wait (to say it).
+        """
         self.failures += 1
         if self.failures > self.retries:
             return False
-        self._sleep(backoff_delay(self.backoff, self.failures))
+        delay = backoff_delay(self.backoff, self.failures)
+        if before_wait is not None:
+            before_wait(self.failures, self.retries, delay)
+        self._sleep(delay)
         return True
 
     def succeeded(self) -> None:
         """Progress was made: the next failure is the first in a row."""
         self.failures = 0
+
+
+def unresolved_host(exc: BaseException) -> str | None:
+    """Return why a host name could not be resolved, if that is what failed (else None):
+    waiting does not bring a name back, so such a failure is not retried."""
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, socket.gaierror):
+        return str(reason.strerror or reason)
+    return None

@@ -37,7 +37,7 @@ from pipelines.errors import ChesspipeError, SettingError
 from pipelines.files import file_sha256, write_json
 from pipelines.games.decompress import decompressed_chunks
 from pipelines.games.frames import Frame
-from pipelines.games.game_filter import GameFilter, ScanStats, filter_game
+from pipelines.games.game_filter import GameFilter, NothingKept, ScanStats, filter_game
 from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
@@ -687,6 +687,7 @@ def export_games(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    allow_empty: bool = False,
 ) -> FromGamesManifest:
     """Write every position of the kept games of `source` as training records; return the run.
 
@@ -697,7 +698,8 @@ def export_games(
     order, a few units at a time (the output is the same byte for byte). Otherwise the source
     is read in order, one game at a time. Worker processes get `outcomes` pickled: it must
     reopen its tables there (as the command's do). `progress` hears of the run twice a
-    second (games kept counts the games that gave records).
+    second (games kept counts the games that gave records). A source of which no game is kept
+    raises NothingKept and writes nothing, unless `allow_empty`.
     """
     started = time.monotonic()
     settings = settings or FromGamesSettings()
@@ -754,6 +756,8 @@ def export_games(
                 if progress is not None:
                     done = opened.reader.bytes_read if opened.size is None else opened.size
                     progress(stats.progress(done, opened.size, time.monotonic() - started))
+            if stats.games_kept == 0 and not allow_empty:
+                raise NothingKept(opened.name, stats, settings.rules)
             dropped = Counter(stats.dropped)
             dropped.update(counts.skipped)
             manifest = FromGamesManifest(

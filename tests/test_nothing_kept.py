@@ -1,0 +1,106 @@
+"""Runs that keep no game fail in one line, naming why the games were dropped and the option
+that keeps them, and publish nothing; --allow-empty accepts the empty result.
+
+The counts are python-chess's: its header reader over the same games.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from pathlib import Path
+
+import chess.pgn
+import pytest
+import zstandard
+
+from pipelines.games.game_filter import GameFilter, NothingKept
+from pipelines.ingest.run import ingest
+from pipelines.ingest.settings import IngestSettings
+from pipelines.warehouse.layout import manifest_path, partition_file
+from tests.conftest import GAMES_2013, SYZYGY_DIR, need, run_cli
+
+
+def below(path: Path, min_rating: int) -> tuple[int, int]:
+    """(games with both ratings numeric and one below `min_rating`, games) by python-chess."""
+    raw = path.read_bytes()
+    text = zstandard.ZstdDecompressor().decompress(raw, max_output_size=1 << 30).decode()
+    handle = io.StringIO(text)
+    games = low = 0
+    while (headers := chess.pgn.read_headers(handle)) is not None:
+        games += 1
+        white, black = headers.get("WhiteElo", ""), headers.get("BlackElo", "")
+        if white.isdigit() and black.isdigit() and min(int(white), int(black)) < min_rating:
+            low += 1
+    return low, games
+
+
+@pytest.fixture(scope="module")
+def games_2013_below() -> tuple[Path, str]:
+    """The 2013 games (ratings were low then) and what the default filter makes of them."""
+    path = need(GAMES_2013, "real Lichess games (2013-01)")
+    low, games = below(path, 2200)
+    assert low > games // 2  # most games: the main reason
+    return path, f"{low:,} of {games:,} games are below"
+
+
+def test_ingest_keeping_no_game_fails_naming_the_reason_and_its_flag(
+    tmp_path: Path, games_2013_below: tuple[Path, str]
+) -> None:
+    source, counted = games_2013_below
+    args = ("ingest", str(source), "--month", "2013-01", "--warehouse", str(tmp_path), "--quiet")
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"chesspipe: error: no game of {source} is kept: {counted} --min-rating 2200; "
+        "nothing published (--allow-empty accepts an empty result)"
+    ]
+    assert not partition_file(tmp_path, "2013-01").exists()
+    assert not manifest_path(tmp_path, "2013-01").exists()
+    # Accepted: the empty month is published.
+    summary = json.loads(run_cli(*args, "--allow-empty").stdout)
+    assert summary["games_kept"] == summary["rows"] == 0
+    assert partition_file(tmp_path, "2013-01").exists()
+
+
+def test_the_library_error_names_settings_and_survives_pickling(tmp_path: Path) -> None:
+    game = (
+        b'[Event "Rated Blitz game"]\n[Result "1-0"]\n[WhiteElo "2500"]\n[BlackElo "2400"]\n'
+        b'[WhiteTitle "BOT"]\n[TimeControl "180+0"]\n\n1. e4 e5 1-0\n\n'
+    )
+    source = tmp_path / "bots.pgn"
+    source.write_bytes(game * 3)
+    with pytest.raises(NothingKept) as raised:
+        ingest(str(source), "2024-01", tmp_path / "wh", IngestSettings(GameFilter()), workers=1)
+    said = f"no game of {source} is kept: 3 of 3 games have a BOT player"
+    assert str(raised.value) == f"{said} (allow_bots keeps them); nothing published"
+    again = pickle.loads(pickle.dumps(raised.value))  # as a worker process sends it
+    assert str(again) == str(raised.value)
+    assert again.named({"GameFilter.allow_bots": "--allow-bots"}) == (
+        f"{said} (--allow-bots keeps them); nothing published"
+    )
+    assert not partition_file(tmp_path / "wh", "2024-01").exists()
+
+
+def test_training_and_endgames_from_games_keeping_no_game_fail_alike(
+    tmp_path: Path, games_2013_below: tuple[Path, str]
+) -> None:
+    source, counted = games_2013_below
+    line = (
+        f"chesspipe: error: no game of {source} is kept: {counted} --min-rating 2200; "
+        "nothing published (--allow-empty accepts an empty result)"
+    )
+    out = tmp_path / "train" / "positions.plain"
+    training = ("training", "from-games", str(source), "--month", "2013-01", "--out", str(out))
+    proc = run_cli(*training, "--no-tables", "--quiet", check=False)
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [line]
+    assert not out.parent.exists() or list(out.parent.iterdir()) == []
+    run_cli(*training, "--no-tables", "--quiet", "--allow-empty")
+    assert out.exists() and out.stat().st_size == 0
+    labels = tmp_path / "labels"
+    syzygy = str(need(SYZYGY_DIR, "Syzygy tables"))
+    endgames = ("endgames", "from-games", str(source), "--month", "2013-01", "--out", str(labels))
+    proc = run_cli(*endgames, "--syzygy", syzygy, "--quiet", check=False)
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [line]
+    assert not labels.exists() or list(labels.iterdir()) == []
