@@ -174,7 +174,7 @@ def test_crlf_files_are_read_in_order(tmp_path: Path, games_2021: Path) -> None:
 def test_units_of_blocks_hold_every_game_once_whole(
     sizes: list[int], chunk: int, unit_bytes: int, comment: bool
 ) -> None:
-    from pipelines.ingest.parallel import _in_units
+    from pipelines.games.parallel import block_units
 
     # Games of many lengths, some with a blank line before "[" inside a comment (not a game).
     inside = "\n\n[not a game]" if comment else ""
@@ -184,7 +184,7 @@ def test_units_of_blocks_hold_every_game_once_whole(
     ).encode()
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     blocks = list(game_blocks(iter(chunks), ScanStats(), max_game_bytes=1 << 20))
-    units = list(_in_units(iter(blocks), unit_bytes))
+    units = list(block_units(iter(blocks), unit_bytes))
     pieces = [piece for unit in units for piece in unit]
     assert b"".join(pieces) == b"".join(blocks)  # nothing lost, nothing twice, in order
     assert all(piece.startswith(b"\n\n[") for piece in pieces)  # each starts a game

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipelines.commands.options import (
     add_filter_options,
+    add_frame_workers_option,
     add_progress_options,
     add_table_options,
     integer,
@@ -101,6 +102,7 @@ def register(subparsers: Any) -> None:
     add_table_options(games)
     add_overwrite_option(games)
     add_filter_options(games)
+    add_frame_workers_option(games)
     games.set_defaults(handler=run_games)
 
 
@@ -158,6 +160,8 @@ def run_epd(args: argparse.Namespace) -> int:
 
 
 def run_games(args: argparse.Namespace) -> int:
+    import os
+
     from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.endgames.build import game_labels
 
@@ -174,6 +178,7 @@ def run_games(args: argparse.Namespace) -> int:
                 args.backend,
                 bar,
                 overwrite=args.overwrite,
+                workers=args.workers or os.cpu_count() or 1,
             )
     finally:
         if bar is not None:

@@ -18,6 +18,7 @@ from pipelines.endgames.positions import (
 )
 from pipelines.endgames.probing import TablebaseError
 from pipelines.games.game_filter import GameFilter
+from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.progress import ProgressCallback
 from pipelines.warehouse.layout import check_month
 
@@ -111,13 +112,27 @@ def game_labels(
     progress: ProgressCallback | None = None,
     *,
     overwrite: bool = False,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> dict[str, Any]:
-    """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH."""
+    """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH.
+
+    A pzstd-style file of at least `parallel_min_bytes` is read by units of frames in
+    `workers` processes (see from_games.game_positions: the same label set).
+    """
     check_month(month)
     check_label_set_free(out, f"games-{month}", overwrite=overwrite)
     labeller = Labeller(folders, backend)
     scan = GameScan()
-    positions = game_positions(source, rules, labeller.tables, scan, progress)
+    positions = game_positions(
+        source,
+        rules,
+        labeller.tables,
+        scan,
+        progress,
+        workers=workers,
+        parallel_min_bytes=parallel_min_bytes,
+    )
     settings = {"source": source, "month": month, "filter": rules.to_json()}
     with labeller:
         return write_label_set(

@@ -35,9 +35,9 @@ import chess
 
 from pipelines.errors import ChesspipeError, SettingError
 from pipelines.files import file_sha256, write_json
-from pipelines.games.decompress import decompressed_chunks
 from pipelines.games.frames import Frame
-from pipelines.games.game_filter import GameFilter, ScanStats, filter_game
+from pipelines.games.game_filter import GameFilter, ScanStats, keep_game, may_reach
+from pipelines.games.in_order import games_in_order
 from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
@@ -46,7 +46,7 @@ from pipelines.training.files import training_format, training_writer
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import OutputSet
 from schemas.binpack import fen_prefix
-from schemas.movetext import are_moves, has_moves, move_words, san_tokens
+from schemas.movetext import are_moves, move_words, san_tokens
 from schemas.plain import PlainRecord
 from schemas.training_lineage import TRAINING_LINEAGE_SCHEMA, lineage_path_for
 from schemas.version import __version__
@@ -315,7 +315,7 @@ def game_records(
         if settings.require_eval:
             counts.skipped["missing_eval"] += 1
             return None
-        if outcomes is None or movetext.count(b"x") < 32 - outcomes.largest:
+        if outcomes is None or not may_reach(movetext, outcomes.largest):
             counts.skipped["no_eval"] += 1
             return None
     try:
@@ -496,6 +496,9 @@ class _LineageWriter:
 #: What a kept game gives the output: its speed, rating band, game id and records.
 Exported = tuple[str, int, str, list[GameRecord]]
 
+#: What a unit of frames exported counted: the scan's counts and the export's.
+_UnitCounts = tuple[ScanStats, _ExportCounts]
+
 #: Compressed bytes of a unit of frames exported by a worker.
 UNIT_BYTES = 1 << 20
 #: Exported games a worker pickles at a time.
@@ -511,13 +514,9 @@ def _exported(
 ) -> Iterator[Exported]:
     """Yield the records of the games that pass the filter and give any, counting the rest."""
     for raw in games:
-        kept = filter_game(raw, settings.rules, stats)
+        kept = keep_game(raw, settings.rules, stats)
         if kept is None:
             continue
-        if not has_moves(kept.movetext):
-            stats.drop("no_moves")  # as ingest drops it: not a kept game
-            continue
-        stats.games_kept += 1
         rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, counts)
         if not rows:
             continue
@@ -537,29 +536,8 @@ def _exported_in_order(
     progress: ProgressCallback | None,
 ) -> Iterator[Exported]:
     """Yield the exported games of a source read in order, reporting progress."""
-    games = split_games(decompressed_chunks(opened.reader), stats)
-    if progress is not None:
-        games = _reporting(games, opened, stats, counts, started, progress)
+    games = games_in_order(opened, stats, started=started, progress=progress)
     return _exported(games, settings, outcomes, stats, counts)
-
-
-def _reporting(
-    games: Iterator[bytes],
-    opened: OpenSource,
-    stats: ScanStats,
-    counts: _ExportCounts,
-    started: float,
-    progress: ProgressCallback,
-) -> Iterator[bytes]:
-    """Pass games through, telling `progress` how far the run is at most twice a second."""
-    last_report = started
-    for raw in games:
-        if stats.games_read & 0x3FF == 0:
-            now = time.monotonic()
-            if now - last_report >= 0.5:
-                last_report = now
-                progress(stats.progress(opened.reader.bytes_read, opened.size, now - started))
-        yield raw
 
 
 def export_unit(
@@ -569,7 +547,7 @@ def export_unit(
     settings: FromGamesSettings,
     outcomes: Outcomes | None,
     spool: str,
-) -> tuple[ScanStats, _ExportCounts]:
+) -> _UnitCounts:
     """Export the games one unit of frames owns (in a worker process); return its counts.
 
     The exported games go to the file `spool`, pickled a batch of SPOOL_BATCH games at a time
@@ -577,17 +555,11 @@ def export_unit(
     """
     import pickle
 
-    from pipelines.games.frames import UnitText
-    from pipelines.games.scan import MAX_GAME_BYTES
-    from pipelines.sources.open import open_location
+    from pipelines.games.parallel import open_unit
 
     stats = ScanStats()
     counts = _ExportCounts()
-    with (
-        open_location(location, frames[-1].offset + frames[-1].size) as handle,
-        open(spool, "wb") as out,
-    ):
-        text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
+    with open_unit(location, frames, unit) as text, open(spool, "wb") as out:
         games = _exported(split_games(text, stats), settings, outcomes, stats, counts)
         while batch := list(itertools.islice(games, SPOOL_BATCH)):
             pickle.dump(batch, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -627,52 +599,37 @@ def _exported_by_units(
     in a temporary folder under `spool` while it waits.
     """
     import tempfile
-    from collections import deque
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from contextlib import closing
+    from functools import partial
 
     from pipelines.games.frames import plan_units, unit_name
-    from pipelines.games.processes import forking_parent, process_context
-    from pipelines.lifetime import die_with_parent
+    from pipelines.games.parallel import in_order
+    from pipelines.games.workers import WorkerPool
 
-    units = iter(plan_units(frames, workers, max_unit_bytes=UNIT_BYTES))
-    context = process_context(None)
-    if context.get_start_method() == "forkserver":
-        # What the workers need, imported once by the fork server rather than by each worker.
-        needed = [__name__] + ([type(outcomes).__module__] if outcomes is not None else [])
-        context.set_forkserver_preload(needed)
+    # What the workers need, imported by each as it starts.
+    preload = [__name__] + ([type(outcomes).__module__] if outcomes is not None else [])
     folder = tempfile.TemporaryDirectory(prefix=".from-games-", dir=spool)
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=die_with_parent,
-        initargs=(forking_parent(context),),
-    )
-    pending: deque[tuple[Future[tuple[ScanStats, _ExportCounts]], Path, int]] = deque()
 
-    def submit() -> None:
-        for unit in itertools.islice(units, 1):
+    def units() -> Iterator[tuple[tuple[Path, int], Callable[[], _UnitCounts]]]:
+        for unit in plan_units(frames, workers, max_unit_bytes=UNIT_BYTES):
             path = Path(folder.name) / f"{unit_name(unit.start)}.pickle"
-            future = pool.submit(
-                export_unit, opened.name, frames, unit, settings, outcomes, str(path)
-            )
-            pending.append(
-                (future, path, frames[unit.stop - 1].offset + frames[unit.stop - 1].size)
-            )
+            done_bytes = frames[unit.stop - 1].offset + frames[unit.stop - 1].size
+            call = partial(export_unit, opened.name, frames, unit, settings, outcomes, str(path))
+            yield (path, done_bytes), call
 
     try:
-        for _ in range(2 * workers):
-            submit()
-        while pending:
-            future, path, done_bytes = pending.popleft()
-            unit_stats, unit_counts = future.result()
-            submit()
-            stats.merge(unit_stats)
-            counts.merge(unit_counts)
-            yield from _spooled(path)
-            if progress is not None:
-                progress(stats.progress(done_bytes, opened.size, time.monotonic() - started))
+        with (
+            WorkerPool(workers, preload=preload) as pool,
+            closing(in_order(pool, units(), in_flight=2 * workers)) as results,
+        ):
+            for (path, done_bytes), (unit_stats, unit_counts) in results:
+                stats.merge(unit_stats)
+                counts.merge(unit_counts)
+                yield from _spooled(path)
+                if progress is not None:
+                    elapsed = time.monotonic() - started
+                    progress(stats.progress(done_bytes, opened.size, elapsed))
     finally:
-        pool.shutdown(cancel_futures=True)
         folder.cleanup()
 
 
