@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     # the pool if it reads alone.
     workers = args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
+    from pipelines.ingest.options import RunPolicy, Runtime
     from pipelines.ingest.run import WouldShrinkMonth, ingest
 
     bar = progress_from_args(args)
@@ -85,12 +86,10 @@ def run(args: argparse.Namespace) -> int:
             args.month,
             args.warehouse,
             settings,
-            keep_partial=args.keep_partial,
-            progress=bar,
-            workers=args.workers,
-            pool=pool,
-            replace=args.force,
-            write_kept=args.write_kept,
+            policy=RunPolicy(
+                keep_partial=args.keep_partial, replace_month=args.force, write_kept=args.write_kept
+            ),
+            runtime=Runtime(progress=bar, workers=args.workers, pool=pool),
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None

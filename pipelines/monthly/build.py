@@ -19,6 +19,7 @@ from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, make_folder
 from pipelines.ingest.manifest import IngestManifest, read_manifest
+from pipelines.ingest.options import Download, RunPolicy, Runtime
 from pipelines.ingest.run import ingest
 from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import (
@@ -101,12 +102,11 @@ def ingest_step(
         month,
         warehouse,
         settings.ingest,
-        keep_partial=settings.keep_partial,
-        progress=progress,
-        workers=settings.workers,
-        expected_sha256=resolved.expected_sha256,
-        http_options=download.http_options(),
-        replace=force,
+        policy=RunPolicy(keep_partial=settings.keep_partial, replace_month=force),
+        download=Download(
+            expected_sha256=resolved.expected_sha256, http_options=download.http_options()
+        ),
+        runtime=Runtime(progress=progress, workers=settings.workers),
     )
     return {**manifest.to_json(), "reused": False}
 
