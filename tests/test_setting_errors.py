@@ -13,7 +13,7 @@ from pipelines.commands.options import SETTING_FLAGS, settings_as_flags
 from pipelines.errors import ChesspipeError, SettingError
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
-from pipelines.training.from_games import FromGamesSettings
+from pipelines.training.settings import FromGamesSettings
 
 SETTINGS = (GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings)
 

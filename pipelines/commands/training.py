@@ -178,7 +178,8 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.commands.options import settings_as_flags
-    from pipelines.training.from_games import FromGamesSettings, export_games
+    from pipelines.training.from_games import export_games
+    from pipelines.training.settings import FromGamesSettings
 
     rules = filter_from_args(args)
     with settings_as_flags():
