@@ -480,7 +480,7 @@ def test_plain_pgn_cut_inside_a_game_is_refused(tmp_path: Path, tail: bytes) -> 
     with pytest.raises(CorruptInput, match=r"in\.pgn.*ends inside a game"):
         run(tmp_path, data)
     _nothing_published(tmp_path / "wh")
-    manifest = run(tmp_path, data, keep_partial=True)
+    manifest = run(tmp_path, data, policy=RunPolicy(keep_partial=True))
     assert manifest.partial is True
     assert "ends inside a game" in (manifest.error or "")
     assert manifest.games_kept == 2
