@@ -24,7 +24,7 @@ from pipelines.endgames.tables import TableSet
 from pipelines.games.frames import Frame
 from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, keep_game, may_reach
 from pipelines.games.in_order import games_in_order
-from pipelines.games.plan import PARALLEL_MIN_BYTES
+from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
@@ -134,7 +134,7 @@ def game_positions(
     seen: set[int] = set()  # Polyglot keys: 64 bits a position (pieces, turn, castling, ep)
     started = time.monotonic()
     with open_source(source, rules.variant) as opened:
-        frames = _frames(opened, workers, parallel_min_bytes)
+        frames = frames_for_workers(opened, workers=workers, parallel_min_bytes=parallel_min_bytes)
         if frames is not None:
             found = _by_units(opened, frames, rules, tables, scan, replay_every_game,
                               workers=workers, started=started, progress=progress)  # fmt: skip
@@ -175,22 +175,6 @@ def _positions(
             continue
         scan.replayed += 1
         yield from replay(kept, tables, scan)
-
-
-def _frames(opened: OpenSource, workers: int, parallel_min_bytes: int) -> list[Frame] | None:
-    """Return the frames of a source read by units of frames in worker processes, or None."""
-    if workers < 2:
-        return None
-    from pipelines.games.plan import Strategy, plan_read
-
-    plan = plan_read(
-        opened,
-        workers=workers,
-        executor=None,
-        keep_partial=False,
-        parallel_min_bytes=parallel_min_bytes,
-    )
-    return plan.frames if plan.strategy is Strategy.UNITS else None
 
 
 #: Compressed bytes of a unit of frames a worker reads.

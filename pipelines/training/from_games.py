@@ -21,7 +21,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.games.frames import Frame
 from pipelines.games.game_filter import ScanStats, keep_game
 from pipelines.games.in_order import games_in_order
-from pipelines.games.plan import PARALLEL_MIN_BYTES
+from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, open_source
@@ -224,30 +224,23 @@ def export_games(
                 lineage_writer = LineageWriter(outputs.path(lineage))
                 games: Iterator[Exported] | None = None
                 used = 1
-                if workers > 1:
-                    from pipelines.games.plan import Strategy, plan_read
-
-                    plan = plan_read(
+                frames = frames_for_workers(
+                    opened, workers=workers, parallel_min_bytes=parallel_min_bytes
+                )
+                if frames is not None:
+                    games = _exported_by_units(
                         opened,
+                        frames,
+                        settings,
+                        outcomes,
+                        stats,
+                        counts,
                         workers=workers,
-                        executor=None,
-                        keep_partial=False,
-                        parallel_min_bytes=parallel_min_bytes,
+                        spool=out.parent,
+                        started=started,
+                        progress=progress,
                     )
-                    if plan.strategy is Strategy.UNITS:
-                        games = _exported_by_units(
-                            opened,
-                            plan.frames,
-                            settings,
-                            outcomes,
-                            stats,
-                            counts,
-                            workers=workers,
-                            spool=out.parent,
-                            started=started,
-                            progress=progress,
-                        )
-                        used = workers
+                    used = workers
                 if games is None:
                     games = _exported_in_order(
                         opened, settings, outcomes, stats, counts, started, progress
