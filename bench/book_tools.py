@@ -30,11 +30,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.recount import pgn_extract_elo  # noqa: E402
-
-DATA = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-GAMES = DATA / "lichess" / "standard-2013-01-part1.pgn.zst"
-PERFORMANCE = DATA / "polyglot" / "performance.bin"
+from bench.data import GAMES_2013 as GAMES  # noqa: E402
+from bench.data import POLYGLOT_BOOK as PERFORMANCE  # noqa: E402
+from bench.peers import pgn_extract_elo  # noqa: E402
 
 
 def seconds(command: list[str], cwd: Path) -> float:

@@ -90,10 +90,11 @@ def bench_games(path: Path, tables: TableSet) -> None:
 
     rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
     print(f"games: {path.name}")
-    for label, needed in (("capture count first", None), ("replay every game", 0)):
+    for label, every in (("capture count first", False), ("replay every game", True)):
         scan = GameScan()
         with Clock() as clock:
-            found = sum(1 for _ in game_positions(str(path), rules, tables, scan, None, needed))
+            positions = game_positions(str(path), rules, tables, scan, replay_every_game=every)
+            found = sum(1 for _ in positions)
         print(
             f"  {label:>20}: {rate(scan.stats.games_read, clock.cpu)} games per CPU second, "
             f"{scan.replayed:,} of {scan.stats.games_kept:,} kept games replayed, "

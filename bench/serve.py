@@ -43,9 +43,8 @@ import chess.pgn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.data import GAMES_2013, SYZYGY_DIR, read_text  # noqa: E402
 from pipelines.endgames.positions import random_position  # noqa: E402
-from tests.conftest import GAMES_2013, SYZYGY_DIR  # noqa: E402
-from tests.recount import read_text  # noqa: E402
 
 CLIENTS = 8
 

@@ -43,9 +43,9 @@ import chess
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.data import GAMES_2013  # noqa: E402
 from bench.run_benchmarks import splice_between  # noqa: E402
 from bench.serve import Server, explorer_paths  # noqa: E402
-from tests.conftest import GAMES_2013  # noqa: E402
 
 NORMAL_CLIENTS = 2
 HOSTILE_CLIENTS = 4

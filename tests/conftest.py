@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-#: Real data for tests and benchmarks: Lichess games, a Polyglot book, Syzygy tables.
-SHARED_DATA = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
-LICHESS_DIR = Path(os.environ.get("CHESSPIPE_LICHESS", SHARED_DATA / "lichess"))
-POLYGLOT_BOOK = Path(
-    os.environ.get("CHESSPIPE_POLYGLOT_BOOK", SHARED_DATA / "polyglot" / "performance.bin")
+# Where the real data is (Lichess games, a Polyglot book, Syzygy tables) is written once, in
+# bench/data.py, which the benchmarks read too.
+from bench.data import (  # noqa: F401 (the tests import them from here)
+    GAMES_2013,
+    GAMES_2021,
+    LICHESS_DIR,
+    ODD_CASES,
+    POLYGLOT_BOOK,
+    SHARED_DATA,
+    SYZYGY_DIR,
 )
-SYZYGY_DIR = Path(os.environ.get("CHESSPIPE_SYZYGY", SHARED_DATA / "syzygy" / "3-4"))
 
-GAMES_2021 = LICHESS_DIR / "standard-2021-10-sample.pgn.zst"
-GAMES_2013 = LICHESS_DIR / "standard-2013-01-part1.pgn.zst"
-ODD_CASES = LICHESS_DIR / "odd-cases.pgn"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def need(path: Path, what: str) -> Path:

@@ -15,8 +15,9 @@ from pathlib import Path
 import chess
 import chess.pgn
 import chess.polyglot
-import zstandard
 
+from bench import peers
+from bench.data import read_text
 from schemas.polyglot import encode_move
 
 SPEED_LIMITS = (
@@ -26,17 +27,6 @@ SPEED_LIMITS = (
     (1500, "rapid"),
     (21600, "classical"),
 )
-
-
-def read_text(path: Path) -> str:
-    data = path.read_bytes()
-    if path.suffix == ".zst":
-        data = (
-            zstandard.ZstdDecompressor()
-            .stream_reader(io.BytesIO(data), read_across_frames=True)
-            .read()
-        )
-    return data.decode("utf-8", "replace")
 
 
 def speed(time_control: str) -> str:
@@ -131,20 +121,8 @@ def recount(
 
 
 def pgn_extract_elo(source: Path, rating: int, folder: Path) -> Path:
-    """Return a PGN file of the games `pgn-extract` keeps with both Elo ratings >= rating."""
-    import subprocess
-
+    """Return a PGN file of the games `pgn-extract` keeps with both Elo ratings >= rating (the
+    test skipped, or failed under CI, when it is not installed)."""
     from tests.conftest import need_program
 
-    pgn_extract = need_program("pgn-extract")
-    plain = folder / "all.pgn"
-    plain.write_text(read_text(source))
-    tags = folder / "tags.txt"
-    tags.write_text(f'WhiteElo >= "{rating}"\nBlackElo >= "{rating}"\n')
-    kept = folder / f"kept-{rating}.pgn"
-    subprocess.run(
-        [pgn_extract, "-s", "-t", str(tags), "-o", str(kept), str(plain)],
-        check=True,
-        capture_output=True,
-    )
-    return kept
+    return peers.pgn_extract_elo(source, rating, folder, program=need_program("pgn-extract"))

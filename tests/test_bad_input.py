@@ -14,6 +14,7 @@ import zstandard
 from pipelines.errors import ChesspipeError, CorruptInput
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.manifest import IngestManifest
+from pipelines.ingest.options import RunPolicy, Runtime, Tuning
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import manifest_path, partition_dir, partition_file
@@ -151,7 +152,11 @@ def test_truncated_zstd_with_keep_partial(tmp_path: Path, games_2021: Path) -> N
     source = tmp_path / "cut.pgn.zst"
     source.write_bytes(data[: len(data) // 2])
     manifest = ingest(
-        str(source), "2021-10", tmp_path / "wh", IngestSettings(ANY), keep_partial=True
+        str(source),
+        "2021-10",
+        tmp_path / "wh",
+        IngestSettings(ANY),
+        policy=RunPolicy(keep_partial=True),
     )
     assert manifest.partial is True
     assert "truncated" in manifest.error
@@ -487,7 +492,7 @@ def test_plain_pgn_cut_inside_a_game_is_refused(tmp_path: Path, tail: bytes) -> 
     with pytest.raises(CorruptInput, match=r"in\.pgn.*ends inside a game"):
         run(tmp_path, data)
     _nothing_published(tmp_path / "wh")
-    manifest = run(tmp_path, data, keep_partial=True)
+    manifest = run(tmp_path, data, policy=RunPolicy(keep_partial=True))
     assert manifest.partial is True
     assert "ends inside a game" in (manifest.error or "")
     assert manifest.games_kept == 2
@@ -520,20 +525,34 @@ def test_dump_cut_at_a_frame_boundary_is_refused(
     framed, ends = _framed_sample(tmp_path, games_2021)
     data = framed.read_bytes()
     whole = ingest(
-        str(framed), "2024-01", tmp_path / "whole", IngestSettings(ANY), workers=workers,
-        parallel_min_bytes=0,
-    )  # fmt: skip
+        str(framed),
+        "2024-01",
+        tmp_path / "whole",
+        IngestSettings(ANY),
+        runtime=Runtime(workers=workers),
+        tuning=Tuning(parallel_min_bytes=0),
+    )
     assert not whole.partial
     for end in (ends[0], ends[len(ends) // 2], ends[-2]):
         cut = tmp_path / f"cut-{end}.pgn.zst"
         cut.write_bytes(data[:end])
         with pytest.raises(CorruptInput, match=rf"cut-{end}\.pgn\.zst.*ends inside a game"):
             ingest(
-                str(cut), "2024-01", tmp_path / "wh", IngestSettings(ANY), workers=workers,
-                parallel_min_bytes=0,
-            )  # fmt: skip
+                str(cut),
+                "2024-01",
+                tmp_path / "wh",
+                IngestSettings(ANY),
+                runtime=Runtime(workers=workers),
+                tuning=Tuning(parallel_min_bytes=0),
+            )
         _nothing_published(tmp_path / "wh")
-    partial = ingest(str(cut), "2024-01", tmp_path / "wh", IngestSettings(ANY), keep_partial=True)
+    partial = ingest(
+        str(cut),
+        "2024-01",
+        tmp_path / "wh",
+        IngestSettings(ANY),
+        policy=RunPolicy(keep_partial=True),
+    )
     assert partial.partial and partial.games_dropped.get("truncated") == 1
     assert 0 < partial.games_read < whole.games_read
 
@@ -625,6 +644,10 @@ def test_a_run_with_far_fewer_games_never_replaces_a_good_month(
     assert run_cli("ingest", str(enough), "--month", "2021-10", "--warehouse", str(tmp_path),
                    "--min-rating", "0").returncode == 0  # fmt: skip
     forced = ingest(
-        str(empty), "2021-10", tmp_path, IngestSettings(ANY), replace=True, allow_empty=True
+        str(empty),
+        "2021-10",
+        tmp_path,
+        IngestSettings(ANY),
+        policy=RunPolicy(replace_month=True, allow_empty=True),
     )
     assert forced.games_read == 0

@@ -25,6 +25,7 @@ from pipelines.books.outcomes import BookStatistics
 from pipelines.books.report import DIAGRAM_SIZE, render_report
 from pipelines.books.settings import BookSettings
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
@@ -41,7 +42,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     games = need(GAMES_2021, "real Lichess games (2021-10 sample)")
     root = tmp_path_factory.mktemp("outcomes")
     rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
-    ingest(str(games), "2021-10", root / "warehouse", IngestSettings(rules), workers=1)
+    ingest(
+        str(games), "2021-10", root / "warehouse", IngestSettings(rules), runtime=Runtime(workers=1)
+    )
     build_book(root / "warehouse", "2021-10", root / "book.bin", SETTINGS)
     return root / "book.bin", root / "warehouse"
 

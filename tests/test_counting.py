@@ -15,6 +15,7 @@ from pipelines.games.game_filter import GameFilter
 from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.games.processes import StartMethod
 from pipelines.games.workers import WorkerPool
+from pipelines.ingest.options import Runtime, Tuning
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import Progress
@@ -57,8 +58,14 @@ def test_counting_in_workers_equals_counting_here(
     text = read_text(games_2021) + "\n\n" + odd_cases.read_text() + "\n\n" + ODD
     source = tmp_path / "games.pgn"
     source.write_text(text)
-    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, workers=1)
-    there = ingest(str(source), "2020-01", tmp_path / "there", EVERY, workers=2, start_method=start)
+    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, runtime=Runtime(workers=1))
+    there = ingest(
+        str(source),
+        "2020-01",
+        tmp_path / "there",
+        EVERY,
+        runtime=Runtime(workers=2, start_method=start),
+    )
     for key in SAME:
         assert getattr(here, key) == getattr(there, key), key
     assert here.games_dropped["illegal_move"] == 2 and here.games_kept > 600
@@ -74,8 +81,8 @@ def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
     source = tmp_path / "c960.pgn"
     source.write_text(chess960_games(80, seed=7) + "\n\n" + bad)
     rules = IngestSettings(GameFilter(2200, frozenset(Speed), False, "chess960"))
-    here = ingest(str(source), "2020-01", tmp_path / "here", rules, workers=1)
-    there = ingest(str(source), "2020-01", tmp_path / "there", rules, workers=2)
+    here = ingest(str(source), "2020-01", tmp_path / "here", rules, runtime=Runtime(workers=1))
+    there = ingest(str(source), "2020-01", tmp_path / "there", rules, runtime=Runtime(workers=2))
     for key in SAME:
         assert getattr(here, key) == getattr(there, key), key
     assert here.games_kept == 80 and here.games_dropped == {"bad_fen": 1}
@@ -83,24 +90,45 @@ def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
 
 
 def test_flushed_runs_are_merged_by_a_worker(tmp_path: Path, games_2021: Path) -> None:
-    one = ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1)
-    runs = ingest(str(games_2021), "2020-01", tmp_path / "runs", EVERY, workers=2, flush_rows=500)
+    one = ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, runtime=Runtime(workers=1))
+    runs = ingest(
+        str(games_2021),
+        "2020-01",
+        tmp_path / "runs",
+        EVERY,
+        runtime=Runtime(workers=2),
+        tuning=Tuning(flush_rows=500),
+    )
     assert one.rows == runs.rows > 500
     assert table(tmp_path / "one") == table(tmp_path / "runs")
 
 
 def test_a_pool_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path) -> None:
     early = WorkerPool(2)
-    got = ingest(str(games_2021), "2020-01", tmp_path / "early", EVERY, workers=2, pool=early)
-    want = ingest(str(games_2021), "2020-01", tmp_path / "here", EVERY, workers=1)
+    got = ingest(
+        str(games_2021),
+        "2020-01",
+        tmp_path / "early",
+        EVERY,
+        runtime=Runtime(workers=2, pool=early),
+    )
+    want = ingest(str(games_2021), "2020-01", tmp_path / "here", EVERY, runtime=Runtime(workers=1))
     assert got.rows == want.rows and table(tmp_path / "early") == table(tmp_path / "here")
     assert no_children_left()
     # One worker counts here: the pool handed over is closed, not left running.
-    ingest(str(games_2021), "2020-01", tmp_path / "one", EVERY, workers=1, pool=WorkerPool(2))
+    ingest(
+        str(games_2021),
+        "2020-01",
+        tmp_path / "one",
+        EVERY,
+        runtime=Runtime(workers=1, pool=WorkerPool(2)),
+    )
     assert no_children_left()
     # A bad argument fails before anything starts: the pool is closed too.
     with pytest.raises(ChesspipeError, match="month"):
-        ingest(str(games_2021), "2020-13", tmp_path / "x", EVERY, pool=WorkerPool(2))
+        ingest(
+            str(games_2021), "2020-13", tmp_path / "x", EVERY, runtime=Runtime(pool=WorkerPool(2))
+        )
     assert no_children_left()
     with pytest.raises(ValueError, match="plies"):
         IngestSettings(ANY, plies=0)
@@ -111,7 +139,11 @@ def test_a_pool_started_early_is_used_or_closed(tmp_path: Path, games_2021: Path
 def test_progress_counts_kept_games_as_they_are_sent(tmp_path: Path, games_2021: Path) -> None:
     reports: list[Progress] = []
     manifest = ingest(
-        str(games_2021), "2020-01", tmp_path, EVERY, workers=2, progress=reports.append
+        str(games_2021),
+        "2020-01",
+        tmp_path,
+        EVERY,
+        runtime=Runtime(workers=2, progress=reports.append),
     )
     assert reports[-1].games_kept == manifest.games_kept
     assert reports[-1].games_read == manifest.games_read
@@ -151,7 +183,7 @@ def test_a_failure_in_a_worker_publishes_nothing(
     monkeypatch.setattr(pipelines.ingest.parallel, "count_games", replacement)
     pool = WorkerPool(2, start_method="fork")
     with pytest.raises(error, match=message) as raised:
-        ingest(str(games_2021), "2020-01", tmp_path, EVERY, workers=2, pool=pool)
+        ingest(str(games_2021), "2020-01", tmp_path, EVERY, runtime=Runtime(workers=2, pool=pool))
     if error is not ChesspipeError:  # the worker's traceback comes along
         assert "in a worker process" in "".join(raised.value.__notes__)
     assert not partition_file(tmp_path, "2020-01").exists()
@@ -167,7 +199,7 @@ def test_a_failure_while_scanning_stops_the_workers(tmp_path: Path) -> None:
     source = tmp_path / "cut.pgn.zst"
     source.write_bytes(zstandard.ZstdCompressor().compress(text)[:-100])  # truncated
     with pytest.raises(ChesspipeError, match="truncated"):
-        ingest(str(source), "2020-01", tmp_path / "wh", EVERY, workers=2)
+        ingest(str(source), "2020-01", tmp_path / "wh", EVERY, runtime=Runtime(workers=2))
     assert not partition_file(tmp_path / "wh", "2020-01").exists()
     assert no_children_left()
 
@@ -177,7 +209,12 @@ def _ingest_rows(
 ) -> None:
     try:
         manifest = ingest(
-            source, "2020-01", warehouse, EVERY, workers=2, parallel_min_bytes=parallel_min_bytes
+            source,
+            "2020-01",
+            warehouse,
+            EVERY,
+            runtime=Runtime(workers=2),
+            tuning=Tuning(parallel_min_bytes=parallel_min_bytes),
         )
         replies.put((manifest.rows, manifest.workers))
     except BaseException as exc:  # noqa: BLE001 - reported to the test
@@ -208,7 +245,7 @@ def test_a_daemonic_process_ingests_on_its_own(
     daemon.start()
     got = replies.get(timeout=120)
     daemon.join()
-    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, workers=1)
+    here = ingest(str(source), "2020-01", tmp_path / "here", EVERY, runtime=Runtime(workers=1))
     assert got == (here.rows, 1)
     assert table(tmp_path / "d") == table(tmp_path / "here")
 

@@ -11,6 +11,7 @@ import pytest
 from pipelines.errors import ChesspipeError
 from pipelines.games.frames import write_framed_zstd
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Download, Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
@@ -41,7 +42,9 @@ def test_month_over_dask_equals_one_process(
         frame_size=300_000,
         level=1,
     )
-    single = ingest(str(dump), "2020-01", tmp_path / "single", IngestSettings(ANY), workers=1)
+    single = ingest(
+        str(dump), "2020-01", tmp_path / "single", IngestSettings(ANY), runtime=Runtime(workers=1)
+    )
     with (
         LoopbackServer() as server,
         distributed.LocalCluster(
@@ -55,14 +58,18 @@ def test_month_over_dask_equals_one_process(
     ):
         url = server.add("/month.pgn.zst", dump.read_bytes())
         over_http = ingest(
-            url, "2020-01", tmp_path / "http", IngestSettings(ANY), executor=client.get_executor()
+            url,
+            "2020-01",
+            tmp_path / "http",
+            IngestSettings(ANY),
+            runtime=Runtime(executor=client.get_executor()),
         )
         from_file = ingest(
             str(dump),
             "2020-01",
             tmp_path / "file",
             IngestSettings(ANY),
-            executor=client.get_executor(),
+            runtime=Runtime(executor=client.get_executor()),
         )
         ranges = [r for _, path, r in server.requests if path == "/month.pgn.zst" and r]
         with pytest.raises(ChesspipeError, match="cannot be checksummed"):
@@ -71,8 +78,8 @@ def test_month_over_dask_equals_one_process(
                 "2020-01",
                 tmp_path / "x",
                 IngestSettings(ANY),
-                executor=client.get_executor(),
-                expected_sha256="0" * 64,
+                download=Download(expected_sha256="0" * 64),
+                runtime=Runtime(executor=client.get_executor()),
             )
     for name in COMPARED:
         assert getattr(single, name) == getattr(over_http, name) == getattr(from_file, name), name

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.errors import ChesspipeError
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Download
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.checksums import checksums_url, parse_checksums, published_sha256
@@ -157,8 +158,7 @@ def test_ingest_verifies_before_publishing(tmp_path: Path, games_2021: Path) -> 
             "2021-10",
             tmp_path / "wh",
             IngestSettings(rules),
-            expected_sha256=digest,
-            http_options=FAST,
+            download=Download(expected_sha256=digest, http_options=FAST),
         )
         assert manifest.source_sha256_verified is True
         assert manifest.source_sha256 == reference.source_sha256
@@ -172,8 +172,7 @@ def test_ingest_verifies_before_publishing(tmp_path: Path, games_2021: Path) -> 
                 "2021-10",
                 tmp_path / "bad",
                 IngestSettings(rules),
-                expected_sha256=published_sha256(bad, **FAST),
-                http_options=FAST,
+                download=Download(expected_sha256=published_sha256(bad, **FAST), http_options=FAST),
             )
     assert not partition_file(tmp_path / "bad", "2021-10").exists()
     assert not manifest_path(tmp_path / "bad", "2021-10").exists()

@@ -313,6 +313,41 @@ def test_games_positions_match_a_python_chess_recount(
     check_labels_with_python_chess(rows[:150], syzygy_dir)
 
 
+def test_units_of_frames_in_workers_give_the_same_label_set(
+    games_2021: Path, syzygy_dir: Path, tmp_path: Path
+) -> None:
+    """A pzstd-style dump read by units of frames in worker processes: the positions of a
+    python-chess recount, in the order a reading in order finds them."""
+    from pipelines.endgames.build import game_labels
+    from pipelines.games.frames import frame_index, write_framed_zstd
+    from pipelines.games.game_filter import GameFilter
+    from tests.recount import read_text
+
+    framed = tmp_path / "framed.pgn.zst"
+    write_framed_zstd(framed, read_text(games_2021).encode(), frame_size=150_000, level=1)
+    with open(framed, "rb") as handle:
+        frames = frame_index(handle, framed.stat().st_size)
+    assert frames is not None and len(frames) > 10
+    rules = GameFilter(min_rating=0)
+    runs = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}"
+        manifest = game_labels([syzygy_dir], str(framed), "2021-10", out, rules,
+                               workers=workers, parallel_min_bytes=0)  # fmt: skip
+        assert manifest["workers"] == workers
+        runs[workers] = (read_rows(out / "games-2021-10.parquet"), manifest)
+    (in_order, one), (by_units, two) = runs[1], runs[2]
+    assert by_units == in_order
+    counts = ("games_read", "games_kept", "games_replayed", "positions_seen", "positions_repeated")
+    assert {k: one[k] for k in counts} == {k: two[k] for k in counts}
+    got = {
+        chess.Board(r["fen"]).epd(): (r["fen"], r["game_move"], r["ply"], r["game_result"])
+        for r in by_units
+    }
+    assert len(got) == len(by_units) > 100
+    assert got == recount_game_positions(games_2021, 4)
+
+
 def test_export_plain_records_are_legal_and_agree_with_wdl(
     syzygy_dir: Path, tmp_path: Path, games_2021: Path
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.manifest import IngestManifest, read_manifest
+from pipelines.ingest.options import Tuning
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import manifest_path, partition_file
@@ -61,7 +62,7 @@ def test_recount_on_a_week_of_2013_and_odd_cases(
     for path, month, rating in ((games_2013, "2013-01", 1900), (odd_cases, "2013-02", 0)):
         rules = GameFilter(rating, ALL_SPEEDS, allow_bots=False)
         manifest = ingest(
-            str(path), month, tmp_path, IngestSettings(rules), flush_rows=5000
+            str(path), month, tmp_path, IngestSettings(rules), tuning=Tuning(flush_rows=5000)
         )  # several spill runs
         expected, kept = recount(path, rating, set(ALL_SPEEDS))
         assert manifest.games_kept == kept > 0
@@ -293,7 +294,7 @@ def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: P
         warehouse = tmp_path / f"limit-{limit}"
         ingest(
             str(games_2013), "2013-01", warehouse, IngestSettings(rules),
-            flush_rows=3000, in_memory_rows=limit,
+            tuning=Tuning(flush_rows=3000, in_memory_rows=limit),
         )  # fmt: skip
         files.append(partition_file(warehouse, "2013-01").read_bytes())
     assert files[0] == files[1]

@@ -175,3 +175,18 @@ def test_ingest_training_and_endgames_stand_side_by_side_on_games() -> None:
     assert ingest is not None and games is not None
     assert ingest == training == endgames
     assert games < ingest
+
+
+def test_benchmarks_import_nothing_of_the_tests() -> None:
+    """What benchmarks and tests share lives in bench/ (data.py, peers.py): tests import bench/,
+    never the reverse."""
+    wrong = []
+    for path in sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            wrong += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "tests"]
+    assert wrong == []

@@ -50,11 +50,12 @@ _INGEST = (
     "import json, sys\n"
     "from pipelines.games.game_filter import GameFilter\n"
     "from pipelines.ingest.run import ingest\n"
+    "from pipelines.ingest.options import Runtime, Tuning\n"
     "from pipelines.ingest.settings import IngestSettings\n"
     "from schemas.speed import Speed\n"
     "rules = GameFilter(0, frozenset(Speed), allow_bots=True)\n"
     "m = ingest(sys.argv[1], '2024-01', sys.argv[2], IngestSettings(rules),\n"
-    "           workers=int(sys.argv[3]), parallel_min_bytes=0)\n"
+    "           runtime=Runtime(workers=int(sys.argv[3])), tuning=Tuning(parallel_min_bytes=0))\n"
     "print(json.dumps([m.games_read, m.games_kept, m.games_dropped, m.workers]))\n"
 )
 

@@ -18,6 +18,7 @@ from pipelines.games.plan import Strategy, plan_read
 from pipelines.games.processes import StartMethod
 from pipelines.games.scan import game_blocks, split_games
 from pipelines.games.workers import WorkerPool
+from pipelines.ingest.options import RunPolicy, Runtime, Tuning
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.open import open_source
@@ -45,12 +46,16 @@ def test_parallel_equals_sequential(
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     # Small frames so that games straddle frame and unit boundaries everywhere.
     path = framed(tmp_path, text, frame_size=50_000)
-    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, workers=1)
+    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, runtime=Runtime(workers=1))
     # Small files are split too.
     two = ingest(
-        str(path), "2020-01", tmp_path / "two", EVERY,
-        workers=2, parallel_min_bytes=0, start_method=start,
-    )  # fmt: skip
+        str(path),
+        "2020-01",
+        tmp_path / "two",
+        EVERY,
+        runtime=Runtime(workers=2, start_method=start),
+        tuning=Tuning(parallel_min_bytes=0),
+    )
     assert one.workers == 1 and two.workers == 2
     for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
         assert getattr(one, key) == getattr(two, key), key
@@ -125,7 +130,14 @@ def test_frame_index_of_truncated_file(tmp_path: Path, games_2021: Path) -> None
     cut = tmp_path / "cut.pgn.zst"
     cut.write_bytes(path.read_bytes()[:-1000])
     with pytest.raises(CorruptInput, match="truncated"):
-        ingest(str(cut), "2021-10", tmp_path / "wh", EVERY, workers=2, parallel_min_bytes=0)
+        ingest(
+            str(cut),
+            "2021-10",
+            tmp_path / "wh",
+            EVERY,
+            runtime=Runtime(workers=2),
+            tuning=Tuning(parallel_min_bytes=0),
+        )
     assert not partition_file(tmp_path / "wh", "2021-10").exists()
 
 
@@ -145,8 +157,12 @@ def test_pzstd_output_is_indexed(tmp_path: Path, games_2021: Path) -> None:
     with open(tmp_path / "g.pgn.zst", "rb") as handle:
         frames = frame_index(handle, (tmp_path / "g.pgn.zst").stat().st_size)
     assert frames is not None
-    one = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "a", EVERY, workers=1)
-    two = ingest(str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "b", EVERY, workers=2)
+    one = ingest(
+        str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "a", EVERY, runtime=Runtime(workers=1)
+    )
+    two = ingest(
+        str(tmp_path / "g.pgn.zst"), "2021-10", tmp_path / "b", EVERY, runtime=Runtime(workers=2)
+    )
     assert one.games_read == two.games_read == 3 * 999
     assert one.rows == two.rows
     assert shutil.which("zstd") is not None
@@ -158,8 +174,17 @@ def test_crlf_files_are_read_in_order(tmp_path: Path, games_2021: Path) -> None:
     with open_source(str(path), "standard") as opened:
         plan = plan_read(opened, workers=2, executor=None, keep_partial=False, parallel_min_bytes=0)
     assert plan.strategy is Strategy.BLOCKS  # read in order here, counted by the workers
-    crlf = ingest(str(path), "2021-10", tmp_path / "crlf", EVERY, workers=2, parallel_min_bytes=0)
-    plain = ingest(str(games_2021), "2021-10", tmp_path / "plain", EVERY, workers=1)
+    crlf = ingest(
+        str(path),
+        "2021-10",
+        tmp_path / "crlf",
+        EVERY,
+        runtime=Runtime(workers=2),
+        tuning=Tuning(parallel_min_bytes=0),
+    )
+    plain = ingest(
+        str(games_2021), "2021-10", tmp_path / "plain", EVERY, runtime=Runtime(workers=1)
+    )
     assert crlf.games_read == plain.games_read == 999
     assert crlf.rows == plain.rows
 
@@ -174,7 +199,7 @@ def test_crlf_files_are_read_in_order(tmp_path: Path, games_2021: Path) -> None:
 def test_units_of_blocks_hold_every_game_once_whole(
     sizes: list[int], chunk: int, unit_bytes: int, comment: bool
 ) -> None:
-    from pipelines.ingest.parallel import _in_units
+    from pipelines.games.parallel import block_units
 
     # Games of many lengths, some with a blank line before "[" inside a comment (not a game).
     inside = "\n\n[not a game]" if comment else ""
@@ -184,7 +209,7 @@ def test_units_of_blocks_hold_every_game_once_whole(
     ).encode()
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     blocks = list(game_blocks(iter(chunks), ScanStats(), max_game_bytes=1 << 20))
-    units = list(_in_units(iter(blocks), unit_bytes))
+    units = list(block_units(iter(blocks), unit_bytes))
     pieces = [piece for unit in units for piece in unit]
     assert b"".join(pieces) == b"".join(blocks)  # nothing lost, nothing twice, in order
     assert all(piece.startswith(b"\n\n[") for piece in pieces)  # each starts a game
@@ -212,8 +237,8 @@ def test_blocks_read_here_are_counted_alike_by_workers(
     with open_source(str(path), "standard") as opened:
         plan = plan_read(opened, workers=2, executor=None, keep_partial=False)
     assert plan.strategy is Strategy.BLOCKS and len(text) > 16 * plan.unit_bytes
-    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, workers=1)
-    two = ingest(str(path), "2020-01", tmp_path / "two", EVERY, workers=2)
+    one = ingest(str(path), "2020-01", tmp_path / "one", EVERY, runtime=Runtime(workers=1))
+    two = ingest(str(path), "2020-01", tmp_path / "two", EVERY, runtime=Runtime(workers=2))
     assert one.workers == 1 and two.workers == 2
     for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
         assert getattr(one, key) == getattr(two, key), key
@@ -270,13 +295,22 @@ def test_games_scanned_here_while_workers_start_are_counted_alike(
     path = tmp_path / "one-frame.pgn.zst"
     path.write_bytes(zstandard.ZstdCompressor(level=1).compress(text.encode()))
     want = ingest(
-        str(path), "2020-01", tmp_path / "one", EVERY, workers=1, write_kept=tmp_path / "one.pgn"
+        str(path),
+        "2020-01",
+        tmp_path / "one",
+        EVERY,
+        policy=RunPolicy(write_kept=tmp_path / "one.pgn"),
+        runtime=Runtime(workers=1),
     )
     pool = _Starting(when)
     got = ingest(
-        str(path), "2020-01", tmp_path / "two", EVERY, workers=2, pool=pool,
-        write_kept=tmp_path / "two.pgn",
-    )  # fmt: skip
+        str(path),
+        "2020-01",
+        tmp_path / "two",
+        EVERY,
+        policy=RunPolicy(write_kept=tmp_path / "two.pgn"),
+        runtime=Runtime(workers=2, pool=pool),
+    )
     assert pool.asked > 8  # (many units)
     for key in ("games_read", "games_kept", "games_dropped", "pgn_bytes", "rows", "source_sha256"):
         assert getattr(want, key) == getattr(got, key), key

@@ -34,6 +34,7 @@ import pytest
 
 from pipelines.endgames.positions import random_position
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
@@ -113,7 +114,9 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Truth, li
     rules = GameFilter(min_rating=MIN_RATING, speeds=frozenset(Speed))
     for month, path in MONTHS.items():
         need(path, f"real Lichess games ({month})")
-        ingest(str(path), month, folder, IngestSettings(rules, plies=PLIES), workers=1)
+        ingest(
+            str(path), month, folder, IngestSettings(rules, plies=PLIES), runtime=Runtime(workers=1)
+        )
         recount(path, month, truth, lines)
     return folder, truth, lines
 

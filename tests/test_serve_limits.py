@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
@@ -56,7 +57,13 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("warehouse")
     need(GAMES_2013, "real Lichess games (2013-01)")
     rules = GameFilter(min_rating=1600, speeds=frozenset(Speed))
-    ingest(str(GAMES_2013), "2013-01", folder, IngestSettings(rules, plies=20), workers=1)
+    ingest(
+        str(GAMES_2013),
+        "2013-01",
+        folder,
+        IngestSettings(rules, plies=20),
+        runtime=Runtime(workers=1),
+    )
     return folder
 
 

@@ -15,7 +15,7 @@ from pipelines.evals.settings import AnalysisSettings, CheckSettings, ImportSett
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
-from pipelines.training.from_games import FromGamesSettings
+from pipelines.training.settings import FromGamesSettings
 from pipelines.training.skip_settings import SkipSettings
 
 SETTINGS = (

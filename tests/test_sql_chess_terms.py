@@ -24,6 +24,7 @@ import duckdb
 import pytest
 
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse import openings as openings_module
@@ -381,7 +382,11 @@ def test_openings_join_move_stats_as_python_chess_counts(
     expected: Counter[tuple[str, str, int, str, str, str]] = Counter()
     for month, (path, kept) in real_games.items():
         ingest(
-            str(path), month, tmp_path, IngestSettings(GameFilter(min_rating=MIN_RATING)), workers=1
+            str(path),
+            month,
+            tmp_path,
+            IngestSettings(GameFilter(min_rating=MIN_RATING)),
+            runtime=Runtime(workers=1),
         )
         for headers, moves in kept:
             band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 100 * 100

@@ -18,13 +18,10 @@ import chess.syzygy
 import pytest
 import zstandard
 
+from pipelines.training.evals import parse_eval
 from pipelines.training.files import read_training
-from pipelines.training.from_games import (
-    FromGamesManifest,
-    iter_lineage,
-    parse_eval,
-    read_manifest,
-)
+from pipelines.training.lineage import iter_lineage
+from pipelines.training.manifest import FromGamesManifest, read_manifest
 from schemas.plain import PlainRecord, read_records
 from tests.conftest import GAMES_2013, GAMES_2021, SHARED_DATA, SYZYGY_DIR, need, run_cli
 
@@ -397,7 +394,8 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
     from pipelines.commands.training import TableOutcomes
     from pipelines.games.frames import frame_index, write_framed_zstd
     from pipelines.games.game_filter import GameFilter
-    from pipelines.training.from_games import FromGamesSettings, export_games
+    from pipelines.training.from_games import export_games
+    from pipelines.training.settings import FromGamesSettings
     from schemas.speed import Speed
     from tests.recount import read_text
 
@@ -431,7 +429,8 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
 def test_a_cut_dump_read_by_units_fails_and_leaves_nothing(tmp_path: Path) -> None:
     from pipelines.errors import CorruptInput
     from pipelines.games.frames import frame_index, write_framed_zstd
-    from pipelines.training.from_games import FromGamesSettings, export_games
+    from pipelines.training.from_games import export_games
+    from pipelines.training.settings import FromGamesSettings
     from tests.recount import read_text
 
     framed = tmp_path / "framed.pgn.zst"

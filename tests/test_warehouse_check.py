@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.check import check_warehouse
@@ -42,7 +43,7 @@ def leave_leftovers(warehouse: Path, month: str, pid: int) -> list[Path]:
 
 def test_check_lists_repairs_and_spares_a_live_run(tmp_path: Path, games_2021: Path) -> None:
     warehouse = tmp_path / "wh"
-    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, workers=1)
+    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, runtime=Runtime(workers=1))
     assert check_warehouse(warehouse) == []
     # A clean warehouse says so (it printed nothing before, like a command that did nothing).
     assert run_cli("warehouse", "check", str(warehouse)).stdout == f"{warehouse}: clean: 1 month\n"
@@ -72,9 +73,9 @@ def test_mismatched_and_orphan_partitions_are_reported_never_removed(
     tmp_path: Path, games_2021: Path
 ) -> None:
     warehouse = tmp_path / "wh"
-    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, workers=1)
-    ingest(str(games_2021), "2021-11", warehouse, SETTINGS, workers=1)
-    ingest(str(games_2021), "2021-12", warehouse, SETTINGS, workers=1)
+    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, runtime=Runtime(workers=1))
+    ingest(str(games_2021), "2021-11", warehouse, SETTINGS, runtime=Runtime(workers=1))
+    ingest(str(games_2021), "2021-12", warehouse, SETTINGS, runtime=Runtime(workers=1))
     recorded = json.loads(manifest_path(warehouse, "2021-10").read_text())
     recorded["output_sha256"] = "0" * 64
     manifest_path(warehouse, "2021-10").write_text(json.dumps(recorded))

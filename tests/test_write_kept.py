@@ -14,6 +14,7 @@ import zstandard
 
 from pipelines.games.frames import write_framed_zstd
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import RunPolicy, Runtime, Tuning
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
@@ -109,9 +110,14 @@ def test_written_games_are_the_games_kept(
     workers = 1 if strategy == "in process" else 2
     kept_file = tmp_path / "kept.pgn.zst"
     manifest = ingest(
-        str(path), "2021-10", tmp_path / "wh", SETTINGS,
-        workers=workers, parallel_min_bytes=0, write_kept=kept_file,
-    )  # fmt: skip
+        str(path),
+        "2021-10",
+        tmp_path / "wh",
+        SETTINGS,
+        policy=RunPolicy(write_kept=kept_file),
+        runtime=Runtime(workers=workers),
+        tuning=Tuning(parallel_min_bytes=0),
+    )
     assert manifest.workers == (1 if strategy == "in process" else 2)
     assert {"illegal_move", "no_moves"} <= set(manifest.games_dropped)
 
@@ -120,7 +126,9 @@ def test_written_games_are_the_games_kept(
     assert read_text(kept_file) == "".join(game + "\n\n" for game in expected)
 
     # The file ingested again with the same filter keeps every game, with the same statistics.
-    again = ingest(str(kept_file), "2021-10", tmp_path / "again", SETTINGS, workers=1)
+    again = ingest(
+        str(kept_file), "2021-10", tmp_path / "again", SETTINGS, runtime=Runtime(workers=1)
+    )
     assert again.games_read == again.games_kept == manifest.games_kept
     tables = [pq.read_table(partition_file(tmp_path / name, "2021-10")) for name in ("wh", "again")]
     assert tables[0].to_pylist() == tables[1].to_pylist()
@@ -131,8 +139,14 @@ def test_crlf_games_are_written_with_crlf(tmp_path: Path, source: tuple[str, lis
     path = tmp_path / "crlf.pgn"
     path.write_bytes(source_text.replace("\n", "\r\n").encode())
     kept_file = tmp_path / "kept.pgn"  # not .zst: plain text
-    manifest = ingest(str(path), "2021-10", tmp_path / "wh", SETTINGS, workers=1,
-                      write_kept=kept_file)  # fmt: skip
+    manifest = ingest(
+        str(path),
+        "2021-10",
+        tmp_path / "wh",
+        SETTINGS,
+        policy=RunPolicy(write_kept=kept_file),
+        runtime=Runtime(workers=1),
+    )
     assert manifest.games_kept == len(expected)
     assert (
         kept_file.read_bytes()

@@ -15,6 +15,7 @@ from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import RunPolicy, Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.check import check_warehouse
@@ -60,7 +61,7 @@ def year_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     parts = split_games(kept, 12, folder)
     warehouse = folder / "warehouse"
     for month, part in zip(MONTHS, parts, strict=True):
-        ingest(str(part), month, warehouse, SETTINGS, workers=1)
+        ingest(str(part), month, warehouse, SETTINGS, runtime=Runtime(workers=1))
     return warehouse, kept, parts
 
 
@@ -125,7 +126,7 @@ def test_a_year_and_other_months(
 ) -> None:
     """Months outside the compacted year are read from their partitions, the year once."""
     warehouse = copy_of(year_warehouse, tmp_path)
-    ingest(str(year_warehouse[2][0]), "2022-01", warehouse, SETTINGS, workers=1)
+    ingest(str(year_warehouse[2][0]), "2022-01", warehouse, SETTINGS, runtime=Runtime(workers=1))
     before = tmp_path / "before.bin"
     build_book(warehouse, "all", before, BookSettings(1, 0.0))
     compact_year(warehouse, YEAR)
@@ -171,7 +172,14 @@ def test_a_month_re_ingested_makes_the_year_stale(
     assert out.read_bytes() == months.read_bytes()
     # `warehouse check` reports it; --repair leaves it (compact again instead).
     compact_year(warehouse, YEAR)
-    ingest(str(parts[2]), MONTHS[2], warehouse, SETTINGS, workers=1, replace=True)
+    ingest(
+        str(parts[2]),
+        MONTHS[2],
+        warehouse,
+        SETTINGS,
+        policy=RunPolicy(replace_month=True),
+        runtime=Runtime(workers=1),
+    )
     findings = check_warehouse(warehouse, repair=True)
     assert [f.kind for f in findings] == ["stale-yearly"]
     assert findings[0].path == yearly_manifest_path(warehouse, YEAR)

@@ -12,6 +12,7 @@ from typing import Any
 from pipelines.commands.options import (
     add_allow_empty_option,
     add_filter_options,
+    add_frame_workers_option,
     add_progress_options,
     add_table_options,
     integer,
@@ -103,6 +104,7 @@ def register(subparsers: Any) -> None:
     add_overwrite_option(games)
     add_filter_options(games)
     add_allow_empty_option(games, "write an empty label set")
+    add_frame_workers_option(games)
     games.set_defaults(handler=run_games)
 
 
@@ -160,6 +162,8 @@ def run_epd(args: argparse.Namespace) -> int:
 
 
 def run_games(args: argparse.Namespace) -> int:
+    import os
+
     from pipelines.commands.ingest import filter_from_args, progress_from_args
     from pipelines.commands.options import as_said
     from pipelines.endgames.build import game_labels
@@ -180,6 +184,7 @@ def run_games(args: argparse.Namespace) -> int:
                 bar,
                 overwrite=args.overwrite,
                 allow_empty=args.allow_empty,
+                workers=args.workers or os.cpu_count() or 1,
             )
     except NothingKept as exc:
         raise ChesspipeError(as_said(exc)) from None

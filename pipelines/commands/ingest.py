@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     # the pool if it reads alone.
     workers = 1 if settings.dedupe else args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
+    from pipelines.ingest.options import RunPolicy, Runtime
     from pipelines.ingest.run import WouldShrinkMonth, ingest
 
     bar = progress_from_args(args)
@@ -93,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
             args.month,
             args.warehouse,
             settings,
-            keep_partial=args.keep_partial,
-            allow_empty=args.allow_empty,
-            progress=bar,
-            workers=args.workers,
-            pool=pool,
-            replace=args.force,
-            write_kept=args.write_kept,
+            policy=RunPolicy(
+                keep_partial=args.keep_partial,
+                allow_empty=args.allow_empty,
+                replace_month=args.force,
+                write_kept=args.write_kept,
+            ),
+            runtime=Runtime(progress=bar, workers=args.workers, pool=pool),
         )
     except WouldShrinkMonth as exc:
         raise ChesspipeError(f"{exc}; pass --force to replace it") from None

@@ -148,6 +148,17 @@ def add_allow_empty_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def add_frame_workers_option(parser: argparse.ArgumentParser) -> None:
+    """Add --workers for the commands that read pzstd-style files by units of frames
+    (training from-games, endgames from-games)."""
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
+    )
+
+
 def add_book_options(parser: argparse.ArgumentParser) -> None:
     """Add the book options shared by book build and build-month (defaults: BookSettings)."""
     from pipelines.books.settings import BookSettings

@@ -9,7 +9,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import int_range, integer, non_negative_int, positive_int
+from pipelines.commands.options import (
+    add_frame_workers_option,
+    int_range,
+    integer,
+    non_negative_int,
+    positive_int,
+)
 
 #: Pieces on a board, kings included.
 _pieces = int_range(2, 32)
@@ -235,12 +241,7 @@ def _add_from_games(actions: Any) -> None:
     parser.add_argument(
         "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
     )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
-    )
+    add_frame_workers_option(parser)
     parser.set_defaults(handler=run_from_games)
 
 
@@ -301,7 +302,8 @@ def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.options import as_said, settings_as_flags
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
-    from pipelines.training.from_games import FromGamesSettings, export_games
+    from pipelines.training.from_games import export_games
+    from pipelines.training.settings import FromGamesSettings
 
     rules = filter_from_args(args)
     with settings_as_flags():

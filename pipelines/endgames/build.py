@@ -18,6 +18,7 @@ from pipelines.endgames.positions import (
 )
 from pipelines.endgames.probing import TablebaseError
 from pipelines.games.game_filter import GameFilter, NothingKept
+from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.progress import ProgressCallback
 from pipelines.warehouse.layout import check_month
 
@@ -111,12 +112,15 @@ def game_labels(
     progress: ProgressCallback | None = None,
     *,
     overwrite: bool = False,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     allow_empty: bool = False,
 ) -> dict[str, Any]:
     """Label the distinct tablebase-phase positions of a month's kept games: OUT/games-MONTH.
 
-    A source of which no game is kept raises NothingKept and writes nothing, unless
-    `allow_empty`.
+    A pzstd-style file of at least `parallel_min_bytes` is read by units of frames in
+    `workers` processes (see from_games.game_positions: the same label set). A source of which
+    no game is kept raises NothingKept and writes nothing, unless `allow_empty`.
     """
     check_month(month)
     check_label_set_free(out, f"games-{month}", overwrite=overwrite)
@@ -124,7 +128,15 @@ def game_labels(
     scan = GameScan()
 
     def positions() -> Iterator[Position]:
-        yield from game_positions(source, rules, labeller.tables, scan, progress)
+        yield from game_positions(
+            source,
+            rules,
+            labeller.tables,
+            scan,
+            progress,
+            workers=workers,
+            parallel_min_bytes=parallel_min_bytes,
+        )
         if scan.stats.games_kept == 0 and not allow_empty:
             raise NothingKept(source, scan.stats, rules)
 

@@ -1,15 +1,19 @@
 """Tablebase-phase positions of a month's kept games, streamed from the source PGN.
 
 Who pays for full parsing: a game reaches K pieces or fewer only if its movetext holds at least
-32 - K captures (SAN 'x'; promotions only add pieces), so the movetext bytes are counted first and
-only the games that pass are replayed with python-chess.
+32 - K captures (game_filter.may_reach), so the movetext bytes are counted first and only the
+games that pass are replayed with python-chess. A pzstd-style file is read by units of frames
+in worker processes (games.parallel); their positions come back in the file's order, so the
+label set is the one a reading in order makes.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import chess
@@ -17,12 +21,14 @@ import chess.polyglot
 
 from pipelines.endgames.positions import Position
 from pipelines.endgames.tables import TableSet
-from pipelines.games.decompress import decompressed_chunks
-from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.games.frames import Frame
+from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, keep_game, may_reach
+from pipelines.games.in_order import games_in_order
+from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
-from pipelines.sources.open import open_source
-from schemas.movetext import has_moves, san_tokens
+from pipelines.sources.open import OpenSource, open_source
+from schemas.movetext import san_tokens
 
 
 @dataclass
@@ -37,7 +43,19 @@ class GameScan:
     positions: int = 0  # covered positions seen, repeats included
     repeats: int = 0  # positions already seen this month
     uncovered: int = 0  # few enough pieces, but a table missing
+    #: Worker processes that read units of frames (1: read in order here).
+    workers: int = 1
     source: dict[str, Any] = field(default_factory=dict)
+
+    def merge(self, other: GameScan) -> None:
+        """Add a unit's counts to these (its positions' repeats are counted where they meet)."""
+        self.stats.merge(other.stats)
+        self.few_captures += other.few_captures
+        self.replayed += other.replayed
+        self.reached_tables += other.reached_tables
+        self.illegal_move += other.illegal_move
+        self.positions += other.positions
+        self.uncovered += other.uncovered
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -51,13 +69,9 @@ class GameScan:
             "positions_seen": self.positions,
             "positions_repeated": self.repeats,
             "positions_uncovered": self.uncovered,
+            "workers": self.workers,
             **self.source,
         }
-
-
-def min_captures(largest: int) -> int:
-    """Return the captures a game needs before it can have `largest` pieces or fewer."""
-    return max(0, 32 - largest)
 
 
 def replay(kept: KeptGame, tables: TableSet, scan: GameScan) -> Iterator[Position]:
@@ -106,45 +120,118 @@ def game_positions(
     tables: TableSet,
     scan: GameScan,
     progress: ProgressCallback | None = None,
-    captures_needed: int | None = None,
+    *,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    replay_every_game: bool = False,
 ) -> Iterator[Position]:
     """Yield the distinct covered positions of the kept games of a source, first seen first.
 
-    ``captures_needed`` overrides the capture count a game needs to be replayed (benchmarks).
+    A pzstd-style file of at least `parallel_min_bytes` is read by units of frames in `workers`
+    processes (the positions are the same, in the same order); any other source in order here.
+    `replay_every_game` replays the games the capture count would skip (benchmarks).
     """
-    need = min_captures(tables.largest) if captures_needed is None else captures_needed
     seen: set[int] = set()  # Polyglot keys: 64 bits a position (pieces, turn, castling, ep)
-    stats = scan.stats
-    started = last_report = time.monotonic()
+    started = time.monotonic()
     with open_source(source, rules.variant) as opened:
-        for game in split_games(decompressed_chunks(opened.reader), stats):
-            kept = filter_game(game, rules, stats)
-            if kept is not None and not has_moves(kept.movetext):
-                stats.drop("no_moves")  # as ingest drops it: not a kept game
-                kept = None
-            if kept is not None:
-                stats.games_kept += 1
-                if kept.movetext.count(b"x") < need:
-                    scan.few_captures += 1
-                else:
-                    scan.replayed += 1
-                    for position in replay(kept, tables, scan):
-                        key = chess.polyglot.zobrist_hash(position.board)
-                        if key in seen:
-                            scan.repeats += 1
-                            continue
-                        seen.add(key)
-                        yield position
-            if progress is not None and stats.games_read & 0x3FF == 0:
-                now = time.monotonic()
-                if now - last_report >= 0.5:
-                    last_report = now
-                    progress(stats.progress(opened.reader.bytes_read, opened.size, now - started))
+        frames = frames_for_workers(opened, workers=workers, parallel_min_bytes=parallel_min_bytes)
+        if frames is not None:
+            found = _by_units(opened, frames, rules, tables, scan, replay_every_game,
+                              workers=workers, started=started, progress=progress)  # fmt: skip
+        else:
+            games = games_in_order(opened, scan.stats, started=started, progress=progress)
+            found = _positions(games, rules, tables, scan, replay_every_game)
+        for position in found:
+            key = chess.polyglot.zobrist_hash(position.board)
+            if key in seen:
+                scan.repeats += 1
+                continue
+            seen.add(key)
+            yield position
         if progress is not None:
             elapsed = time.monotonic() - started
-            progress(stats.progress(opened.reader.bytes_read, opened.size, elapsed))
+            progress(scan.stats.progress(opened.reader.bytes_read, opened.size, elapsed))
         scan.source = {
             "source_resolved": opened.name,
             "source_bytes_read": opened.reader.bytes_read,
             "source_sha256": opened.reader.sha256.hexdigest(),
         }
+
+
+def _positions(
+    games: Iterable[bytes],
+    rules: GameFilter,
+    tables: TableSet,
+    scan: GameScan,
+    replay_every_game: bool,
+) -> Iterator[Position]:
+    """Yield the covered positions of the kept games, repeats included, counting in scan."""
+    for game in games:
+        kept = keep_game(game, rules, scan.stats)
+        if kept is None:
+            continue
+        if not replay_every_game and not may_reach(kept.movetext, tables.largest):
+            scan.few_captures += 1
+            continue
+        scan.replayed += 1
+        yield from replay(kept, tables, scan)
+
+
+#: Compressed bytes of a unit of frames a worker reads.
+UNIT_BYTES = 1 << 20
+
+
+def unit_positions(
+    location: str,
+    frames: list[Frame],
+    unit: range,
+    rules: GameFilter,
+    tables: TableSet,
+    replay_every_game: bool,
+) -> tuple[GameScan, list[Position]]:
+    """Return the counts and the covered positions (repeats included) of the kept games one
+    unit of frames owns (in a worker process)."""
+    from pipelines.games.parallel import open_unit
+
+    scan = GameScan()
+    with open_unit(location, frames, unit) as text:
+        games = split_games(text, scan.stats)
+        positions = list(_positions(games, rules, tables, scan, replay_every_game))
+    return scan, positions
+
+
+def _by_units(
+    opened: OpenSource,
+    frames: list[Frame],
+    rules: GameFilter,
+    tables: TableSet,
+    scan: GameScan,
+    replay_every_game: bool,
+    *,
+    workers: int,
+    started: float,
+    progress: ProgressCallback | None,
+) -> Iterator[Position]:
+    """Yield the covered positions of units of frames read by worker processes, in order."""
+    from pipelines.games.frames import plan_units
+    from pipelines.games.parallel import in_order
+    from pipelines.games.workers import WorkerPool
+
+    scan.workers = workers
+    units = (
+        (
+            frames[unit.stop - 1].offset + frames[unit.stop - 1].size,
+            partial(unit_positions, opened.name, frames, unit, rules, tables, replay_every_game),
+        )
+        for unit in plan_units(frames, workers, max_unit_bytes=UNIT_BYTES)
+    )
+    with (
+        WorkerPool(workers, preload=[__name__]) as pool,
+        closing(in_order(pool, units, in_flight=2 * workers)) as results,
+    ):
+        for done_bytes, (unit_scan, positions) in results:
+            scan.merge(unit_scan)
+            yield from positions
+            if progress is not None:
+                elapsed = time.monotonic() - started
+                progress(scan.stats.progress(done_bytes, opened.size, elapsed))

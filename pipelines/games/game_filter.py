@@ -1,4 +1,9 @@
-"""The game filter: which games ingest keeps, decided from raw header bytes."""
+"""The game filter: which games are kept, decided from raw header bytes.
+
+What "kept" means, written once: a game passes the filter (filter_game) and its movetext holds
+a move (keep_game; ingest's counting decides the move with its batch parser, to the same
+effect).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from typing import Any, NamedTuple
 from pipelines.errors import ChesspipeError, SettingError
 from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
+from schemas.movetext import has_moves
 from schemas.speed import Speed
 
 RESULTS = {b"1-0": 2, b"1/2-1/2": 1, b"0-1": 0}
@@ -304,6 +310,30 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
         stats.drop("result")
         return None
     return KeptGame(white, black, speed, result, None, game[header.end() :])
+
+
+def keep_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:
+    """Return a game's filter data if it is kept: it passes the filter and has a move (else
+    counted under its reason, `no_moves` as ingest counts it); `stats.games_kept` counts it."""
+    kept = filter_game(game, rules, stats)
+    if kept is None:
+        return None
+    if not has_moves(kept.movetext):
+        stats.drop("no_moves")
+        return None
+    stats.games_kept += 1
+    return kept
+
+
+#: Pieces on the board at the start of a Standard game.
+START_PIECES = 32
+
+
+def may_reach(movetext: bytes, pieces: int) -> bool:
+    """Tell whether a Standard game's movetext may reach `pieces` pieces or fewer: it needs
+    at least 32 - `pieces` captures (SAN "x"; promotions only add pieces). A byte count, so
+    only the games that pass it need their moves replayed."""
+    return movetext.count(b"x") >= START_PIECES - pieces
 
 
 def _rated_speed(

@@ -84,6 +84,25 @@ def plan_read(
     return ReadPlan(Strategy.IN_PROCESS)
 
 
+def frames_for_workers(
+    opened: OpenSource, *, workers: int, parallel_min_bytes: int = PARALLEL_MIN_BYTES
+) -> list[Frame] | None:
+    """Return the frames of a source that `workers` processes read by units of frames (the
+    UNITS strategy: a pzstd-style file of at least `parallel_min_bytes`), or None: read it in
+    order. For the exports from games (training, endgames), which read nothing else in
+    parallel."""
+    if workers < 2:
+        return None
+    plan = plan_read(
+        opened,
+        workers=workers,
+        executor=None,
+        keep_partial=False,
+        parallel_min_bytes=parallel_min_bytes,
+    )
+    return plan.frames if plan.strategy is Strategy.UNITS else None
+
+
 def block_unit_bytes(size: int | None, workers: int) -> int:
     """Return the text in a unit of blocks for a source of `size` compressed bytes (None:
     unknown): about sixteen units a worker, within MIN_ and MAX_BLOCK_UNIT_BYTES, and small

@@ -78,102 +78,136 @@ def game_blocks(
     then left out, counted as "truncated" (or "malformed" when it has no tags), and
     `stats.ends_inside_game` is set; the caller decides whether that fails the run.
     """
-    pending: list[bytes] = []
-    pending_size = 0
-    skipping = False  # inside an oversized game, waiting for the next boundary
-    crlf: bool | None = None
-    first = True
-    ending = b""  # the text's last bytes
+    cutter = _BlockCutter(stats, max_game_bytes)
     for chunk in chunks:
+        block = cutter.feed(chunk)
+        if block is not None:
+            yield block
+    block = cutter.finish(check_end=check_end)
+    if block is not None:
+        yield block
+
+
+class _BlockCutter:
+    """game_blocks's state between chunks: the text held back (the last game, which the next
+    chunk may finish), whether an oversized game is being skipped, the line ends, and the
+    text's last bytes."""
+
+    def __init__(self, stats: ScanStats, max_game_bytes: int) -> None:
+        self.stats = stats
+        self.max_game_bytes = max_game_bytes
+        #: Text not yet given out, from the last game boundary seen on.
+        self.pending: list[bytes] = []
+        self.pending_size = 0
+        #: Inside an oversized game, waiting for the next boundary.
+        self.skipping = False
+        #: Whether the text's line ends are CRLF (None: no text yet).
+        self.crlf: bool | None = None
+        #: No text yet, but for white space.
+        self.first = True
+        #: The text's last bytes.
+        self.ending = b""
+
+    def feed(self, chunk: bytes) -> bytes | None:
+        """Take the next chunk of text; return a block of whole games if one is complete."""
+        chunk = self._normalized(chunk)
         if not chunk:
-            continue
-        stats.pgn_bytes += len(chunk)
-        if crlf is None:
-            crlf = stats.crlf = b"\r\n" in chunk[:65536]
-        if crlf:
-            chunk = chunk.replace(b"\r\n", b"\n")
-        if first:
-            chunk = chunk.lstrip(b"\n\r\t \xef\xbb\xbf")
-            if not chunk:
-                continue
-            first = False
-            # Text before the first tag is read as a game with no tags.
-            chunk = (b"\n\n" if chunk[:1] == b"[" else BOUNDARY) + chunk
-        before = ending[-2:]
-        ending = (ending + chunk[-16:])[-16:]
-        pending.append(chunk)
-        pending_size += len(chunk)
+            return None
+        before = self.ending[-2:]
+        self.ending = (self.ending + chunk[-16:])[-16:]
+        self.pending.append(chunk)
+        self.pending_size += len(chunk)
         # No boundary in this chunk, nor across its start (the pending game's own boundary is
         # not a new one): nothing to cut.
         if (
             BOUNDARY not in chunk
-            and pending_size < max_game_bytes + len(chunk)
+            and self.pending_size < self.max_game_bytes + len(chunk)
             and BOUNDARY not in before + chunk[:2]
         ):
-            if pending_size > max_game_bytes and not skipping:
-                skipping = True
-                stats.games_read += 1
-                stats.drop("oversized")
-                stats.unreadable_bytes += pending_size - len(chunk)
-            if skipping:
-                stats.unreadable_bytes += len(chunk)
-                keep = pending[-1][-2:]
-                pending = [keep]
-                pending_size = len(keep)
-            continue
-        buffer = b"".join(pending)
+            if self.pending_size > self.max_game_bytes and not self.skipping:
+                self._skip(self.pending_size - len(chunk))
+            if self.skipping:
+                self.stats.unreadable_bytes += len(chunk)
+                self._hold(self.pending[-1][-2:])
+            return None
+        buffer = b"".join(self.pending)
         hold = len(buffer)
-        if not skipping:  # (the state of a skipped game's comments is unknown)
+        if not self.skipping:  # (the state of a skipped game's comments is unknown)
             buffer, hold = _without_boundaries_in_comments(buffer, at_end=False)
         last = buffer.rfind(BOUNDARY, 0, hold)
-        if last <= 0 and hold > max_game_bytes and not skipping:
+        if last <= 0 and hold > self.max_game_bytes and not self.skipping:
             # One game, held back by a comment's brace, is already too long: skip the rest.
-            skipping = True
-            stats.games_read += 1
-            stats.drop("oversized")
-            stats.unreadable_bytes += len(buffer)
-            pending = [buffer[-2:]]
-            pending_size = len(pending[0])
-            continue
+            self._skip(len(buffer))
+            self._hold(buffer[-2:])
+            return None
         if last < 0:
-            pending = [buffer]
-            pending_size = len(buffer)
-            continue
-        start = buffer.find(BOUNDARY) if skipping else 0  # skip the rest of an oversized game
-        skipping = False
-        pending = [buffer[last:]]
-        pending_size = len(pending[0])
-        if start < last:
-            yield buffer[start:last]
-    if not pending:
-        return
-    buffer = b"".join(pending)
-    if not skipping:
-        buffer, _ = _without_boundaries_in_comments(buffer, at_end=True)
-    start = buffer.find(BOUNDARY) if skipping else 0
-    if start < 0 or start >= len(buffer):
-        if check_end and skipping and not ending.rstrip().endswith(_TERMINATORS):
-            stats.ends_inside_game = True
-        return
-    if check_end:
-        # The last game (the text may hold a few, held back by a brace) needs a result.
-        lastgame = max(start, buffer.rfind(BOUNDARY, start))
-        final = buffer[lastgame + 3 :]
-        if final.strip() and (
-            not ending.rstrip().endswith(_TERMINATORS) or _open_comment(buffer[lastgame:])
-        ):
-            # Left out: whatever was before it is whole.
-            stats.ends_inside_game = True
-            stats.games_read += 1
-            if _TAG_START.match(final):
-                stats.drop("truncated")
-            else:
-                stats.drop("malformed")
-                stats.unreadable_bytes += len(final)
-            if start < lastgame:
-                yield buffer[start:lastgame]
-            return
-    yield buffer[start:]
+            self._hold(buffer)
+            return None
+        start = buffer.find(BOUNDARY) if self.skipping else 0  # skip the rest of an oversized game
+        self.skipping = False
+        self._hold(buffer[last:])
+        return buffer[start:last] if start < last else None
+
+    def finish(self, *, check_end: bool) -> bytes | None:
+        """Return the last block of whole games, once the text has ended (see game_blocks)."""
+        if not self.pending:
+            return None
+        stats = self.stats
+        buffer = b"".join(self.pending)
+        if not self.skipping:
+            buffer, _ = _without_boundaries_in_comments(buffer, at_end=True)
+        start = buffer.find(BOUNDARY) if self.skipping else 0
+        ended = self.ending.rstrip().endswith(_TERMINATORS)
+        if start < 0 or start >= len(buffer):
+            if check_end and self.skipping and not ended:
+                stats.ends_inside_game = True
+            return None
+        if check_end:
+            # The last game (the text may hold a few, held back by a brace) needs a result.
+            lastgame = max(start, buffer.rfind(BOUNDARY, start))
+            final = buffer[lastgame + 3 :]
+            if final.strip() and (not ended or _open_comment(buffer[lastgame:])):
+                # Left out: whatever was before it is whole.
+                stats.ends_inside_game = True
+                stats.games_read += 1
+                if _TAG_START.match(final):
+                    stats.drop("truncated")
+                else:
+                    stats.drop("malformed")
+                    stats.unreadable_bytes += len(final)
+                return buffer[start:lastgame] if start < lastgame else None
+        return buffer[start:]
+
+    def _normalized(self, chunk: bytes) -> bytes:
+        """Return a chunk counted, with LF line ends, the text's first chunk from its first
+        game boundary (empty: nothing to take)."""
+        if not chunk:
+            return chunk
+        self.stats.pgn_bytes += len(chunk)
+        if self.crlf is None:
+            self.crlf = self.stats.crlf = b"\r\n" in chunk[:65536]
+        if self.crlf:
+            chunk = chunk.replace(b"\r\n", b"\n")
+        if self.first:
+            chunk = chunk.lstrip(b"\n\r\t \xef\xbb\xbf")
+            if not chunk:
+                return chunk
+            self.first = False
+            # Text before the first tag is read as a game with no tags.
+            chunk = (b"\n\n" if chunk[:1] == b"[" else BOUNDARY) + chunk
+        return chunk
+
+    def _skip(self, unreadable: int) -> None:
+        """Start skipping an oversized game, `unreadable` of its bytes seen so far."""
+        self.skipping = True
+        self.stats.games_read += 1
+        self.stats.drop("oversized")
+        self.stats.unreadable_bytes += unreadable
+
+    def _hold(self, text: bytes) -> None:
+        """Hold back `text` alone, for the chunks to come."""
+        self.pending = [text]
+        self.pending_size = len(text)
 
 
 def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes, int]:

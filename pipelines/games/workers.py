@@ -1,11 +1,12 @@
-"""The worker processes that scan and count units of games, started before they are needed.
+"""The worker processes that work on units of games, started before they are needed.
 
-A WorkerPool is started first thing by the command, so that its first process imports
-python-chess, NumPy and pyarrow on another core while this process starts up and opens the
-source (the others import once it is ready). Ingest then hands it units of work: frames of a
-pzstd-style file (the reader's scan of a unit), blocks of whole games read here in order
-(count_blocks_unit) or the games kept from blocks scanned here (count_kept_unit), and the merge
-of their runs.
+A WorkerPool is started first thing by the command, so that its first process imports what the
+work needs (the modules its caller names: python-chess, NumPy and pyarrow for ingest) on
+another core while this process starts up and opens the source (the others import once it is
+ready). The parallel driver (games.parallel) then hands it units of work: for ingest, frames of
+a pzstd-style file, blocks of whole games read here in order or the games kept from blocks
+scanned here, and the merge of their runs; for the training and endgame exports, units of
+frames.
 
 Each worker talks to this process over its own pipe, and nothing else holds the pipe's other
 end: when this process dies, however it dies, a waiting worker reads the end of its input and
@@ -252,8 +253,6 @@ def _serve(
 
     reuse_large_buffers()
     # Imported before anything is asked: this runs while the parent starts and reads.
-    import pyarrow.parquet  # noqa: F401
-
     for module in preload:
         importlib.import_module(module)
 

@@ -1,29 +1,32 @@
 """Ingest on several cores: units of games scanned and counted in worker processes.
 
 A unit is a range of a pzstd-style file's frames, which the worker reads itself (scan_unit), or
-blocks of whole games read in order here, from any source (count_blocks_unit). Each unit's runs
-are files in the run's staging folder; its kept games' text too, when asked for.
+blocks of whole games read in order here, from any source (count_blocks_unit); the units run
+by games.parallel's driver. Each unit's runs are files in the run's staging folder; its kept
+games' text too, when asked for.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
+from concurrent.futures import Executor
+from contextlib import closing
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from pipelines.games.allocator import reuse_large_buffers
-from pipelines.games.frames import Frame, UnitText, unit_name
+from pipelines.games.frames import Frame, unit_name
 from pipelines.games.game_filter import KeptGame, ScanStats
+from pipelines.games.parallel import block_units, in_order, open_unit
 from pipelines.games.plan import ReadPlan
-from pipelines.games.scan import BOUNDARY, MAX_GAME_BYTES, game_blocks, kept_games_in_blocks
+from pipelines.games.scan import game_blocks, kept_games_in_blocks
 from pipelines.ingest.count_runs import count_games
 from pipelines.ingest.job import Counted, Job
 from pipelines.ingest.kept_text import KeptPart, KeptText
 from pipelines.ingest.settings import IngestSettings
-from pipelines.sources.open import OpenSource, open_location
+from pipelines.sources.open import OpenSource
 
 if TYPE_CHECKING:
     from pipelines.ingest.counting import OpeningTree
@@ -40,10 +43,7 @@ def scan_unit(
 ) -> UnitCounts:
     """Count the games one unit of frames owns (see UnitText), read from the source here."""
     stats = ScanStats()
-    with open_location(location, frames[-1].offset + frames[-1].size) as handle:
-        # Pieces about the size a stream decompresses to: the scanner's work stays in the
-        # caches.
-        text = UnitText(handle, frames, unit, MAX_GAME_BYTES)
+    with open_unit(location, frames, unit) as text:
         # Only the last unit's text ends where the source ends: its tail tells a cut source.
         blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
         counts = _count_unit(unit.start, stats, settings, staging, flush_rows, write_kept, blocks)
@@ -145,33 +145,36 @@ def count_units(
     """
     hash_source = opened.kind == "file"
     frames = plan.frames
-    hashed_everything = not hash_source
-    with _Units(job, stats, opened.size) as units:
-        for unit in plan.units:
-            future = executor.submit(
-                scan_unit,
-                opened.name,
-                frames,
-                unit,
-                job.settings,
-                job.staging,
-                job.flush_rows,
-                job.write_kept is not None,
-            )
-            units.submit(future, unit.start, sum(frames[i].size for i in unit))
-        if not merge_there:
+    write_kept = job.write_kept is not None
+    common = (job.settings, job.staging, job.flush_rows, write_kept)
+    units = (
+        (
+            (unit.start, sum(frames[i].size for i in unit)),
+            partial(scan_unit, opened.name, frames, unit, *common),
+        )
+        for unit in plan.units
+    )
+    merge_ready = merge_there
+
+    def idle() -> bool:
+        """Work here while the workers scan; return whether there is more."""
+        nonlocal merge_ready
+        if not merge_ready:
             # The merge that follows needs pyarrow and NumPy: import them while the workers scan.
             import pyarrow.parquet  # noqa: F401
-        while units.pending:
-            if not hashed_everything:
-                # Hash the file in the gaps: the manifest records its sha256.
-                hashed_everything = not opened.reader.read(4 << 20)
-                units.collect(timeout=0)
-            else:
-                units.collect(timeout=0.5)
+
+            merge_ready = True
+            return True
+        # Hash the file in the gaps: the manifest records its sha256.
+        return hash_source and bool(opened.reader.read(4 << 20))
+
+    gathered = _Gathered(job, stats, opened.size)
+    with closing(in_order(executor, units, in_flight=len(plan.units), idle=idle)) as results:
+        for (place, size), counts in results:
+            gathered.add(place, size, counts)
     while hash_source and opened.reader.read(4 << 20):
         pass
-    return units.counted(executor if merge_there else None)
+    return gathered.counted(executor if merge_there else None)
 
 
 def count_blocks(
@@ -194,48 +197,52 @@ def count_blocks(
     Until `ready()` (the workers have started), this process scans the units itself and sends
     the workers the games kept, at most KEPT_UNIT_GAMES at a time, rather than wait.
     """
-    read = sent = 0  # source bytes read, units sent
-    units = _Units(job, stats, total)
-    here: _KeptHere | None = None
-
-    def submit(future: Future[UnitCounts]) -> None:
-        """Follow the unit sent last (the next place in source order)."""
-        nonlocal read, sent
-        now = mark()
-        units.submit(future, sent, now - read)
-        read, sent = now, sent + 1
-        while len(units.pending) >= in_flight:
-            units.collect(timeout=None)
-
-    def send_here() -> None:
-        nonlocal here
-        assert here is not None and here.index == sent
-        games = here.close()
-        here = None
-        submit(executor.submit(count_kept_unit, sent, games, *common))
-
     common = (job.settings, job.staging, job.flush_rows)
-    try:
-        with units:
-            for unit in _in_units(blocks, unit_bytes):
+    write_kept = job.write_kept is not None
+
+    def units() -> Iterator[tuple[tuple[int, int], Callable[[], UnitCounts]]]:
+        """Each unit's place in source order and share of the bytes read, and its call."""
+        read = sent = 0  # source bytes read, units sent
+        here: _KeptHere | None = None
+
+        def placed(
+            call: Callable[[], UnitCounts],
+        ) -> tuple[tuple[int, int], Callable[[], UnitCounts]]:
+            nonlocal read, sent
+            now = mark()
+            key = (sent, now - read)
+            read, sent = now, sent + 1
+            return key, call
+
+        def from_here() -> tuple[tuple[int, int], Callable[[], UnitCounts]]:
+            nonlocal here
+            assert here is not None and here.index == sent
+            games = here.close()
+            here = None
+            return placed(partial(count_kept_unit, sent, games, *common))
+
+        try:
+            for unit in block_units(blocks, unit_bytes):
                 if not ready():
                     here = here or _KeptHere(sent, job)  # (sent next: nothing goes before it)
                     here.scan(unit, stats)
                     if len(here.games) >= KEPT_UNIT_GAMES:
-                        send_here()
+                        yield from_here()
                     continue
                 if here is not None:
-                    send_here()
-                write_kept = job.write_kept is not None
-                submit(executor.submit(count_blocks_unit, sent, unit, *common, write_kept))
+                    yield from_here()
+                yield placed(partial(count_blocks_unit, sent, unit, *common, write_kept))
             if here is not None:
-                send_here()
-            while units.pending:
-                units.collect(timeout=None)
-    finally:
-        if here is not None:
-            here.close()
-    return units.counted(executor)
+                yield from_here()
+        finally:
+            if here is not None:
+                here.close()
+
+    gathered = _Gathered(job, stats, total)
+    with closing(in_order(executor, units(), in_flight=in_flight)) as results:
+        for (place, size), counts in results:
+            gathered.add(place, size, counts)
+    return gathered.counted(executor)
 
 
 #: Most games scanned here sent to a worker at once (while the workers start).
@@ -273,70 +280,32 @@ def merge_in_worker(runs: list[Path], target: Path, in_memory_rows: int) -> int:
     return merge_runs(runs, target, in_memory_rows=in_memory_rows)
 
 
-def _in_units(blocks: Iterable[bytes], unit_bytes: int) -> Iterator[list[bytes]]:
-    """Group blocks of whole games (from game_blocks) into units of at most `unit_bytes`.
-
-    A block is cut at its games' boundaries where a unit fills up (every boundary in a block is
-    a game's: those in comments were taken out); a game longer than a unit is a unit alone.
-    """
-    unit: list[bytes] = []
-    size = 0
-    for block in blocks:
-        start = 0
-        while size + len(block) - start > unit_bytes:
-            room = unit_bytes - size  # (a unit holding a game longer than itself has none)
-            cut = block.rfind(BOUNDARY, start + 1, start + room + len(BOUNDARY)) if room > 0 else -1
-            if cut < 0 and not unit:  # a game longer than a unit
-                cut = block.find(BOUNDARY, start + 1)
-                if cut < 0:
-                    break
-            if cut >= 0:
-                unit.append(block[start:cut])
-                start = cut
-            yield unit
-            unit, size = [], 0
-        if start < len(block):
-            unit.append(block[start:] if start else block)
-            size += len(block) - start
-    if unit:
-        yield unit
-
-
-class _Units:
-    """The units submitted to an executor, and what those done counted, gathered in order."""
+class _Gathered:
+    """What the units done counted, gathered as they come (in order)."""
 
     def __init__(self, job: Job, stats: ScanStats, total: int | None) -> None:
         self.job = job
         self.stats = stats
         self.total = total
-        self.pending: dict[Future[UnitCounts], tuple[int, int]] = {}
         self.runs: list[Path] = []
         self.kept: dict[int, KeptPart] = {}
         self.hits = self.misses = 0
         self.done_bytes = 0
 
-    def submit(self, future: Future[UnitCounts], place: int, size: int) -> None:
-        """Follow a unit's future: its place in source order and its share of the source's
-        bytes (for progress)."""
-        self.pending[future] = (place, size)
-
-    def collect(self, timeout: float | None) -> None:
-        """Gather the units done within `timeout` seconds (at least one when None)."""
-        finished, _ = wait(self.pending, timeout=timeout, return_when=FIRST_COMPLETED)
-        for future in finished:
-            place, size = self.pending.pop(future)
-            counts = future.result()
-            self.stats.merge(counts.stats)
-            if self.job.write_kept is not None:
-                path = _kept_path(self.job.staging, place)
-                self.kept[place] = KeptPart(path, counts.stats.rejected)
-            self.runs.extend(counts.runs)
-            self.hits += counts.hits
-            self.misses += counts.misses
-            self.done_bytes += size
-            if self.job.progress is not None:
-                elapsed = time.monotonic() - self.job.started
-                self.job.progress(self.stats.progress(self.done_bytes, self.total, elapsed))
+    def add(self, place: int, size: int, counts: UnitCounts) -> None:
+        """Add a unit's counts: its place in source order and its share of the source's bytes
+        (for progress)."""
+        self.stats.merge(counts.stats)
+        if self.job.write_kept is not None:
+            path = _kept_path(self.job.staging, place)
+            self.kept[place] = KeptPart(path, counts.stats.rejected)
+        self.runs.extend(counts.runs)
+        self.hits += counts.hits
+        self.misses += counts.misses
+        self.done_bytes += size
+        if self.job.progress is not None:
+            elapsed = time.monotonic() - self.job.started
+            self.job.progress(self.stats.progress(self.done_bytes, self.total, elapsed))
 
     def counted(self, merging: Executor | None) -> Counted:
         """Return what the units counted; their runs are merged in this process, or on
@@ -356,11 +325,3 @@ class _Units:
         return Counted(
             self.hits, self.misses, write, kept=[self.kept[p] for p in sorted(self.kept)]
         )
-
-    def __enter__(self) -> _Units:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is not None:  # nothing more is started; those running are waited for
-            for future in self.pending:
-                future.cancel()

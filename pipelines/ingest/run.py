@@ -5,26 +5,27 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipelines.errors import ChesspipeError, CorruptInput, CutShort
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.allocator import reuse_large_buffers
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import NothingKept, ScanStats
-from pipelines.games.plan import PARALLEL_MIN_BYTES, ReadPlan, Strategy, plan_read
+from pipelines.games.plan import ReadPlan, Strategy, plan_read
 from pipelines.games.processes import StartMethod, may_start_processes
 from pipelines.games.scan import game_blocks
 from pipelines.games.workers import WorkerPool
-from pipelines.ingest.count_runs import FLUSH_ROWS, IN_MEMORY_ROWS, count_games
+from pipelines.ingest.count_runs import count_games
 from pipelines.ingest.job import Counted, Job
 from pipelines.ingest.kept_text import KeptPart, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
+from pipelines.ingest.options import Download, RunPolicy, Runtime, Tuning
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
 from pipelines.sources.open import OpenSource, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
@@ -35,8 +36,6 @@ from schemas.version import __version__
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from pipelines.progress import ProgressCallback
-
 
 def ingest(
     source: str,
@@ -44,61 +43,54 @@ def ingest(
     warehouse: Path,
     settings: IngestSettings | None = None,
     *,
-    keep_partial: bool = False,
-    allow_empty: bool = False,
-    progress: ProgressCallback | None = None,
-    workers: int | None = None,
-    expected_sha256: str | None = None,
-    http_options: Mapping[str, Any] | None = None,
-    executor: Executor | None = None,
-    pool: WorkerPool | None = None,
-    flush_rows: int = FLUSH_ROWS,
-    in_memory_rows: int = IN_MEMORY_ROWS,
-    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
-    start_method: StartMethod | None = None,
-    replace: bool = False,
-    write_kept: Path | None = None,
+    policy: RunPolicy | None = None,
+    download: Download | None = None,
+    runtime: Runtime | None = None,
+    tuning: Tuning | None = None,
 ) -> IngestManifest:
     """Stream a month's games into its move statistics partition; return the run manifest.
 
+    `settings` say what is counted; the other groups how the run runs (ingest.options):
+    `policy` what it publishes, `download` how the source is fetched and checked, `runtime`
+    where the work runs, `tuning` sizes that never change the output.
+
     The source is read by one of three strategies (pipelines.games.plan): units of pzstd
-    frames scanned by `workers` processes (default: all cores), in order here with its blocks
-    of games scanned and counted by those processes, or in order here alone. With
-    `keep_partial`, a truncated or corrupt stream publishes what was read, marked partial.
+    frames scanned by `runtime.workers` processes (default: all cores), in order here with its
+    blocks of games scanned and counted by those processes, or in order here alone. With
+    `policy.keep_partial`, a truncated or corrupt stream publishes what was read, marked
+    partial.
     A run that keeps no game raises NothingKept (naming why the games were dropped) and
-    publishes nothing, unless `allow_empty`: then the empty month is published.
+    publishes nothing, unless `policy.allow_empty`: then the empty month is published.
 
-    With `expected_sha256`, the compressed bytes read must hash to it or nothing is published.
-    `http_options` go to the downloader (timeout, retries, backoff, cache). With an `executor`
-    (for example `distributed.Client(...).get_executor()`), a pzstd-style file or URL is split
-    into units of frames scanned there; a URL is then read by byte ranges and not hashed, so
-    `expected_sha256` cannot be checked and is refused. `pool` hands over a WorkerPool of
-    `workers` processes started beforehand (it is closed here in any case).
-
-    Tuning: `flush_rows`, rows counted in memory before a run file is written;
-    `in_memory_rows`, the most rows of run files merged in memory at once (more are merged a
-    range of keys at a time);
-    `parallel_min_bytes`, the smallest file split among worker processes; `start_method`, how
-    helper processes start (default: forked when this process has a single thread).
-
-    With `write_kept`, the games kept (those counted in the statistics) are also written there
-    as the source has them, in its order, when the month is published (see
-    pipelines.ingest.kept_text; a name ending in .zst gets zstd frames).
+    With `download.expected_sha256`, the compressed bytes read must hash to it or nothing is
+    published. With `runtime.executor`, a pzstd-style file or URL is split into units of frames
+    scanned there; a URL is then read by byte ranges and not hashed, so an expected sha256
+    cannot be checked and is refused. `runtime.pool` hands over a WorkerPool started
+    beforehand (it is closed here in any case).
     """
+    policy = policy or RunPolicy()
+    download = download or Download()
+    runtime = runtime or Runtime()
+    tuning = tuning or Tuning()
+    pool = runtime.pool
     try:
+        expected_sha256 = download.expected_sha256
+        executor = runtime.executor
         if executor is not None and expected_sha256 is not None and is_url(resolve(source)):
             raise ChesspipeError("a URL read by byte ranges on an executor cannot be checksummed")
         settings = settings or IngestSettings()
         check_month(month)
+        write_kept = Path(policy.write_kept) if policy.write_kept is not None else None
         if write_kept is not None:
-            _check_kept_target(source, Path(write_kept))
+            _check_kept_target(source, write_kept)
         warehouse = Path(warehouse)
+        workers = runtime.workers
         workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         if settings.dedupe:
             workers, executor = 1, None  # one set of main lines, the games in source order
         if not may_start_processes():
             workers = 1  # in a daemonic process, such as a Dask worker's
-        http = dict(http_options or {})
+        http = dict(download.http_options)
         if expected_sha256 is not None:
             http["expected_sha256"] = expected_sha256
         reuse_large_buffers()
@@ -110,17 +102,17 @@ def ingest(
         ):
             staging = staging_dir(warehouse, month)
             job = Job(
-                source,
-                month,
-                warehouse,
-                settings,
-                staging,
-                flush_rows,
-                in_memory_rows,
-                progress,
-                started,
-                keep_partial,
-                Path(write_kept) if write_kept is not None else None,
+                source=source,
+                month=month,
+                warehouse=warehouse,
+                settings=settings,
+                staging=staging,
+                flush_rows=tuning.flush_rows,
+                in_memory_rows=tuning.in_memory_rows,
+                progress=runtime.progress,
+                started=started,
+                keep_partial=policy.keep_partial,
+                write_kept=write_kept,
             )
             try:
                 with ExitStack() as stack:
@@ -128,17 +120,18 @@ def ingest(
                         opened,
                         workers=workers,
                         executor=executor,
-                        keep_partial=keep_partial,
-                        parallel_min_bytes=parallel_min_bytes,
+                        keep_partial=policy.keep_partial,
+                        parallel_min_bytes=tuning.parallel_min_bytes,
                     )
-                    pool = _pool_for(plan, pool, stack, workers, executor, start_method)
+                    pool = _pool_for(plan, pool, stack, workers, executor, runtime.start_method)
                     stats = ScanStats()
                     counted = _count(opened, plan, job, stats, pool, executor)
-                    counted = _check_scan(opened.name, stats, counted, keep_partial)
-                    if progress is not None:
+                    counted = _check_scan(opened.name, stats, counted, policy.keep_partial)
+                    if job.progress is not None:
                         # The scan's and the counting's totals: the manifest's numbers.
                         reader, elapsed = opened.reader, time.monotonic() - started
-                        progress(stats.progress(reader.bytes_read, opened.size, elapsed, done=True))
+                        done = stats.progress(reader.bytes_read, opened.size, elapsed, done=True)
+                        job.progress(done)
                     used = workers if executor is None else "executor"
                     parallel = plan.strategy is not Strategy.IN_PROCESS
                     return _publish(
@@ -147,8 +140,8 @@ def ingest(
                         stats,
                         counted,
                         expected_sha256=expected_sha256,
-                        replace=replace,
-                        allow_empty=allow_empty,
+                        replace_month=policy.replace_month,
+                        allow_empty=policy.allow_empty,
                         # A URL read by byte ranges is never read whole.
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
                         workers=used if parallel else 1,
@@ -334,7 +327,7 @@ def _publish(
     counted: Counted,
     *,
     expected_sha256: str | None,
-    replace: bool,
+    replace_month: bool,
     allow_empty: bool,
     hashed: bool,
     workers: int | str,
@@ -351,7 +344,7 @@ def _publish(
             f"{opened.name}: sha256 mismatch (got {sha256}, expected {expected_sha256}); "
             "nothing published"
         )
-    if not replace:
+    if not replace_month:
         check_replacement(job.warehouse, job.month, stats.games_read)
     if stats.games_kept == 0 and not allow_empty:
         raise NothingKept(opened.name, stats, job.settings.rules)
@@ -438,8 +431,8 @@ def check_replacement(warehouse: Path, month: str, games_read: int) -> None:
     """Refuse to replace a published month with a run that read far fewer games.
 
     The rule: a month published with N games read is replaced only by a run that read at least
-    a tenth of N (and at least one game when N > 0); `replace` in `ingest` states the intent to
-    replace it anyway.
+    a tenth of N (and at least one game when N > 0); `RunPolicy.replace_month` states the
+    intent to replace it anyway.
     """
     previous = read_manifest(warehouse, month)
     if previous is None or not partition_file(warehouse, month).exists():

@@ -38,4 +38,4 @@ class IngestSettings:
 
 
 #: The modules a worker process imports before it counts (pipelines.games.workers preloads them).
-WORKER_MODULES = ("pipelines.ingest.counting", "pipelines.ingest.runs")
+WORKER_MODULES = ("pyarrow.parquet", "pipelines.ingest.counting", "pipelines.ingest.runs")

@@ -18,6 +18,7 @@ from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, make_folder
 from pipelines.ingest.manifest import IngestManifest, read_manifest
+from pipelines.ingest.options import Download, RunPolicy, Runtime
 from pipelines.ingest.run import ingest
 from pipelines.monthly.manifest import IngestResult, MonthManifest
 from pipelines.monthly.publish import (
@@ -111,13 +112,15 @@ def ingest_step(
         month,
         warehouse,
         settings.ingest,
-        keep_partial=settings.keep_partial,
-        allow_empty=settings.allow_empty,
-        progress=progress,
-        workers=settings.workers,
-        expected_sha256=resolved.expected_sha256,
-        http_options=download.http_options(),
-        replace=force,
+        policy=RunPolicy(
+            keep_partial=settings.keep_partial,
+            allow_empty=settings.allow_empty,
+            replace_month=force,
+        ),
+        download=Download(
+            expected_sha256=resolved.expected_sha256, http_options=download.http_options()
+        ),
+        runtime=Runtime(progress=progress, workers=settings.workers),
     )
     return IngestResult(manifest, reused=False)
 
