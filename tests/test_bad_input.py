@@ -200,7 +200,7 @@ def test_empty_input_publishes_an_empty_month_when_allowed(tmp_path: Path) -> No
     with pytest.raises(NothingKept, match=r"in\.pgn holds no game; nothing published"):
         run(tmp_path, b"")
     assert not partition_file(tmp_path / "wh", "2024-01").exists()
-    manifest = run(tmp_path, b"", allow_empty=True)
+    manifest = run(tmp_path, b"", policy=RunPolicy(allow_empty=True))
     assert manifest.games_read == 0
     assert manifest.rows == 0
 

@@ -16,6 +16,7 @@ import pytest
 import zstandard
 
 from pipelines.games.game_filter import GameFilter, NothingKept
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import manifest_path, partition_file
@@ -72,7 +73,13 @@ def test_the_library_error_names_settings_and_survives_pickling(tmp_path: Path) 
     source = tmp_path / "bots.pgn"
     source.write_bytes(game * 3)
     with pytest.raises(NothingKept) as raised:
-        ingest(str(source), "2024-01", tmp_path / "wh", IngestSettings(GameFilter()), workers=1)
+        ingest(
+            str(source),
+            "2024-01",
+            tmp_path / "wh",
+            IngestSettings(GameFilter()),
+            runtime=Runtime(workers=1),
+        )
     said = f"no game of {source} is kept: 3 of 3 games have a BOT player"
     assert str(raised.value) == f"{said} (allow_bots keeps them); nothing published"
     again = pickle.loads(pickle.dumps(raised.value))  # as a worker process sends it

@@ -24,6 +24,7 @@ from pipelines.training.lineage import iter_lineage
 from pipelines.training.manifest import FromGamesManifest, read_manifest
 from schemas.plain import PlainRecord, read_records
 from tests.conftest import GAMES_2013, GAMES_2021, SHARED_DATA, SYZYGY_DIR, need, run_cli
+from tests.recount import ratings
 
 FIXTURE = SHARED_DATA / "stockfish" / "games-eval.plain"
 ALL_GAMES = ("--min-rating", "0", "--speeds",
@@ -77,7 +78,7 @@ def replay(text: str, tablebase: chess.syzygy.Tablebase) -> Replayed | None:
     game = chess.pgn.read_game(io.StringIO(text))
     assert game is not None
     headers = game.headers
-    if not (headers.get("WhiteElo", "").isdigit() and headers.get("BlackElo", "").isdigit()):
+    if ratings(headers, 0) is None:  # README: at --min-rating 0 a missing rating counts as 0
         return None
     white_result = RESULTS[headers["Result"]]
     board = game.board()
