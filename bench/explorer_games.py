@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.data import GAMES_2013  # noqa: E402
 from bench.serve import Server, explorer_paths, load, make_warehouse  # noqa: E402
-from tests.conftest import GAMES_2013  # noqa: E402
 
 PLAYER = "bench-player"
 RENAMED = 420

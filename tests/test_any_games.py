@@ -26,6 +26,7 @@ from pipelines.books.build import build_book
 from pipelines.books.settings import BookSettings
 from pipelines.games.game_filter import GameFilter, ScanStats
 from pipelines.games.scan import kept_games, split_games
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.polyglot import read_entries
@@ -131,7 +132,16 @@ def test_every_game_of_a_collection_is_kept(tmp_path: Path, capablanca: Path) ->
         "--speeds", "ultrabullet,bullet,blitz,rapid,classical,correspondence",
         "--min-rating", "0", "--quiet", check=False,
     )  # fmt: skip
-    assert json.loads(lichess.stdout)["games_dropped"] == {"time_control": 597}
+    assert lichess.returncode == 1 and lichess.stdout == ""  # a run that keeps nothing fails
+    [line] = lichess.stderr.splitlines()
+    assert "597 of 597 games have no readable time control" in line, line
+    assert "nothing published" in line, line
+    accepted = run_cli(
+        "ingest", str(capablanca), "--month", "1901-02", "--warehouse", str(warehouse),
+        "--speeds", "ultrabullet,bullet,blitz,rapid,classical,correspondence",
+        "--min-rating", "0", "--quiet", "--allow-empty",
+    )  # fmt: skip
+    assert json.loads(accepted.stdout)["games_dropped"] == {"time_control": 597}
 
 
 def pgn_extract(*args: str, cwd: Path) -> Path:
@@ -216,7 +226,9 @@ def test_books_from_collections_in_every_container_equal_polyglot(
     sources["1901-04"].write_text(annotated(read_text(both), seed=3))
     warehouse = tmp_path / "w"
     for month, source in sources.items():
-        manifest = ingest(str(source), month, warehouse, IngestSettings(EVERY_GAME), workers=1)
+        manifest = ingest(
+            str(source), month, warehouse, IngestSettings(EVERY_GAME), runtime=Runtime(workers=1)
+        )
         assert manifest.games_dropped == {"result": 1}, (month, manifest.games_dropped)
     expected_capablanca = recount(capablanca, 0, ALL_NAMES)[0]
     assert stats_counter(warehouse, "1901-01") == expected_capablanca

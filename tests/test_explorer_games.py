@@ -33,6 +33,7 @@ import pytest
 from pipelines.explorer.index import index_month
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
+from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
@@ -94,7 +95,7 @@ def lichess(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Game]]
     }
     rules = GameFilter(min_rating=MIN_RATING, speeds=frozenset(Speed))
     for month, path in months.items():
-        ingest(str(path), month, folder, IngestSettings(rules), workers=1)
+        ingest(str(path), month, folder, IngestSettings(rules), runtime=Runtime(workers=1))
         index_month(str(path), month, folder, ExplorerSettings(rules))
     return folder, read_games(months, MIN_RATING, ALL_SPEEDS)
 

@@ -19,6 +19,7 @@ import pytest
 import zstandard
 
 from tests.conftest import GAMES_2013, GAMES_2021, ROOT, need, need_program
+from tests.recount import ratings
 
 # The notebooks' extra (pip install '.[notebooks]'): skipped locally when absent, required in CI.
 for _module in ("nbformat", "nbclient", "ipykernel", "matplotlib", "pandas"):
@@ -118,8 +119,9 @@ class FirstMove(chess.pgn.BaseVisitor[tuple[dict[str, str], chess.Move | None]])
 
 
 def kept_by_rules(headers: dict[str, str]) -> bool:
-    """Any rating, any speed, no bots, standard chess, a decided or drawn result."""
-    if not (headers.get("WhiteElo", "").isdigit() and headers.get("BlackElo", "").isdigit()):
+    """Any rating (a missing one counts as 0, as README says of --min-rating 0), any speed, no
+    bots, standard chess, a decided or drawn result."""
+    if ratings(headers, 0) is None:
         return False
     control = headers.get("TimeControl", "")
     if control != "-" and not re.fullmatch(r"\d+\+\d+", control):
@@ -296,7 +298,7 @@ def test_chess_terms(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
                 headers, moves = game
                 if not moves or not kept_by_rules(headers):
                     continue
-                band = min(int(headers["WhiteElo"]), int(headers["BlackElo"])) // 400 * 400
+                band = min(ratings(headers, 0) or (0, 0)) // 400 * 400
                 white = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[headers["Result"]]
                 board = chess.Board()
                 for move in moves:
