@@ -98,25 +98,17 @@ def publish_step(
     moves = top_moves(staged)
     with OutputSet(book, manifest_file) as outputs:  # the book, then the run manifest
         os.replace(staged, outputs.path(book))
-        manifest = MonthManifest(
-            chesspipe_version=__version__,
-            month=month,
-            variant=variant,
-            status="built",
-            source=resolved.source,
-            source_resolved=resolved.resolved,
-            source_kind=resolved.kind,
-            source_identity=resolved.identity,
-            settings=settings,
-            ingest=ingested.manifest,
-            ingest_reused=ingested.reused,
-            book=replace(book_manifest, out=book.name),
-            book_file=book.name,
+        manifest = _run_manifest(
+            "built",
+            month,
+            resolved,
+            settings,
+            ingested,
+            replace(book_manifest, out=book.name),
+            started,
             book_sha256=book_sha256,
             book_size=outputs.path(book).stat().st_size,
-            top_moves=moves,
-            seconds=round(time.monotonic() - started, 3),
-            finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            moves=moves,
         )
         write_json(outputs.path(manifest_file), manifest.to_json())
     return manifest
@@ -133,13 +125,31 @@ def unpublished(
     """Return the run manifest of a build whose book no move enters (allowed empty): status
     "empty", and neither the book nor the manifest is written (no book is ever published
     empty; one published before stays, with its own manifest)."""
-    variant = settings.ingest.rules.variant
-    name = book_name(month, variant)
+    name = book_name(month, settings.ingest.rules.variant)
+    return _run_manifest(
+        "empty", month, resolved, settings, ingested, replace(book_manifest, out=name), started
+    )
+
+
+def _run_manifest(
+    status: str,
+    month: str,
+    resolved: ResolvedSource,
+    settings: MonthSettings,
+    ingested: IngestResult,
+    book_manifest: BookManifest,
+    started: float,
+    *,
+    book_sha256: str = "",
+    book_size: int = 0,
+    moves: tuple[TopMove, ...] = (),
+) -> MonthManifest:
+    """The run manifest of a build that ends now, its book named by `book_manifest.out`."""
     return MonthManifest(
         chesspipe_version=__version__,
         month=month,
-        variant=variant,
-        status="empty",
+        variant=settings.ingest.rules.variant,
+        status=status,
         source=resolved.source,
         source_resolved=resolved.resolved,
         source_kind=resolved.kind,
@@ -147,11 +157,11 @@ def unpublished(
         settings=settings,
         ingest=ingested.manifest,
         ingest_reused=ingested.reused,
-        book=replace(book_manifest, out=name),
-        book_file=name,
-        book_sha256="",
-        book_size=0,
-        top_moves=(),
+        book=book_manifest,
+        book_file=book_manifest.out,
+        book_sha256=book_sha256,
+        book_size=book_size,
+        top_moves=moves,
         seconds=round(time.monotonic() - started, 3),
         finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
