@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.masters.is_dir():
             raise ChesspipeError(f"masters warehouse {args.masters} does not exist")
         masters = str(args.masters.resolve())
-    settings = ServeSettings(str(args.warehouse.resolve()), folders, cache, no_tables, masters)
+    no_masters = "no masters warehouse (chesspipe serve --masters DIR)"
+    settings = ServeSettings(
+        str(args.warehouse.resolve()), folders, cache, no_tables, masters, no_masters
+    )
     logging: dict[str, Any] = {"log_level": "info", "access_log": True} if args.verbose else {}
     sock = _listen(args.host, args.port)
     url = f"http://{args.host}:{sock.getsockname()[1]}/"

@@ -86,10 +86,11 @@ def make_app(
     tablebase: Tablebase | None,
     no_tables: str = "no Syzygy tables",
     masters: Masters | None = None,
+    no_masters: str = "no masters warehouse",
 ) -> Starlette:
     """The application over an explorer (a warehouse), optional Syzygy tables and an optional
     masters warehouse; without tables, a tablebase request is answered 404 with `no_tables`,
-    without a masters warehouse a masters request 404."""
+    without a masters warehouse a masters request 404 with `no_masters`."""
 
     short_lane = anyio.CapacityLimiter(SHORT_THREADS)
     long_lane = anyio.CapacityLimiter(LONG_THREADS)
@@ -107,37 +108,38 @@ def make_app(
 
         return handler
 
-    def lichess(request: Request) -> Response:
+    def _explorer_answer(
+        request: Request, answer: Callable[[Explorer, dict[str, str]], bytes], media_type: str
+    ) -> Response:
+        """An explorer route's answer to the request's parameters, or its 400 or 404."""
         if explorer is None:
             return _error(404, "no warehouse")
         try:
-            body = explorer.lichess_json(dict(request.query_params))
+            body = answer(explorer, dict(request.query_params))
         except BadRequest as exc:
             return _error(400, str(exc))
-        return Response(body, media_type="application/json")
+        return Response(body, media_type=media_type)
+
+    def lichess(request: Request) -> Response:
+        return _explorer_answer(request, Explorer.lichess_json, "application/json")
 
     def lichess_history(request: Request) -> Response:
-        if explorer is None:
-            return _error(404, "no warehouse")
-        try:
-            body = explorer.lichess_json(dict(request.query_params), history_only=True)
-        except BadRequest as exc:
-            return _error(400, str(exc))
-        return Response(body, media_type="application/json")
+        return _explorer_answer(
+            request,
+            lambda served, query: served.lichess_json(query, history_only=True),
+            "application/json",
+        )
 
     def player(request: Request) -> Response:
-        if explorer is None:
-            return _error(404, "no warehouse")
-        try:
-            answer = player_answer(explorer, dict(request.query_params))
-        except BadRequest as exc:
-            return _error(400, str(exc))
-        line = encode(answer) + b"\n"
-        return Response(line, media_type="application/x-ndjson")
+        return _explorer_answer(
+            request,
+            lambda served, query: encode(player_answer(served, query)) + b"\n",
+            "application/x-ndjson",
+        )
 
     def masters_games(request: Request) -> Response:
         if masters is None:
-            return _error(404, "no masters warehouse (chesspipe serve --masters DIR)")
+            return _error(404, no_masters)
         try:
             answer = masters.answer(dict(request.query_params))
         except BadRequest as exc:
@@ -146,7 +148,7 @@ def make_app(
 
     def masters_pgn(request: Request) -> Response:
         if masters is None:
-            return _error(404, "no masters warehouse (chesspipe serve --masters DIR)")
+            return _error(404, no_masters)
         text = masters.pgn(request.path_params["id"])
         if text is None:
             return _error(404, "no such game")
@@ -258,6 +260,7 @@ class ServeSettings:
     cache_bytes: int = CACHE_BYTES
     no_tables: str = "no Syzygy tables"
     masters: str | None = None
+    no_masters: str = "no masters warehouse"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -273,7 +276,7 @@ def open_app(settings: ServeSettings) -> Starlette:
     explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
     masters = Masters(Path(settings.masters), explorer) if settings.masters else None
-    app = make_app(explorer, tablebase, settings.no_tables, masters)
+    app = make_app(explorer, tablebase, settings.no_tables, masters, settings.no_masters)
     app.state.serves = serves(explorer, settings.syzygy)
     return app
 
