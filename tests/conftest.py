@@ -107,6 +107,22 @@ def polyglot_book() -> Path:
     return need(POLYGLOT_BOOK, "a real Polyglot book (performance.bin)")
 
 
+#: Stockfish's own records of whole games: .plain, and the chained .binpack its tool wrote.
+STOCKFISH_DATA = SHARED_DATA / "stockfish"
+
+
+@pytest.fixture(scope="module")
+def plain_fixture() -> Path:
+    return need(STOCKFISH_DATA / "games-eval.plain", "Stockfish .plain fixture (games-eval.plain)")
+
+
+@pytest.fixture(scope="module")
+def binpack_fixture() -> Path:
+    return need(
+        STOCKFISH_DATA / "games-eval.binpack", "Stockfish .binpack fixture (games-eval.binpack)"
+    )
+
+
 @pytest.fixture
 def syzygy_dir() -> Path:
     return need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent

@@ -28,20 +28,8 @@ from schemas.binpack import (
     write_binpack,
 )
 from schemas.plain import PlainFormatError, PlainRecord, read_records, write_records
-from tests.conftest import SHARED_DATA, need, run_cli
+from tests.conftest import run_cli
 from tests.random_moves import random_move
-
-STOCKFISH = SHARED_DATA / "stockfish"
-
-
-@pytest.fixture(scope="module")
-def plain_fixture() -> Path:
-    return need(STOCKFISH / "games-eval.plain", "Stockfish .plain fixture (games-eval.plain)")
-
-
-@pytest.fixture(scope="module")
-def binpack_fixture() -> Path:
-    return need(STOCKFISH / "games-eval.binpack", "Stockfish .binpack fixture (games-eval.binpack)")
 
 
 @pytest.fixture(scope="module")

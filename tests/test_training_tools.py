@@ -29,19 +29,7 @@ from pipelines.training.skips import threshold
 from pipelines.training.to_pgn import to_pgn_file
 from schemas.binpack import read_binpack, write_binpack
 from schemas.plain import PlainRecord, read_records, write_records
-from tests.conftest import SHARED_DATA, SYZYGY_DIR, need, run_cli
-
-STOCKFISH = SHARED_DATA / "stockfish"
-
-
-@pytest.fixture(scope="module")
-def plain_fixture() -> Path:
-    return need(STOCKFISH / "games-eval.plain", "Stockfish .plain fixture (games-eval.plain)")
-
-
-@pytest.fixture(scope="module")
-def binpack_fixture() -> Path:
-    return need(STOCKFISH / "games-eval.binpack", "Stockfish .binpack fixture (games-eval.binpack)")
+from tests.conftest import SYZYGY_DIR, need, run_cli
 
 
 @pytest.fixture(scope="module")
