@@ -16,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -47,6 +45,7 @@ from tests.explorer_recount import (
     white_view,
 )
 from tests.recount import read_text
+from tests.serving import served_in_thread
 
 berserk = pytest.importorskip("berserk")
 
@@ -129,24 +128,12 @@ def masters(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Game],
 def server(
     lichess: tuple[Path, list[Game]], masters: tuple[Path, list[Game], Path]
 ) -> Iterator[str]:
-    import uvicorn
-
     from pipelines.serve.app import ServeSettings, open_app
-    from tests.test_serve import free_port
 
     before = file_hashes(lichess[0]), file_hashes(masters[0])
     app = open_app(ServeSettings(str(lichess[0]), masters=str(masters[0])))
-    port = free_port()
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(10)
+    with served_in_thread(app) as url:
+        yield url
     assert (file_hashes(lichess[0]), file_hashes(masters[0])) == before, "the server wrote"
 
 

@@ -409,7 +409,7 @@ def test_store_failures_end_in_one_line_within_seconds(
     monkeypatch: pytest.MonkeyPatch,
     problem: str,
 ) -> None:
-    from tests.moto_s3 import free_port
+    from tests.serving import free_port
 
     bucket = moto.create_bucket(problem.replace(" ", "-"))
     if problem == "no credentials":

@@ -15,7 +15,6 @@ import io
 import json
 import random
 import socket
-import threading
 import time
 import urllib.error
 import urllib.parse
@@ -42,6 +41,7 @@ from tests.browser import chromium_driver
 from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
 from tests.legacy_partition import write_legacy_partition, write_manifest_for
 from tests.recount import keeps, read_text, speed
+from tests.serving import free_port, served_in_thread
 
 berserk = pytest.importorskip("berserk")
 
@@ -126,35 +126,16 @@ def hashes_before(warehouse: tuple[Path, Truth, list[list[str]]]) -> dict[str, s
     return file_hashes(warehouse[0])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(
     warehouse: tuple[Path, Truth, list[list[str]]], hashes_before: dict[str, str]
 ) -> Iterator[str]:
     """A real uvicorn server on a free port, in a thread; its base URL."""
-    import uvicorn
-
     from pipelines.serve.app import ServeSettings, open_app
 
     syzygy = [str(SYZYGY_DIR)] if (SYZYGY_DIR / "KQvK.rtbw").exists() else []
-    app = open_app(ServeSettings(str(warehouse[0]), syzygy))
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    uv = uvicorn.Server(config)
-    thread = threading.Thread(target=uv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    uv.should_exit = True
-    thread.join(10)
+    with served_in_thread(open_app(ServeSettings(str(warehouse[0]), syzygy))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

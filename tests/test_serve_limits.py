@@ -34,6 +34,7 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.conftest import GAMES_2013, ROOT, need
+from tests.serving import free_port
 
 #: A legal line of any length: the knights go out and back.
 SHUFFLE = ("g1f3", "g8f6", "f3g1", "f6g8")
@@ -65,12 +66,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         runtime=Runtime(workers=1),
     )
     return folder
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(port: int, process: subprocess.Popen[bytes] | None = None) -> None:

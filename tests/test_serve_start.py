@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -19,6 +18,7 @@ from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.conftest import ROOT, run_cli
 from tests.sample_tool import make_sample
+from tests.serving import free_port
 
 MONTHS = make_sample.SAMPLE_MONTHS
 
@@ -32,12 +32,6 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _serve(warehouse: Path, port: int, *options: str) -> subprocess.Popen[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(
@@ -48,7 +42,7 @@ def _serve(warehouse: Path, port: int, *options: str) -> subprocess.Popen[str]:
 
 
 def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> None:
-    port = _free_port()
+    port = free_port()
     server = _serve(warehouse, port, "--verbose")
     try:
         assert server.stdout is not None  # stdout and stderr (uvicorn logs to both), merged
@@ -83,7 +77,7 @@ def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> Non
 
 
 def test_a_quiet_server_logs_no_request(warehouse: Path) -> None:
-    port = _free_port()
+    port = free_port()
     server = _serve(warehouse, port)
     try:
         assert server.stdout is not None
