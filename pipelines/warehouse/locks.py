@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from pipelines.errors import ChesspipeError
@@ -31,25 +32,75 @@ def _drop_locks_after_fork() -> None:
 os.register_at_fork(after_in_child=_drop_locks_after_fork)
 
 
+#: How long a lock whose recorded holder is dead may stay held (by a helper forked from it
+#: that has not yet let go of its copy, see _drop_locks_after_fork) before it counts as busy.
+_DEAD_HOLDER_GRACE = 5.0
+
+
+def _holder(fd: int) -> int | None:
+    """Return the pid the lock file names as its holder, None if it names none."""
+    text = os.pread(fd, 32, 0).strip()
+    return int(text) if text.isdigit() else None
+
+
+def _is_dead(pid: int) -> bool:
+    """Tell whether no process `pid` exists on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it exists, owned by another user
+        return False
+    return False
+
+
+def _flock_or_wait_out_dead_holder(fd: int) -> bool:
+    """Take the lock on the open lock file `fd` without blocking; return whether it was taken.
+
+    A busy lock whose recorded holder is dead is held by a helper forked from that holder
+    between fork and letting go (a run killed while it started its workers): that is waited
+    out, for up to _DEAD_HOLDER_GRACE seconds. A live holder means busy at once.
+    """
+    import fcntl
+
+    deadline = None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            pid = _holder(fd)
+            if pid is None or not _is_dead(pid):
+                return False
+            deadline = deadline or time.monotonic() + _DEAD_HOLDER_GRACE
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+
+
 @contextmanager
 def exclusive_lock(lock_path: Path, busy: str) -> Iterator[None]:
     """Hold an exclusive lock on `lock_path` (created if missing), failing at once with
     ChesspipeError(busy) if another process holds it. Forked child processes do not hold it:
-    the lock ends with this process."""
+    the lock ends with this process. The lock file names its holder's pid while it is held."""
     import fcntl
 
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     with open(lock_path, "a+") as handle:
+        fd = handle.fileno()
+        if not _flock_or_wait_out_dead_holder(fd):
+            raise ChesspipeError(busy)
+        _HELD_LOCKS.add(fd)
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ChesspipeError(busy) from None
-        _HELD_LOCKS.add(handle.fileno())
-        try:
+            with suppress(OSError):  # a hint only: a full disk must not stop the run
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
             yield
         finally:
-            _HELD_LOCKS.discard(handle.fileno())
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            _HELD_LOCKS.discard(fd)
+            with suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 @contextmanager
@@ -72,7 +123,7 @@ def month_lock(warehouse: Path, month: str, clean: bool = True) -> Iterator[None
 def output_lock(out: Path) -> Iterator[None]:
     """Hold an exclusive lock on an output written with others beside it (a book and its
     manifest), so that two runs to one output cannot pair one's file with the other's: the
-    lock file `.NAME.lock` stays beside it, empty."""
+    lock file `.NAME.lock` stays beside it, empty once the run is over."""
     out = Path(out)
     lock_path = out.with_name(f".{out.name}.lock")
     with exclusive_lock(lock_path, f"{out} is being written by another run; try again later"):
