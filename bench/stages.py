@@ -4,7 +4,7 @@
 
 Runs the ingest stages of the checkout it is run from (PYTHONPATH) in one process, on one
 core, and prints microseconds of CPU per kept game for each: decompress, scan and filter,
-movetext (SAN tokens or cut text), the Rust parser, Polyglot keys, the rest of the replay,
+movetext (SAN tokens or cut text), the SAN walk (with the Polyglot keys), the rest of the replay,
 summing into a run, and writing and merging runs into the month's file. Run it with another
 checkout on PYTHONPATH to compare.
 """
@@ -29,11 +29,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    import rust_pgn_reader_python_binding as reader
-
     from pipelines.games.game_filter import GameFilter, ScanStats
     from pipelines.games.scan import game_blocks, kept_games_in_blocks
-    from pipelines.ingest import counting, replay, runs
+    from pipelines.ingest import counting, runs
     from schemas.speed import Speed
 
     spent: dict[str, float] = defaultdict(float)
@@ -48,11 +46,21 @@ def main() -> int:
 
         return wrapper
 
-    reader.parse_games_from_strings = timed("rust parser", reader.parse_games_from_strings)
-    # Keys: per board (older checkouts) or per move and state (this one).
-    for name in ("polyglot_keys", "_game_piece_keys", "_state_keys"):
-        if hasattr(replay, name):
-            setattr(replay, name, timed("keys", getattr(replay, name)))
+    # The SAN walk: compiled, keys and all (this checkout), or the Rust parser and NumPy keys
+    # (older checkouts, which had pipelines/ingest/replay.py).
+    try:
+        from pipelines.games import sanwalk
+
+        sanwalk.walk_openings = timed("SAN walk", sanwalk.walk_openings)
+    except ImportError:
+        import rust_pgn_reader_python_binding as reader
+
+        from pipelines.ingest import replay
+
+        reader.parse_games_from_strings = timed("SAN walk", reader.parse_games_from_strings)
+        for name in ("polyglot_keys", "_game_piece_keys", "_state_keys"):
+            if hasattr(replay, name):
+                setattr(replay, name, timed("keys", getattr(replay, name)))
     for name in ("san_tokens", "opening_text", "plain_moves"):
         if hasattr(counting, name):
             setattr(counting, name, timed("movetext", getattr(counting, name)))
@@ -78,7 +86,7 @@ def main() -> int:
         rows = counter.take_rows()
         spent["replay, the rest"] = (
             time.process_time() - start
-            - spent["movetext"] - spent["rust parser"] - spent["keys"]
+            - spent["movetext"] - spent["SAN walk"] - spent["keys"]
         )  # fmt: skip
         start = time.process_time()
         columns = runs.from_rows(rows)

@@ -2,9 +2,9 @@
 game, each position once per game, keeping the move played from it last (its `without_loops`
 map, src/indexer/lichess.rs).
 
-Standard games are replayed in batches by the Rust batch parser (`pipelines.ingest.replay`);
-python-chess decides every game the batch parser rejects or reads otherwise, and replays the
-games whose moves are kept (whole games of collections) or that start from a FEN.
+Standard games are walked in batches by the compiled SAN walk (`pipelines.games.sanwalk`);
+python-chess decides every game the walk refuses or reads otherwise, and replays the games
+whose moves are kept (whole games of collections) or that start from a FEN.
 """
 
 from __future__ import annotations
@@ -83,22 +83,18 @@ def replay_games(
         elif keep_moves or game.fen is not None or chess960:
             results[place] = replay_one(game, sans, keep_moves=keep_moves, chess960=chess960)
         else:
-            joined = b" ".join(sans)
-            if joined.isascii():
-                batch.append(place)
-            else:
-                results[place] = replay_one(game, sans, keep_moves=False)
+            batch.append(place)
     if batch:
-        from pipelines.ingest.replay import replay
+        from pipelines.games.sanwalk import walk_openings
 
-        replayed = replay([b" ".join(tokens[p]).decode("ascii") for p in batch], plies=None)
+        walked = walk_openings([b" ".join(tokens[p]) for p in batch])
         expected = np.array([len(tokens[p]) for p in batch], dtype=np.int64)
-        redo = replayed.lengths != expected
-        redo[replayed.rejected] = True
-        keep = without_loops(replayed.games, replayed.keys)
-        rows_game = replayed.games[keep]
-        keys, moves = replayed.keys[keep], replayed.moves[keep]
-        first_row = np.searchsorted(replayed.games, np.arange(len(batch)))
+        redo = walked.lengths != expected  # (a refused text's length, -1, is never expected)
+        walked_games = np.repeat(np.arange(len(batch)), np.maximum(walked.lengths, 0))
+        keep = without_loops(walked_games, walked.keys)
+        rows_game = walked_games[keep]
+        keys, moves = walked.keys[keep], walked.moves[keep]
+        first_row = np.searchsorted(walked_games, np.arange(len(batch)))
         ply_of: np.ndarray = (keep - first_row[rows_game]).astype(np.uint16)
         bounds = np.searchsorted(rows_game, np.arange(len(batch) + 1))
         for i, place in enumerate(batch):

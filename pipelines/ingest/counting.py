@@ -195,24 +195,20 @@ class MoveCounter:
         if not self.batched or game.fen is not None:
             self._count_one(game, None, place)
             return
-        # Most games are cut at a move number and go to the batch parser as they are, as do
-        # shorter plain ones whole; the others as their SAN tokens. The parser must then read
+        # Most games are cut at a move number and go to the compiled walk as they are, as do
+        # shorter plain ones whole; the others as their SAN tokens. The walk must then read
         # as many moves as the text holds (python-chess decides a game where it does not).
         text = opening_text(game.movetext, self.plies)
-        if text is not None and text.isascii():
+        if text is not None:
             self._queue(game, text, self.plies, place)
-        elif (moves := plain_moves(game.movetext)) and game.movetext.isascii():
+        elif moves := plain_moves(game.movetext):
             self._queue(game, game.movetext, min(moves, self.plies), place)
         else:
             sans = san_tokens(game.movetext, self.plies)
             if not sans:
                 self._reject("no_moves", place)
                 return
-            joined = b" ".join(sans)
-            if not joined.isascii():
-                self._count_one(game, sans, place)
-                return
-            self._queue(game, joined, len(sans), place)
+            self._queue(game, b" ".join(sans), len(sans), place)
         if len(self._pending) >= self.batch_size:
             self.flush()
 
@@ -222,7 +218,7 @@ class MoveCounter:
         self.added += 1
 
     def _queue(self, game: KeptGame, text: bytes, moves: int, place: int) -> None:
-        """Add a game to the next batch, with its text for the batch parser and the moves it
+        """Add a game to the next batch, with its text for the compiled walk and the moves it
         must read from it."""
         self._pending.append((game, text, moves, place))
         white, black, speed, result = game[:4]
@@ -257,7 +253,7 @@ class MoveCounter:
     def flush(self) -> None:
         """Count the games waiting for a batch.
 
-        A game the batch parser rejects, or from whose text it read another number of moves
+        A game the compiled walk refuses, or from whose text it read another number of moves
         than the text holds (a cut movetext numbered wrongly holds fewer), is counted by
         python-chess from its whole movetext.
         """
@@ -265,16 +261,15 @@ class MoveCounter:
             return
         import numpy as np
 
-        from pipelines.ingest.replay import replay
+        from pipelines.games.sanwalk import walk_openings
 
         pending, self._pending = self._pending, []
         numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
         self._numbers = array("q")
-        replayed = replay([text.decode("ascii") for _, text, _, _ in pending], plies=self.plies)
+        walked = walk_openings([text for _, text, _, _ in pending], plies=self.plies)
         expected = np.fromiter((n for _, _, n, _ in pending), dtype=np.int64, count=len(pending))
-        redo = replayed.lengths != expected
-        redo[replayed.rejected] = True
-        games = replayed.games
+        redo = walked.lengths != expected  # (a refused text's length, -1, is never expected)
+        games = np.repeat(np.arange(len(pending)), np.maximum(walked.lengths, 0))
         keep = ~redo[games]
         if not keep.all():
             games = games[keep]
@@ -291,7 +286,7 @@ class MoveCounter:
             points = white_points.astype(np.uint8)[games]
             points = np.where(white_moves, points, 2 - points).astype(np.uint8)
             rating = np.where(white_moves, white_elo[games], black_elo[games]).astype(np.uint16)
-            keys, moves = replayed.keys, replayed.moves
+            keys, moves = walked.keys, walked.moves
             if len(games) != len(keys):
                 keys, moves = keys[keep], moves[keep]
             self.rows.keys.frombytes(keys.astype(np.uint64).tobytes())

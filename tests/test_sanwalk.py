@@ -1,4 +1,5 @@
-"""The batch replay (rust-pgn-reader + NumPy) agrees with python-chess on every game."""
+"""The compiled SAN walk (pipelines/games/_sanwalk.c) agrees with python-chess on every game it
+accepts, and counting in batches with it equals counting by python-chess alone."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import chess
 import chess.polyglot
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats
+from pipelines.games.sanwalk import Walked, walk_openings
 from pipelines.games.scan import kept_games, split_games
 from pipelines.ingest.counting import IllegalMove, MoveCounter, OpeningTree
-from pipelines.ingest.replay import polyglot_keys, replay
 from schemas.movetext import san_tokens
 from schemas.speed import Speed
 from tests.random_moves import random_move
@@ -42,6 +43,16 @@ def python_chess_rows(
     return keys, moves, games, rejected
 
 
+def owners(walked: Walked) -> list[int]:
+    """The text each row of a walk belongs to."""
+    lengths = np.maximum(walked.lengths, 0)
+    return np.repeat(np.arange(len(lengths)), lengths).tolist()
+
+
+def refused(walked: Walked) -> list[int]:
+    return np.flatnonzero(walked.lengths < 0).tolist()
+
+
 @pytest.mark.parametrize(
     "name", ["standard-2013-01-part1.pgn.zst", "standard-2021-10-sample.pgn.zst", "odd-cases.pgn"]
 )
@@ -58,12 +69,12 @@ def test_every_real_game_agrees(name: str) -> None:
         )
     )
     tokens = [t for t in (san_tokens(g.movetext, 20) for g in games) if t]
-    result = replay([b" ".join(t).decode() for t in tokens])
-    keys, moves, owners, rejected = python_chess_rows(tokens)
-    assert result.rejected == rejected == []
+    result = walk_openings([b" ".join(t) for t in tokens])
+    keys, moves, games, rejected = python_chess_rows(tokens)
+    assert refused(result) == rejected == []
     assert result.keys.tolist() == keys
     assert result.moves.tolist() == moves
-    assert result.games.tolist() == owners
+    assert owners(result) == games
     assert len(keys) > 10000 or name != "standard-2013-01-part1.pgn.zst"
 
 
@@ -82,14 +93,10 @@ def random_game_tokens(rng: random.Random, plies: int) -> list[bytes]:
 def test_random_games_with_special_moves_agree() -> None:
     rng = random.Random(11)
     tokens = [random_game_tokens(rng, rng.randrange(1, 200)) for _ in range(300)]
-    result = replay([b" ".join(t).decode() for t in tokens])
-    keys, moves, owners, rejected = python_chess_rows(tokens)
-    assert result.rejected == rejected == []
-    assert (result.keys.tolist(), result.moves.tolist(), result.games.tolist()) == (
-        keys,
-        moves,
-        owners,
-    )
+    result = walk_openings([b" ".join(t) for t in tokens])
+    keys, moves, games, rejected = python_chess_rows(tokens)
+    assert refused(result) == rejected == []
+    assert (result.keys.tolist(), result.moves.tolist(), owners(result)) == (keys, moves, games)
 
 
 MANGLE = st.sampled_from(
@@ -122,7 +129,7 @@ MANGLE = st.sampled_from(
 def test_mangled_games_are_rejected_exactly_when_python_chess_rejects(
     seed: int, cut: int, junk: bytes
 ) -> None:
-    """A game the batch parser accepts must be one python-chess accepts, with the same rows."""
+    """A game the compiled walk accepts must be one python-chess accepts, with the same rows."""
     rng = random.Random(seed)
     tokens = random_game_tokens(rng, 40)
     tokens = tokens[:cut] + [junk] + tokens[cut + 1 :]
@@ -148,32 +155,19 @@ def assert_batched_counts_as_plain(game: KeptGame, plies: int) -> None:
 
 
 def test_en_passant_key_only_with_a_capturer() -> None:
-    for fen in (
-        "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
-        "rnbqkbnr/pppp1ppp/8/8/3Pp3/8/PPP1PPPP/RNBQKBNR b KQkq d3 0 2",
-        "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1",
-    ):
-        board = chess.Board(fen)
-        grid = np.zeros((1, 8, 8), dtype=np.uint8)
-        for square, piece in board.piece_map().items():
-            code = piece.piece_type + (0 if piece.color else 6)
-            grid[0, chess.square_rank(square), chess.square_file(square)] = code
-        castling = np.array(
-            [
-                [
-                    board.has_kingside_castling_rights(chess.WHITE),
-                    board.has_queenside_castling_rights(chess.WHITE),
-                    board.has_kingside_castling_rights(chess.BLACK),
-                    board.has_queenside_castling_rights(chess.BLACK),
-                ]
-            ]
-        )
-        ep = np.array(
-            [chess.square_file(board.ep_square) if board.ep_square is not None else -1],
-            dtype=np.int8,
-        )
-        key = polyglot_keys(grid, castling, ep, np.array([board.turn]))
-        assert int(key[0]) == chess.polyglot.zobrist_hash(board)
+    """The en passant file is in a key only where a pawn of the side to move stands beside the
+    pawn that made the double step, as Polyglot says (whether it may take or not)."""
+    lines = [
+        b"e4 d5 e5 f5 h3",  # f6: White's e5 pawn beside, it may take
+        b"e4 e5 d4 exd4 c4 d5",  # c3: Black's d4 pawn beside, it may take
+        b"e4 h6 e5 d5 Ke2 f5 Ke3",  # d6 then f6: beside, and White's king could be in check
+        b"e4 h6",  # e3: no Black pawn beside
+        b"a4 h5 a5 b5 axb6 h4 g4 hxg3",  # twice taken en passant
+    ]
+    result = walk_openings(lines)
+    keys, moves, games, rejected = python_chess_rows([line.split() for line in lines])
+    assert refused(result) == rejected == []
+    assert (result.keys.tolist(), result.moves.tolist(), owners(result)) == (keys, moves, games)
 
 
 def test_counter_batches_equal_one_by_one(games_2021: Path) -> None:
@@ -249,17 +243,17 @@ def test_cut_movetexts_replay_as_python_chess_reads_the_whole_game(name: str, pl
 
     games = first_kept_games(need(LICHESS_DIR / name, "real Lichess games"), 600)
     cut = [(g.movetext, opening_text(g.movetext, plies)) for g in games]
-    cut = [(whole, text) for whole, text in cut if text is not None and text.isascii()]
+    cut = [(whole, text) for whole, text in cut if text is not None]
     assert len(cut) > len(games) // 3 or name == "odd-cases.pgn"
-    result = replay([text.decode() for _, text in cut], plies=plies)
+    result = walk_openings([text for _, text in cut], plies=plies)
     rows = 0
+    mine = np.array(owners(result), dtype=np.int64)
     for index, (whole, _) in enumerate(cut):
-        if index in result.rejected or result.lengths[index] < plies:
-            continue  # counted by python-chess instead
+        if result.lengths[index] < plies:
+            continue  # refused, or fewer moves: counted by python-chess instead
         keys, moves = python_chess_mainline_rows(whole, plies)
-        mine = result.games == index
-        assert result.keys[mine].tolist() == keys
-        assert result.moves[mine].tolist() == moves
+        assert result.keys[mine == index].tolist() == keys
+        assert result.moves[mine == index].tolist() == moves
         rows += len(keys)
     assert rows > 0
 
@@ -385,100 +379,10 @@ def test_numbered_commented_games_count_as_python_chess_counts_them(
     assert_batched_counts_as_plain(KeptGame(2300, 2300, Speed.BLITZ, 2, None, text), plies)
 
 
-def test_piece_keys_of_unrelated_boards_in_a_row() -> None:
-    """Keys accumulated from board to board are each board's own, whatever the boards."""
-    rng = random.Random(5)
-    boards, castling, ep, turn, want = [], [], [], [], []
-    for _ in range(200):
-        board = chess.Board()
-        for _ in range(rng.randrange(0, 60)):
-            move = random_move(board, rng, special_share=0.5)
-            if move is None:
-                break
-            board.push(move)
-        grid = np.zeros((8, 8), dtype=np.uint8)
-        for square, piece in board.piece_map().items():
-            grid[chess.square_rank(square), chess.square_file(square)] = piece.piece_type + (
-                0 if piece.color else 6
-            )
-        boards.append(grid)
-        castling.append([board.has_kingside_castling_rights(chess.WHITE),
-                         board.has_queenside_castling_rights(chess.WHITE),
-                         board.has_kingside_castling_rights(chess.BLACK),
-                         board.has_queenside_castling_rights(chess.BLACK)])  # fmt: skip
-        ep.append(chess.square_file(board.ep_square) if board.ep_square is not None else -1)
-        turn.append(board.turn)
-        want.append(chess.polyglot.zobrist_hash(board))
-    got = polyglot_keys(
-        np.array(boards), np.array(castling), np.array(ep, dtype=np.int8), np.array(turn)
-    )
-    assert got.tolist() == want
-
-
-def board_grid(board: chess.Board) -> np.ndarray:
-    """A board as the batch parser writes it: (8, 8) piece codes, rank 1 first."""
-    grid = np.zeros((8, 8), dtype=np.uint8)
-    for square, piece in board.piece_map().items():
-        grid[chess.square_rank(square), chess.square_file(square)] = piece.piece_type + (
-            0 if piece.color else 6
-        )
-    return grid
-
-
-def test_game_keys_from_any_first_board() -> None:
-    """Keys accumulated move by move from a game's first board, whatever that board (the
-    start position or another), equal python-chess's, castling and en passant included."""
-    from pipelines.ingest.replay import _game_piece_keys, _state_keys
-
-    rng = random.Random(7)
-    rows: list[chess.Board] = []
-    first, origins, targets = [], [], []
-    for game in range(60):
-        board = chess.Board()
-        for _ in range(rng.randrange(1, 30) if game % 2 else 0):  # odd games start elsewhere
-            if (move := random_move(board, rng, special_share=0.6)) is None:
-                break
-            board.push(move)
-        rows.append(board.copy())
-        first.append(True)
-        for _ in range(rng.randrange(0, 40)):
-            if (move := random_move(board, rng, special_share=0.6)) is None:
-                break
-            board.push(move)
-            rows.append(board.copy())
-            first.append(False)
-            origins.append(move.from_square)
-            targets.append(move.to_square)
-    flat = np.array([board_grid(board) for board in rows]).reshape(len(rows), 64)
-    castling = np.array(
-        [
-            [board.has_kingside_castling_rights(chess.WHITE),
-             board.has_queenside_castling_rights(chess.WHITE),
-             board.has_kingside_castling_rights(chess.BLACK),
-             board.has_queenside_castling_rights(chess.BLACK)]
-            for board in rows
-        ]
-    )  # fmt: skip
-    ep = np.array(
-        [chess.square_file(b.ep_square) if b.ep_square is not None else -1 for b in rows],
-        dtype=np.int8,
-    )
-    turn = np.array([board.turn for board in rows])
-    position = np.arange(len(rows))
-    pieces = _game_piece_keys(
-        flat, position, np.array(first), np.array(origins, dtype=np.uint8),
-        np.array(targets, dtype=np.uint8),
-    )  # fmt: skip
-    got = pieces ^ _state_keys(flat, position, castling, ep, turn)
-    assert got.tolist() == [chess.polyglot.zobrist_hash(board) for board in rows]
-    assert len(rows) > 600 and any(b.castling_rights != rows[0].castling_rights for b in rows)
-
-
 #: Tokens that make a plain movetext, or nearly: moves, and what a plain one may not hold.
-#: (Not "e4.": the batch parser reads it as e4 where python-chess finds it illegal, on every
-#: path to the parser, before this test as after.)
 PLAIN_JUNK = st.sampled_from(
     [b"Zz9", b"0-0", b"e4!", b"$1", b"1-0", b"--", b"Nbd7", b"O-O-O", b"h8=Q", b"e8Q", b"Ke2"]
+    + [b"e4."]
 )
 
 
@@ -494,7 +398,7 @@ PLAIN_JUNK = st.sampled_from(
 def test_short_plain_games_count_as_python_chess_counts_them(
     seed: int, length: int, cut: int, junk: bytes | None, result: bytes, plies: int
 ) -> None:
-    """A plain movetext with fewer moves than the plies counted goes to the batch parser whole:
+    """A plain movetext with fewer moves than the plies counted goes to the compiled walk whole:
     its rows and drops are python-chess's, junk and all."""
     from schemas.movetext import plain_moves
 
@@ -509,3 +413,85 @@ def test_short_plain_games_count_as_python_chess_counts_them(
     assert_batched_counts_as_plain(KeptGame(2300, 2300, Speed.BLITZ, 2, None, text), plies)
     moves = plain_moves(text)
     assert moves is None or moves == len(san_tokens(text))
+
+
+#: Pieces of movetext around the moves of a game: all that python-chess's PGN reader reads or
+#: skips, and what the compiled walk refuses.
+DECORATIONS = st.sampled_from(
+    [
+        b" ", b"  ", b"\n", b"\n\n", b"\r\n", b"\t", b"1.", b"1...", b"12. ", b"3..", b"10000. ",
+        b"+", b"#", b"!", b"?", b"!?", b"??", b"!!!", b" $1 ", b"$", b" $23", b"{ a comment }",
+        b"{ 11. Nf3 }", b"{", b"}", b"{[%clk 0:01:00]}", b"{ \xc3\xa9 }", b"(", b")",
+        b"( 1... e5 )", b"; rest of line\n", b"\n% escape\n", b" 1-0 ", b" 0-1 ", b" 1/2-1/2 ",
+        b" * ", b"*", b"--", b" Z0 ", b" 0000 ", b"0-0", b" O-O ", b" O-O-O ", b"e4", b"Nf3",
+        b"P", b"x", b"=", b"=Q", b"Q", b"e8Q", b".", b"..", b"\xe9", b"[", b"]", b'"', b"@",
+        b"Kxe2", b"h8=N", b"1", b"0", b"-", b"/",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    length=st.integers(0, 50),
+    decorations=st.lists(st.tuples(st.integers(0, 60), DECORATIONS), max_size=8),
+    spaced=st.booleans(),
+    plies=st.sampled_from([1, 2, 7, 20, None]),
+)
+def test_the_walk_reads_any_movetext_it_accepts_as_python_chess_reads_it(
+    seed: int,
+    length: int,
+    decorations: list[tuple[int, bytes]],
+    spaced: bool,
+    plies: int | None,
+) -> None:
+    """Arbitrary movetext (a game's SAN moves, numbered or not, with whatever PGN holds between
+    them or breaks them): where the walk accepts it, its rows are python-chess's reading of the
+    main line's first plies, and it walked all of them that python-chess reads."""
+    rng = random.Random(seed)
+    pieces = [token + (b" " if spaced or rng.random() < 0.8 else b"") for token in
+              random_game_tokens(rng, length)]  # fmt: skip
+    for at, decoration in sorted(decorations, reverse=True):
+        pieces.insert(min(at, len(pieces)), decoration)
+    text = b"".join(pieces)
+    result = walk_openings([text], plies=plies)
+    walked = int(result.lengths[0])
+    event("refused" if walked < 0 else "accepted")
+    if walked < 0:
+        return  # refused: python-chess decides it
+    walked_rows = (result.keys.tolist(), result.moves.tolist())
+    assert walked_rows == counted_by_python_chess(text, plies), text
+    read = read_by_python_chess(text, plies)
+    assert read is None or walked_rows == read, text
+
+
+def counted_by_python_chess(text: bytes, plies: int | None) -> tuple[list[int], list[int]]:
+    """The rows of the first plies as counting without the walk finds them (the mainline's SAN
+    tokens as python-chess's reader finds them, each parsed by python-chess)."""
+    walked = OpeningTree().walk(san_tokens(text, plies))
+    return [key for key, _ in walked], [move for _, move in walked]
+
+
+def read_by_python_chess(text: bytes, plies: int | None) -> tuple[list[int], list[int]] | None:
+    """python_chess_mainline_rows of any bytes (bytes beyond UTF-8 as U+FFFD), or None where
+    python-chess's reader fails on the text (it raises on some stray closing parentheses)."""
+    decoded = text.decode("utf-8", "replace").encode()
+    if not decoded.strip():
+        return [], []
+    try:
+        return python_chess_mainline_rows(decoded, plies if plies is not None else 10**6)
+    except IndexError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.binary(max_size=300), plies=st.sampled_from([1, 20, None]))
+def test_the_walk_takes_any_bytes(text: bytes, plies: int | None) -> None:
+    """Any bytes: refused, or read as python-chess reads them (never a crash, never a read
+    past the text)."""
+    result = walk_openings([text, b"e4 " + text, text + b" e4"], plies=plies)
+    for index, candidate in enumerate([text, b"e4 " + text, text + b" e4"]):
+        if result.lengths[index] < 0:
+            continue
+        keys, _ = counted_by_python_chess(candidate, plies)
+        assert len(keys) == result.lengths[index], candidate

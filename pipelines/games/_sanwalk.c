@@ -1,0 +1,599 @@
+/* The SAN walk of Standard games from the start position, in compiled code.
+ *
+ * For each movetext: read its first SAN moves as python-chess's PGN reader finds them, play
+ * each on a board with python-chess's rules for SAN (Board.parse_san), and write the Polyglot
+ * key of the position before each move and the move's Polyglot code.
+ *
+ * Only movetext of a plain shape is read here: move numbers, SAN moves of the usual shapes
+ * with check signs and !/? annotations, brace comments, NAGs and results. A movetext with
+ * anything else before the moves asked for (a variation, a rest-of-line comment, an escape
+ * line, a blank line, a null move, a move written another way) or a move that is not exactly
+ * one legal move is refused (length -1), and python-chess decides it: this code never accepts
+ * what python-chess would read otherwise. A text with fewer moves than asked for is walked to
+ * its end (the caller knows how many it holds).
+ *
+ * Bounds: every read is checked against the text's length; no input byte sequence reads
+ * outside its buffer.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Pieces as codes: 0 empty, 1-6 White pawn, knight, bishop, rook, queen, king; 7-12 Black's. */
+enum { EMPTY = 0, PAWN = 1, KNIGHT, BISHOP, ROOK, QUEEN, KING };
+
+#define WHITE_KINGSIDE 1
+#define WHITE_QUEENSIDE 2
+#define BLACK_KINGSIDE 4
+#define BLACK_QUEENSIDE 8
+
+/* The 781 Polyglot random numbers, set once by set_randoms() from python-chess's table. */
+static uint64_t RANDOM[781];
+static int randoms_set = 0;
+
+typedef struct {
+    uint8_t square[64]; /* a1 = 0, b1 = 1, ..., h8 = 63 */
+    int white;          /* White to move */
+    int castling;       /* rights, the four bits above */
+    int en_passant;     /* the square a double step passed over, or -1 */
+    int king[2];        /* the kings' squares, Black's then White's */
+    uint64_t pieces;    /* the pieces' part of the Polyglot key */
+} Board;
+
+typedef struct {
+    int from, to, promotion; /* promotion: a piece type, or 0 */
+    int castles;             /* 1: the king moves two files, its rook with it */
+    int en_passant;          /* 1: a pawn takes the pawn beside its target */
+} Move;
+
+static inline int type_of(int piece) { return piece ? (piece - 1) % 6 + 1 : 0; }
+static inline int is_white(int piece) { return piece >= 1 && piece <= 6; }
+static inline int own(const Board *b, int piece) {
+    return piece != EMPTY && is_white(piece) == b->white;
+}
+static inline int make_piece(int type, int white) { return white ? type : type + 6; }
+static inline int file_of(int square) { return square & 7; }
+static inline int rank_of(int square) { return square >> 3; }
+
+static inline uint64_t piece_random(int piece, int square) {
+    int kind = (type_of(piece) - 1) * 2 + (is_white(piece) ? 1 : 0);
+    return RANDOM[64 * kind + square];
+}
+
+static void start_position(Board *b) {
+    static const uint8_t back[8] = {ROOK, KNIGHT, BISHOP, QUEEN, KING, BISHOP, KNIGHT, ROOK};
+    memset(b->square, EMPTY, sizeof b->square);
+    for (int f = 0; f < 8; f++) {
+        b->square[f] = back[f];
+        b->square[8 + f] = PAWN;
+        b->square[48 + f] = PAWN + 6;
+        b->square[56 + f] = back[f] + 6;
+    }
+    b->white = 1;
+    b->castling = WHITE_KINGSIDE | WHITE_QUEENSIDE | BLACK_KINGSIDE | BLACK_QUEENSIDE;
+    b->en_passant = -1;
+    b->king[1] = 4;
+    b->king[0] = 60;
+    b->pieces = 0;
+    for (int s = 0; s < 64; s++)
+        if (b->square[s]) b->pieces ^= piece_random(b->square[s], s);
+}
+
+/* The Polyglot key: pieces, castling rights, the en passant file where a pawn of the side to
+ * move stands beside the pawn that made the double step (legality aside), side to move. */
+static uint64_t polyglot_key(const Board *b) {
+    uint64_t key = b->pieces;
+    for (int bit = 0; bit < 4; bit++)
+        if (b->castling >> bit & 1) key ^= RANDOM[768 + bit];
+    if (b->en_passant >= 0) {
+        int file = file_of(b->en_passant);
+        int beside_rank = b->white ? 4 : 3;
+        int pawn = make_piece(PAWN, b->white);
+        if ((file > 0 && b->square[beside_rank * 8 + file - 1] == pawn) ||
+            (file < 7 && b->square[beside_rank * 8 + file + 1] == pawn))
+            key ^= RANDOM[772 + file];
+    }
+    if (b->white) key ^= RANDOM[780];
+    return key;
+}
+
+static const int KNIGHT_STEPS[8][2] = {{1, 2}, {2, 1}, {2, -1}, {1, -2},
+                                       {-1, -2}, {-2, -1}, {-2, 1}, {-1, 2}};
+static const int KING_STEPS[8][2] = {{1, 0}, {1, 1}, {0, 1}, {-1, 1},
+                                     {-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+static const int ROOK_RAYS[4][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}};
+static const int BISHOP_RAYS[4][2] = {{1, 1}, {1, -1}, {-1, 1}, {-1, -1}};
+
+static inline int on_board(int file, int rank) {
+    return file >= 0 && file < 8 && rank >= 0 && rank < 8;
+}
+
+/* Whether `square` is attacked by the side `white`'s pieces. */
+static int attacked(const Board *b, int square, int white) {
+    int f = file_of(square), r = rank_of(square);
+    int pawn = make_piece(PAWN, white), pawn_rank = white ? r - 1 : r + 1;
+    for (int side = -1; side <= 1; side += 2)
+        if (on_board(f + side, pawn_rank) && b->square[pawn_rank * 8 + f + side] == pawn)
+            return 1;
+    int knight = make_piece(KNIGHT, white), king = make_piece(KING, white);
+    for (int i = 0; i < 8; i++) {
+        int kf = f + KNIGHT_STEPS[i][0], kr = r + KNIGHT_STEPS[i][1];
+        if (on_board(kf, kr) && b->square[kr * 8 + kf] == knight) return 1;
+        int gf = f + KING_STEPS[i][0], gr = r + KING_STEPS[i][1];
+        if (on_board(gf, gr) && b->square[gr * 8 + gf] == king) return 1;
+    }
+    int queen = make_piece(QUEEN, white);
+    for (int i = 0; i < 4; i++) {
+        for (int pass = 0; pass < 2; pass++) {
+            const int *ray = pass ? BISHOP_RAYS[i] : ROOK_RAYS[i];
+            int slider = make_piece(pass ? BISHOP : ROOK, white);
+            int sf = f + ray[0], sr = r + ray[1];
+            while (on_board(sf, sr)) {
+                int piece = b->square[sr * 8 + sf];
+                if (piece != EMPTY) {
+                    if (piece == slider || piece == queen) return 1;
+                    break;
+                }
+                sf += ray[0];
+                sr += ray[1];
+            }
+        }
+    }
+    return 0;
+}
+
+/* Play a move the caller found pseudo-legal, updating the key's pieces part and the state. */
+static void play(Board *b, const Move *m) {
+    int piece = b->square[m->from];
+    int target = b->square[m->to];
+    b->pieces ^= piece_random(piece, m->from);
+    if (target != EMPTY) b->pieces ^= piece_random(target, m->to);
+    if (m->en_passant) {
+        int taken = rank_of(m->from) * 8 + file_of(m->to);
+        b->pieces ^= piece_random(b->square[taken], taken);
+        b->square[taken] = EMPTY;
+    }
+    int placed = m->promotion ? make_piece(m->promotion, b->white) : piece;
+    b->square[m->from] = EMPTY;
+    b->square[m->to] = (uint8_t)placed;
+    b->pieces ^= piece_random(placed, m->to);
+    if (m->castles) {
+        int base = rank_of(m->from) * 8;
+        int kingside = file_of(m->to) > file_of(m->from);
+        int rook_from = base + (kingside ? 7 : 0), rook_to = base + (kingside ? 5 : 3);
+        int rook = b->square[rook_from];
+        b->pieces ^= piece_random(rook, rook_from) ^ piece_random(rook, rook_to);
+        b->square[rook_from] = EMPTY;
+        b->square[rook_to] = (uint8_t)rook;
+    }
+    /* Castling rights: lost when the king moves, and when a piece leaves or reaches a corner. */
+    if (type_of(piece) == KING) b->king[b->white] = m->to;
+    if (type_of(piece) == KING)
+        b->castling &= b->white ? ~(WHITE_KINGSIDE | WHITE_QUEENSIDE)
+                                : ~(BLACK_KINGSIDE | BLACK_QUEENSIDE);
+    for (int i = 0; i < 2; i++) {
+        int s = i ? m->to : m->from;
+        if (s == 7) b->castling &= ~WHITE_KINGSIDE;
+        if (s == 0) b->castling &= ~WHITE_QUEENSIDE;
+        if (s == 63) b->castling &= ~BLACK_KINGSIDE;
+        if (s == 56) b->castling &= ~BLACK_QUEENSIDE;
+    }
+    b->en_passant = -1;
+    if (type_of(piece) == PAWN && abs(m->to - m->from) == 16) b->en_passant = (m->from + m->to) / 2;
+    b->white = !b->white;
+}
+
+/* Whether a pseudo-legal move leaves the mover's king unattacked. */
+static int legal(const Board *b, const Move *m) {
+    Board after = *b;
+    play(&after, m);
+    return !attacked(&after, after.king[b->white], after.white);
+}
+
+/* Whether the piece on `from` (not a pawn) reaches `to` by its own way of moving. */
+static int reaches(const Board *b, int type, int from, int to) {
+    int df = file_of(to) - file_of(from), dr = rank_of(to) - rank_of(from);
+    int adf = abs(df), adr = abs(dr);
+    if (type == KNIGHT) return (adf == 1 && adr == 2) || (adf == 2 && adr == 1);
+    if (type == KING) return adf <= 1 && adr <= 1 && (adf | adr);
+    int straight = (df == 0) != (dr == 0), diagonal = adf == adr && adf > 0;
+    if ((type == ROOK && !straight) || (type == BISHOP && !diagonal) ||
+        (type == QUEEN && !straight && !diagonal))
+        return 0;
+    int sf = (df > 0) - (df < 0), sr = (dr > 0) - (dr < 0);
+    for (int f = file_of(from) + sf, r = rank_of(from) + sr; f != file_of(to) || r != rank_of(to);
+         f += sf, r += sr)
+        if (b->square[r * 8 + f] != EMPTY) return 0;
+    return 1;
+}
+
+/* A pawn's pseudo-legal move from `from` to `to`, if it has one (promotion not looked at). */
+static int pawn_move(const Board *b, int from, int to, Move *m) {
+    int forward = b->white ? 1 : -1;
+    int df = file_of(to) - file_of(from), dr = rank_of(to) - rank_of(from);
+    memset(m, 0, sizeof *m);
+    m->from = from;
+    m->to = to;
+    if (df == 0) {
+        if (b->square[to] != EMPTY) return 0;
+        if (dr == forward) return 1;
+        int home = b->white ? 1 : 6;
+        return dr == 2 * forward && rank_of(from) == home && b->square[from + 8 * forward] == EMPTY;
+    }
+    if (abs(df) != 1 || dr != forward) return 0;
+    if (b->square[to] != EMPTY) return !own(b, b->square[to]);
+    if (to == b->en_passant) {
+        m->en_passant = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* A SAN move as read: castling (1 kingside, 2 queenside), or the piece type, the origin's
+ * file and rank where given (-1), the target and the promotion's piece type (0). */
+typedef struct {
+    int castles, type, from_file, from_rank, to, promotion;
+} San;
+
+/* The squares from which a piece of the SAN's type could come to its target (at most 8; each
+ * is checked again by the caller): a superset of the origins of the matching moves. */
+static int candidate_origins(const Board *b, const San *san, int origins[8]) {
+    int count = 0, to = san->to, f = file_of(to), r = rank_of(to);
+    if (san->type == PAWN) {
+        int back = b->white ? -1 : 1;
+        for (int df = -1; df <= 1; df++)
+            if (on_board(f + df, r + back)) origins[count++] = (r + back) * 8 + f + df;
+        if (on_board(f, r + 2 * back)) origins[count++] = (r + 2 * back) * 8 + f;
+    } else if (san->type == KNIGHT) {
+        for (int i = 0; i < 8; i++)
+            if (on_board(f + KNIGHT_STEPS[i][0], r + KNIGHT_STEPS[i][1]))
+                origins[count++] = (r + KNIGHT_STEPS[i][1]) * 8 + f + KNIGHT_STEPS[i][0];
+    } else if (san->type == KING) {
+        origins[count++] = b->king[b->white];
+    } else {
+        /* Sliders: the first piece on each ray from the target. */
+        for (int i = 0; i < 8; i++) {
+            const int *ray = i < 4 ? ROOK_RAYS[i] : BISHOP_RAYS[i - 4];
+            if ((san->type == ROOK && i >= 4) || (san->type == BISHOP && i < 4)) continue;
+            int sf = f + ray[0], sr = r + ray[1];
+            while (on_board(sf, sr) && b->square[sr * 8 + sf] == EMPTY) {
+                sf += ray[0];
+                sr += ray[1];
+            }
+            if (on_board(sf, sr)) origins[count++] = sr * 8 + sf;
+        }
+    }
+    return count;
+}
+
+/* Whether exactly one legal move matches the SAN, as Board.parse_san reads it (the capture
+ * sign and check signs are not checked, as it does not check them); that move is written. */
+static int resolve(const Board *b, const San *san, Move *out) {
+    if (san->castles) {
+        int base = b->white ? 0 : 56, king = base + 4;
+        int kingside = san->castles == 1;
+        int right = b->white ? (kingside ? WHITE_KINGSIDE : WHITE_QUEENSIDE)
+                             : (kingside ? BLACK_KINGSIDE : BLACK_QUEENSIDE);
+        int rook = base + (kingside ? 7 : 0);
+        if (!(b->castling & right) || b->square[king] != make_piece(KING, b->white) ||
+            b->square[rook] != make_piece(ROOK, b->white))
+            return 0;
+        int low = kingside ? king + 1 : rook + 1, high = kingside ? rook - 1 : king - 1;
+        for (int s = low; s <= high; s++)
+            if (b->square[s] != EMPTY) return 0;
+        int step = kingside ? 1 : -1;
+        for (int i = 0; i <= 2; i++)
+            if (attacked(b, king + i * step, !b->white)) return 0;
+        memset(out, 0, sizeof *out);
+        out->from = king;
+        out->to = king + 2 * step;
+        out->castles = 1;
+        return 1;
+    }
+    if (own(b, b->square[san->to])) return 0;
+    int origins[8], count = candidate_origins(b, san, origins);
+    int found = 0;
+    int last_rank = b->white ? 7 : 0;
+    for (int k = 0; k < count; k++) {
+        int from = origins[k];
+        if (b->square[from] != make_piece(san->type, b->white)) continue;
+        if (san->from_file >= 0 && file_of(from) != san->from_file) continue;
+        if (san->from_rank >= 0 && rank_of(from) != san->from_rank) continue;
+        Move m;
+        if (san->type == PAWN) {
+            /* Without a file, a pawn moves on the target's file (no capture). */
+            if (san->from_file < 0 && file_of(from) != file_of(san->to)) continue;
+            if (!pawn_move(b, from, san->to, &m)) continue;
+            if ((rank_of(san->to) == last_rank) != (san->promotion != 0)) continue;
+            m.promotion = san->promotion;
+        } else {
+            if (san->promotion || !reaches(b, san->type, from, san->to)) continue;
+            memset(&m, 0, sizeof m);
+            m.from = from;
+            m.to = san->to;
+        }
+        if (!legal(b, &m)) continue;
+        if (++found > 1) return 0; /* ambiguous */
+        *out = m;
+    }
+    return found == 1;
+}
+
+static int piece_letter(char c) {
+    switch (c) {
+    case 'N': return KNIGHT;
+    case 'B': return BISHOP;
+    case 'R': return ROOK;
+    case 'Q': return QUEEN;
+    case 'K': return KING;
+    default: return 0;
+    }
+}
+
+static inline int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+static inline int is_file(char c) { return c >= 'a' && c <= 'h'; }
+static inline int is_rank(char c) { return c >= '1' && c <= '8'; }
+
+/* Whether a token that ends at `at` is followed by what may follow it: the end, white space, a
+ * comment or a NAG. */
+static inline int ends_token(const char *t, Py_ssize_t n, Py_ssize_t at) {
+    return at >= n || is_space(t[at]) || t[at] == '{' || t[at] == '$';
+}
+
+/* Read a SAN move of a usual shape at t[*at], with its check sign and annotation; advance *at.
+ * The shapes: O-O, O-O-O; a piece letter, an optional origin file and rank, an optional "x",
+ * a target; a pawn's target, or its file, "x" and target; then "=" and N, B, R or Q for a
+ * promotion. Return 1 if one is read and ends where a token may end. */
+static int read_san(const char *t, Py_ssize_t n, Py_ssize_t *at, San *san) {
+    Py_ssize_t i = *at;
+    memset(san, 0, sizeof *san);
+    san->from_file = san->from_rank = -1;
+    if (i + 2 < n && t[i] == 'O' && t[i + 1] == '-' && t[i + 2] == 'O') {
+        i += 3;
+        san->castles = 1;
+        if (i + 1 < n && t[i] == '-' && t[i + 1] == 'O') {
+            i += 2;
+            san->castles = 2;
+        }
+    } else {
+        int type = piece_letter(t[i]);
+        if (type) {
+            /* Up to four characters before the target's: file, rank, "x". */
+            Py_ssize_t j = i + 1;
+            if (j < n && is_file(t[j]) && j + 1 < n && !is_rank(t[j + 1])) san->from_file = t[j++] - 'a';
+            else if (j + 2 < n && is_file(t[j]) && is_rank(t[j + 1]) &&
+                     (is_file(t[j + 2]) || t[j + 2] == 'x')) {
+                san->from_file = t[j] - 'a';
+                san->from_rank = t[j + 1] - '1';
+                j += 2;
+            }
+            if (san->from_file < 0 && j < n && is_rank(t[j])) san->from_rank = t[j++] - '1';
+            if (j < n && t[j] == 'x') j++;
+            if (!(j + 1 < n && is_file(t[j]) && is_rank(t[j + 1]))) return 0;
+            san->type = type;
+            san->to = (t[j + 1] - '1') * 8 + (t[j] - 'a');
+            i = j + 2;
+        } else if (is_file(t[i])) {
+            Py_ssize_t j = i;
+            if (j + 1 < n && t[j + 1] == 'x') {
+                san->from_file = t[j] - 'a';
+                j += 2;
+            }
+            if (!(j + 1 < n && is_file(t[j]) && is_rank(t[j + 1]))) return 0;
+            san->type = PAWN;
+            san->to = (t[j + 1] - '1') * 8 + (t[j] - 'a');
+            i = j + 2;
+            if (i + 1 < n && t[i] == '=') {
+                int promotion = piece_letter(t[i + 1]);
+                if (!promotion || promotion == KING) return 0;
+                san->promotion = promotion;
+                i += 2;
+            }
+        } else {
+            return 0;
+        }
+    }
+    if (i < n && (t[i] == '+' || t[i] == '#')) i++;
+    for (int k = 0; k < 2 && i < n && (t[i] == '!' || t[i] == '?'); k++) i++;
+    if (!ends_token(t, n, i)) return 0;
+    *at = i;
+    return 1;
+}
+
+/* Growing output: Polyglot keys and moves, one of each a ply. */
+typedef struct {
+    uint64_t *keys;
+    uint16_t *moves;
+    Py_ssize_t size, capacity;
+} Rows;
+
+static int reserve(Rows *rows, Py_ssize_t more) {
+    if (rows->size + more <= rows->capacity) return 1;
+    Py_ssize_t capacity = rows->capacity ? rows->capacity : 4096;
+    while (capacity < rows->size + more) capacity *= 2;
+    uint64_t *keys = realloc(rows->keys, (size_t)capacity * sizeof *keys);
+    if (!keys) return 0;
+    rows->keys = keys;
+    uint16_t *moves = realloc(rows->moves, (size_t)capacity * sizeof *moves);
+    if (!moves) return 0;
+    rows->moves = moves;
+    rows->capacity = capacity;
+    return 1;
+}
+
+/* Walk one movetext: at most `plies` moves (all when negative). Return the moves walked
+ * (written to rows), -1 if the text is refused, -2 when memory runs out. */
+static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows) {
+    Board board;
+    start_position(&board);
+    Py_ssize_t start = rows->size, walked = 0, i = 0;
+    while (i < n && (plies < 0 || walked < plies)) {
+        char c = t[i];
+        if (c == '\n') {
+            /* A blank line ends a game for python-chess's reader (counting reads on). */
+            Py_ssize_t j = i + 1;
+            while (j < n && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r')) j++;
+            if (j < n && t[j] == '\n') goto refused;
+            i = j;
+        } else if (is_space(c)) {
+            i++;
+        } else if (c == '{') {
+            const char *close = memchr(t + i, '}', (size_t)(n - i));
+            if (!close) goto refused;
+            i = close - t + 1;
+        } else if (c == '$') {
+            Py_ssize_t j = i + 1;
+            while (j < n && t[j] >= '0' && t[j] <= '9') j++;
+            if (j == i + 1 || !ends_token(t, n, j)) goto refused;
+            i = j;
+        } else if (c == '!' || c == '?') {
+            Py_ssize_t j = i;
+            while (j < n && j < i + 2 && (t[j] == '!' || t[j] == '?')) j++;
+            if (!ends_token(t, n, j)) goto refused;
+            i = j;
+        } else if (c == '*') {
+            if (!ends_token(t, n, i + 1)) goto refused;
+            i++;
+        } else if (c >= '0' && c <= '9') {
+            Py_ssize_t j = i, zeros = 0;
+            while (j < n && t[j] >= '0' && t[j] <= '9') {
+                zeros = t[j] == '0' ? zeros + 1 : 0;
+                if (zeros >= 4) goto refused; /* "0000" is a null move to python-chess */
+                j++;
+            }
+            if (j < n && t[j] == '.') {
+                while (j < n && t[j] == '.') j++;
+                if (j < n && !is_space(t[j]) && !(t[j] >= 'a' && t[j] <= 'h') &&
+                    !piece_letter(t[j]) && t[j] != 'O')
+                    goto refused;
+                i = j; /* a move may follow the number at once ("1.e4") */
+            } else {
+                static const char *results[3] = {"1-0", "0-1", "1/2-1/2"};
+                int matched = 0;
+                for (int k = 0; k < 3 && !matched; k++) {
+                    Py_ssize_t len = (Py_ssize_t)strlen(results[k]);
+                    if (n - i >= len && memcmp(t + i, results[k], (size_t)len) == 0 &&
+                        ends_token(t, n, i + len)) {
+                        i += len;
+                        matched = 1;
+                    }
+                }
+                if (!matched) goto refused;
+            }
+        } else {
+            San san;
+            Move move;
+            if (!read_san(t, n, &i, &san) || !resolve(&board, &san, &move)) goto refused;
+            if (!reserve(rows, 1)) return -2;
+            int to = move.to;
+            if (move.castles) /* Polyglot writes castling as the king taking its rook */
+                to = rank_of(move.from) * 8 + (file_of(move.to) > file_of(move.from) ? 7 : 0);
+            int promotion = move.promotion ? move.promotion - 1 : 0;
+            rows->keys[rows->size] = polyglot_key(&board);
+            rows->moves[rows->size] = (uint16_t)(to | move.from << 6 | promotion << 12);
+            rows->size++;
+            play(&board, &move);
+            walked++;
+        }
+    }
+    return walked;
+refused:
+    rows->size = start;
+    return -1;
+}
+
+static PyObject *set_randoms(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    if (view.len != (Py_ssize_t)sizeof RANDOM) {
+        PyBuffer_Release(&view);
+        return PyErr_Format(PyExc_ValueError, "expected %zd bytes of Polyglot randoms, got %zd",
+                            (Py_ssize_t)sizeof RANDOM, view.len);
+    }
+    memcpy(RANDOM, view.buf, sizeof RANDOM);
+    PyBuffer_Release(&view);
+    randoms_set = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *walk_openings(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts;
+    Py_ssize_t plies;
+    if (!PyArg_ParseTuple(args, "On", &texts, &plies)) return NULL;
+    if (!randoms_set) {
+        PyErr_SetString(PyExc_RuntimeError, "set_randoms() was not called");
+        return NULL;
+    }
+    PyObject *sequence = PySequence_Fast(texts, "texts must be a sequence of bytes");
+    if (!sequence) return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+    PyObject **items = PySequence_Fast_ITEMS(sequence);
+    for (Py_ssize_t g = 0; g < count; g++) {
+        if (!PyBytes_Check(items[g])) {
+            Py_DECREF(sequence);
+            return PyErr_Format(PyExc_TypeError, "texts[%zd] is not bytes", g);
+        }
+    }
+    int32_t *lengths = malloc((size_t)(count ? count : 1) * sizeof *lengths);
+    Rows rows = {NULL, NULL, 0, 0};
+    int out_of_memory = lengths == NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < count && !out_of_memory; g++) {
+        const char *text = PyBytes_AS_STRING(items[g]);
+        Py_ssize_t size = PyBytes_GET_SIZE(items[g]);
+#ifdef SANWALK_EXACT_BUFFERS
+        /* The sanitizer build (tests/test_sanwalk_sanitized.py) walks a copy of each text in
+         * a buffer of its exact size, so that a read one byte past it is caught. */
+        char *copy = malloc(size ? (size_t)size : 1);
+        if (!copy) {
+            out_of_memory = 1;
+            break;
+        }
+        memcpy(copy, text, (size_t)size);
+        text = copy;
+#endif
+        Py_ssize_t walked = walk(text, size, plies, &rows);
+#ifdef SANWALK_EXACT_BUFFERS
+        free(copy);
+#endif
+        if (walked == -2) out_of_memory = 1;
+        lengths[g] = walked > INT32_MAX ? -1 : (int32_t)walked;
+    }
+    Py_END_ALLOW_THREADS
+    Py_DECREF(sequence);
+    PyObject *result = NULL;
+    if (out_of_memory) {
+        PyErr_NoMemory();
+    } else {
+        static const char nothing[1] = {0}; /* (a NULL pointer would give None) */
+        result = Py_BuildValue("y#y#y#", rows.keys ? (const char *)rows.keys : nothing,
+                               rows.size * 8, rows.moves ? (const char *)rows.moves : nothing,
+                               rows.size * 2, (const char *)lengths, count * 4);
+    }
+    free(rows.keys);
+    free(rows.moves);
+    free(lengths);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"set_randoms", set_randoms, METH_O,
+     "set_randoms(randoms: bytes) -> None\n\nThe 781 Polyglot random numbers, native uint64."},
+    {"walk_openings", walk_openings, METH_VARARGS,
+     "walk_openings(texts: Sequence[bytes], plies: int) -> (keys, moves, lengths)\n\n"
+     "Native uint64 keys and uint16 moves of each ply walked, int32 moves walked per text (-1:\n"
+     "refused). plies < 0: every move."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_sanwalk", "The SAN walk of Standard games, compiled.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__sanwalk(void) { return PyModule_Create(&module); }

@@ -1,0 +1,6 @@
+"""Types of the compiled SAN walk (`_sanwalk.c`); `sanwalk.py` is its Python face."""
+
+from collections.abc import Sequence
+
+def set_randoms(randoms: bytes, /) -> None: ...
+def walk_openings(texts: Sequence[bytes], plies: int, /) -> tuple[bytes, bytes, bytes]: ...
