@@ -111,34 +111,54 @@ static inline int on_board(int file, int rank) {
     return file >= 0 && file < 8 && rank >= 0 && rank < 8;
 }
 
+/* Squares by square, set once by init_tables(): a knight's and a king's targets (-1 ends the
+ * list), and the squares of each ray from the square outwards (rook rays first, -1 ends). */
+static int8_t KNIGHT_TARGETS[64][9], KING_TARGETS[64][9], RAYS[64][8][8];
+
+static void init_tables(void) {
+    for (int square = 0; square < 64; square++) {
+        int f = file_of(square), r = rank_of(square), knights = 0, kings = 0;
+        for (int i = 0; i < 8; i++) {
+            if (on_board(f + KNIGHT_STEPS[i][0], r + KNIGHT_STEPS[i][1]))
+                KNIGHT_TARGETS[square][knights++] =
+                    (int8_t)((r + KNIGHT_STEPS[i][1]) * 8 + f + KNIGHT_STEPS[i][0]);
+            if (on_board(f + KING_STEPS[i][0], r + KING_STEPS[i][1]))
+                KING_TARGETS[square][kings++] =
+                    (int8_t)((r + KING_STEPS[i][1]) * 8 + f + KING_STEPS[i][0]);
+            const int *ray = i < 4 ? ROOK_RAYS[i] : BISHOP_RAYS[i - 4];
+            int length = 0;
+            for (int sf = f + ray[0], sr = r + ray[1]; on_board(sf, sr); sf += ray[0], sr += ray[1])
+                RAYS[square][i][length++] = (int8_t)(sr * 8 + sf);
+            if (length < 8) RAYS[square][i][length] = -1;
+        }
+        KNIGHT_TARGETS[square][knights] = -1;
+        KING_TARGETS[square][kings] = -1;
+    }
+}
+
 /* Whether `square` is attacked by the side `white`'s pieces. */
 static int attacked(const Board *b, int square, int white) {
+    const uint8_t *board = b->square;
     int f = file_of(square), r = rank_of(square);
     int pawn = make_piece(PAWN, white), pawn_rank = white ? r - 1 : r + 1;
-    for (int side = -1; side <= 1; side += 2)
-        if (on_board(f + side, pawn_rank) && b->square[pawn_rank * 8 + f + side] == pawn)
-            return 1;
-    int knight = make_piece(KNIGHT, white), king = make_piece(KING, white);
-    for (int i = 0; i < 8; i++) {
-        int kf = f + KNIGHT_STEPS[i][0], kr = r + KNIGHT_STEPS[i][1];
-        if (on_board(kf, kr) && b->square[kr * 8 + kf] == knight) return 1;
-        int gf = f + KING_STEPS[i][0], gr = r + KING_STEPS[i][1];
-        if (on_board(gf, gr) && b->square[gr * 8 + gf] == king) return 1;
+    if (pawn_rank >= 0 && pawn_rank < 8) {
+        if (f > 0 && board[pawn_rank * 8 + f - 1] == pawn) return 1;
+        if (f < 7 && board[pawn_rank * 8 + f + 1] == pawn) return 1;
     }
+    int knight = make_piece(KNIGHT, white), king = make_piece(KING, white);
+    for (const int8_t *t = KNIGHT_TARGETS[square]; *t >= 0; t++)
+        if (board[*t] == knight) return 1;
+    for (const int8_t *t = KING_TARGETS[square]; *t >= 0; t++)
+        if (board[*t] == king) return 1;
     int queen = make_piece(QUEEN, white);
-    for (int i = 0; i < 4; i++) {
-        for (int pass = 0; pass < 2; pass++) {
-            const int *ray = pass ? BISHOP_RAYS[i] : ROOK_RAYS[i];
-            int slider = make_piece(pass ? BISHOP : ROOK, white);
-            int sf = f + ray[0], sr = r + ray[1];
-            while (on_board(sf, sr)) {
-                int piece = b->square[sr * 8 + sf];
-                if (piece != EMPTY) {
-                    if (piece == slider || piece == queen) return 1;
-                    break;
-                }
-                sf += ray[0];
-                sr += ray[1];
+    for (int i = 0; i < 8; i++) {
+        int slider = make_piece(i < 4 ? ROOK : BISHOP, white);
+        const int8_t *ray = RAYS[square][i];
+        for (int k = 0; k < 8 && ray[k] >= 0; k++) {
+            int piece = board[ray[k]];
+            if (piece != EMPTY) {
+                if (piece == slider || piece == queen) return 1;
+                break;
             }
         }
     }
@@ -187,7 +207,14 @@ static void play(Board *b, const Move *m) {
 }
 
 /* Whether a pseudo-legal move leaves the mover's king unattacked. */
-static int legal(const Board *b, const Move *m) {
+static int legal(const Board *b, const Move *m, int in_check) {
+    int king = b->king[b->white];
+    /* Out of check, a piece that is not the king, not taking en passant and not on a line
+     * with its king cannot uncover an attack on it: legal without playing it. */
+    if (!in_check && m->from != king && !m->en_passant) {
+        int df = file_of(m->from) - file_of(king), dr = rank_of(m->from) - rank_of(king);
+        if (df != 0 && dr != 0 && abs(df) != abs(dr)) return 1;
+    }
     Board after = *b;
     play(&after, m);
     return !attacked(&after, after.king[b->white], after.white);
@@ -295,6 +322,7 @@ static int resolve(const Board *b, const San *san, Move *out) {
     }
     if (own(b, b->square[san->to])) return 0;
     int origins[8], count = candidate_origins(b, san, origins);
+    int in_check = -1; /* not known yet */
     int found = 0;
     int last_rank = b->white ? 7 : 0;
     for (int k = 0; k < count; k++) {
@@ -315,7 +343,8 @@ static int resolve(const Board *b, const San *san, Move *out) {
             m.from = from;
             m.to = san->to;
         }
-        if (!legal(b, &m)) continue;
+        if (in_check < 0) in_check = attacked(b, b->king[b->white], !b->white);
+        if (!legal(b, &m, in_check)) continue;
         if (++found > 1) return 0; /* ambiguous */
         *out = m;
     }
@@ -596,4 +625,7 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__sanwalk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__sanwalk(void) {
+    init_tables();
+    return PyModule_Create(&module);
+}

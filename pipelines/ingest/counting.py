@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import chess
 
 from pipelines.games.game_filter import KeptGame, ScanStats
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
-from schemas.movetext import opening_text, plain_moves, san_tokens
+from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 from schemas.speed import Speed
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class IllegalMove(ValueError):
@@ -179,9 +183,8 @@ class MoveCounter:
         self.rows = MoveRows()
         self.batch_size = batch_size
         self.batched = not chess960 if batched is None else batched
-        #: Games waiting for a batch: the game, its text, the moves the parser must read from
-        #: it (the plies counted, or fewer), and its place.
-        self._pending: list[tuple[KeptGame, bytes, int, int]] = []
+        #: Games waiting for a batch, each with its place.
+        self._pending: list[tuple[KeptGame, int]] = []
         #: The pending games' ratings (at most MAX_RATING), speed ordinals and White's points,
         #: four numbers a game.
         self._numbers: array[int] = array("q")
@@ -195,20 +198,7 @@ class MoveCounter:
         if not self.batched or game.fen is not None:
             self._count_one(game, None, place)
             return
-        # Most games are cut at a move number and go to the compiled walk as they are, as do
-        # shorter plain ones whole; the others as their SAN tokens. The walk must then read
-        # as many moves as the text holds (python-chess decides a game where it does not).
-        text = opening_text(game.movetext, self.plies)
-        if text is not None:
-            self._queue(game, text, self.plies, place)
-        elif moves := plain_moves(game.movetext):
-            self._queue(game, game.movetext, min(moves, self.plies), place)
-        else:
-            sans = san_tokens(game.movetext, self.plies)
-            if not sans:
-                self._reject("no_moves", place)
-                return
-            self._queue(game, b" ".join(sans), len(sans), place)
+        self._queue(game, place)
         if len(self._pending) >= self.batch_size:
             self.flush()
 
@@ -217,10 +207,9 @@ class MoveCounter:
         self._reject(reason, self.added)
         self.added += 1
 
-    def _queue(self, game: KeptGame, text: bytes, moves: int, place: int) -> None:
-        """Add a game to the next batch, with its text for the compiled walk and the moves it
-        must read from it."""
-        self._pending.append((game, text, moves, place))
+    def _queue(self, game: KeptGame, place: int) -> None:
+        """Add a game to the next batch, in its place."""
+        self._pending.append((game, place))
         white, black, speed, result = game[:4]
         self._numbers.extend(
             (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result)
@@ -253,9 +242,9 @@ class MoveCounter:
     def flush(self) -> None:
         """Count the games waiting for a batch.
 
-        A game the compiled walk refuses, or from whose text it read another number of moves
-        than the text holds (a cut movetext numbered wrongly holds fewer), is counted by
-        python-chess from its whole movetext.
+        Each movetext goes to the compiled walk as it is; one it refuses (a variation, say) goes
+        again as its SAN tokens, as python-chess's reader finds them. A game the walk refuses
+        both ways, or in which it finds no move, is counted by python-chess from its movetext.
         """
         if not self._pending:
             return
@@ -266,37 +255,54 @@ class MoveCounter:
         pending, self._pending = self._pending, []
         numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
         self._numbers = array("q")
-        walked = walk_openings([text for _, text, _, _ in pending], plies=self.plies)
-        expected = np.fromiter((n for _, _, n, _ in pending), dtype=np.int64, count=len(pending))
-        redo = walked.lengths != expected  # (a refused text's length, -1, is never expected)
-        games = np.repeat(np.arange(len(pending)), np.maximum(walked.lengths, 0))
-        keep = ~redo[games]
-        if not keep.all():
-            games = games[keep]
-        if len(games):
-            starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
-            first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
-            white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-            white_elo, black_elo, ordinal, white_points = numbers.T
-            band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
-            # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top
-            # group either way.)
-            group = average_rating_group(white_elo, black_elo).astype(np.uint16)[games]
-            speed = ordinal.astype(np.uint8)[games]
-            points = white_points.astype(np.uint8)[games]
-            points = np.where(white_moves, points, 2 - points).astype(np.uint8)
-            rating = np.where(white_moves, white_elo[games], black_elo[games]).astype(np.uint16)
-            keys, moves = walked.keys, walked.moves
-            if len(games) != len(keys):
-                keys, moves = keys[keep], moves[keep]
-            self.rows.keys.frombytes(keys.astype(np.uint64).tobytes())
-            self.rows.moves.frombytes(moves.astype(np.uint16).tobytes())
-            self.rows.speeds.frombytes(speed.tobytes())
-            self.rows.bands.frombytes(band.tobytes())
-            self.rows.points.frombytes(points.tobytes())
-            self.rows.groups.frombytes(group.tobytes())
-            self.rows.ratings.frombytes(rating.tobytes())
-        self.stats.games_kept += len(pending) - int(redo.sum())
-        for index in np.flatnonzero(redo):
-            game, _, _, place = pending[index]
+        walked = walk_openings([game.movetext for game, _ in pending], plies=self.plies)
+        self._add_walked(walked.keys, walked.moves, walked.lengths, numbers)
+        redo = [int(i) for i in np.flatnonzero(walked.lengths <= 0)]
+        tokens = [san_tokens(pending[i][0].movetext, self.plies) for i in redo]
+        again = [i for i, sans in zip(redo, tokens, strict=True) if sans]
+        if again:
+            texts = [b" ".join(sans) for sans in tokens if sans]
+            rewalked = walk_openings(texts, plies=self.plies)
+            walked_all = rewalked.lengths == [len(sans) for sans in tokens if sans]
+            keys, moves, lengths = rewalked
+            if not walked_all.all():  # (a walk accepts only what it reads whole)
+                rows = np.repeat(walked_all, np.maximum(lengths, 0))
+                keys, moves, lengths = keys[rows], moves[rows], np.where(walked_all, lengths, 0)
+            self._add_walked(keys, moves, lengths, numbers[again])
+            decided = set(np.array(again)[walked_all].tolist())
+            redo = [i for i in redo if i not in decided]
+        self.stats.games_kept += len(pending) - len(redo)
+        for index in redo:
+            game, place = pending[index]
             self._count_one(game, None, place)  # python-chess decides
+
+    def _add_walked(
+        self, keys: np.ndarray, moves: np.ndarray, lengths: np.ndarray, numbers: np.ndarray
+    ) -> None:
+        """Add the rows a walk gave the games whose numbers are given (one row per game of
+        `numbers`: ratings, speed ordinal, White's points), `lengths` rows a game (none where
+        not above 0)."""
+        import numpy as np
+
+        games = np.repeat(np.arange(len(lengths)), np.maximum(lengths, 0))
+        if not len(games):
+            return
+        starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
+        first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
+        white_moves = (np.arange(len(games)) - first_row) % 2 == 0
+        white_elo, black_elo, ordinal, white_points = numbers.T
+        band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
+        # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top group
+        # either way.)
+        group = average_rating_group(white_elo, black_elo).astype(np.uint16)[games]
+        speed = ordinal.astype(np.uint8)[games]
+        points = white_points.astype(np.uint8)[games]
+        points = np.where(white_moves, points, 2 - points).astype(np.uint8)
+        rating = np.where(white_moves, white_elo[games], black_elo[games]).astype(np.uint16)
+        self.rows.keys.frombytes(keys.astype(np.uint64).tobytes())
+        self.rows.moves.frombytes(moves.astype(np.uint16).tobytes())
+        self.rows.speeds.frombytes(speed.tobytes())
+        self.rows.bands.frombytes(band.tobytes())
+        self.rows.points.frombytes(points.tobytes())
+        self.rows.groups.frombytes(group.tobytes())
+        self.rows.ratings.frombytes(rating.tobytes())
