@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from functools import cache
 
 _COMMENT = re.compile(rb"\{[^}]*(?:\}|\Z)|;[^\n]*")
 
@@ -119,62 +118,3 @@ def has_moves(movetext: bytes) -> bool:
     """Whether a movetext holds a move: a game without one is dropped as `no_moves`, by every
     command that reads kept games, so that "kept" means the same games everywhere."""
     return bool(san_tokens(movetext, 1))
-
-
-def plain_moves(movetext: bytes) -> int | None:
-    """Return how many moves a plain movetext holds, or None when it is not plain.
-
-    Plain, as Lichess writes games without comments: numbered moves one space apart
-    ("1. e4 e5 2. Nf3"), each SAN token starting with a letter and holding no dot, annotation or
-    NAG, then the result (line ends may follow). san_tokens reads exactly its tokens that are
-    not move numbers, nor the result: as many as its spaces less its move numbers.
-    """
-    if _PLAIN.fullmatch(movetext) is None:
-        return None
-    return movetext.count(b" ") - movetext.count(b". ")
-
-
-#: A plain movetext (see plain_moves).
-_PLAIN = re.compile(
-    rb"(?:\d+\. [a-hKQRBNO][^\s$!?.]* (?:[a-hKQRBNO][^\s$!?.]* )?)*"
-    rb"(?:1-0|0-1|1/2-1/2|\*)[\r\n]*"
-)
-
-
-def opening_text(movetext: bytes, plies: int) -> bytes | None:
-    """Return the movetext cut where the move after the first `plies` plies is numbered.
-
-    The cut is at the whitespace before the number of full move (plies + 1) // 2 + 1, and only
-    where it is known to fall between tokens of the mainline: no variation, rest-of-line comment
-    or escape line before it, and no brace comment open at it. The text returned then starts with
-    the game's first `plies` moves, if it holds that many (a game numbered wrongly holds fewer).
-    None when there is no such number or the cut is not known to be safe.
-    """
-    after_space, after_newline = _numbered(plies)
-    cut = movetext.find(after_space)
-    newline = movetext.find(after_newline, 0, cut if cut >= 0 else len(movetext))
-    if newline >= 0:
-        cut = newline
-    if cut < 0:
-        return None
-    if _UNSAFE.search(movetext, 0, cut) is None:  # no variation, comment or escape line
-        return movetext[:cut]
-    head = movetext[:cut]
-    if b"(" in head or b";" in head or b"\n%" in head or head[:1] == b"%":
-        return None
-    braces = head.count(b"{")
-    if braces != head.count(b"}") or (braces and head.rfind(b"{") > head.rfind(b"}")):
-        return None  # a comment may be open at the cut
-    return head
-
-
-#: What a cut must check for before it: variations, comments and escape lines.
-_UNSAFE = re.compile(rb"[(;{}%]")
-
-
-@cache
-def _numbered(plies: int) -> tuple[bytes, bytes]:
-    """Return the number of the move after the first `plies` plies, after a space and after a
-    line end, as movetext writes it."""
-    number = b"%d." % ((plies + 1) // 2 + 1)
-    return b" " + number, b"\n" + number

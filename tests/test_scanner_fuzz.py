@@ -484,35 +484,3 @@ def test_real_games_take_the_fast_path(games_2021: Path, games_2013: Path) -> No
         matched = sum(_LICHESS_HEADER.match(game) is not None for game in games)
         unrated = sum(b'Elo "?"' in game.split(b"\n\n")[0] for game in games)
         assert matched == len(games) - unrated > 900
-
-
-@settings(max_examples=1000, deadline=None)
-@given(
-    parts=st.lists(
-        st.sampled_from(
-            [b"1.", b"2.", b"12.", b"1...", b"e4", b"Nf3", b"O-O", b"0-0", b"exd8=Q+", b"e4.",
-             b"e4!", b"$1", b"1-0", b"*", b"1/2-1/2", b"{", b"(", b"7", b"\xc3\xa9", b""]
-        ),
-        max_size=30,
-    ),
-    separator=st.sampled_from([b" ", b" ", b" ", b"  ", b"\n", b"\t"]),
-    end=st.sampled_from([b"", b"\n", b"\r\n", b" ", b"\n\n"]),
-)  # fmt: skip
-def test_plain_moves_count_san_tokens(parts: list[bytes], separator: bytes, end: bytes) -> None:
-    """Where a movetext is plain, plain_moves counts exactly the tokens san_tokens reads."""
-    from schemas.movetext import plain_moves
-
-    movetext = separator.join(parts) + end
-    moves = plain_moves(movetext)
-    assert moves is None or moves == len(san_tokens(movetext))
-
-
-def test_plain_moves_of_real_games(games_2013: Path) -> None:
-    """Most games of the 2013 sample are plain; each one's count is san_tokens'."""
-    from schemas.movetext import plain_moves
-
-    chunks = list(decompressed_chunks(io.BytesIO(games_2013.read_bytes())))
-    texts = [game.partition(b"\n\n")[2] for game in split_games(chunks, ScanStats())]
-    counted = [(plain_moves(text), text) for text in texts]
-    assert sum(moves is not None for moves, _ in counted) > 0.9 * len(texts) > 20000
-    assert all(moves == len(san_tokens(text)) for moves, text in counted if moves is not None)
