@@ -1,4 +1,5 @@
-"""The warehouse folder: move statistics partitioned by month, manifests, atomic publishing."""
+"""The warehouse folder: move statistics partitioned by month, manifests, the files' row groups,
+atomic publishing."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,30 @@ PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
 }
+
+
+def write_row_groups(reader: Any, writer: Any, cast: Callable[[Any], Any]) -> int:
+    """Write the batches of an Arrow record batch reader through a Parquet writer in row
+    groups of ROW_GROUP_ROWS rows (the last one shorter; a single empty one when there is no
+    row), each table cast by `cast` first; return the rows written."""
+    import pyarrow as pa
+
+    rows = 0
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in reader:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= ROW_GROUP_ROWS:
+            table = pa.Table.from_batches(pending)
+            head, tail = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
+            writer.write_table(cast(head))
+            rows += head.num_rows
+            pending, pending_rows = tail.to_batches(), tail.num_rows
+    if pending_rows or rows == 0:
+        writer.write_table(cast(pa.Table.from_batches(pending, schema=reader.schema)))
+        rows += pending_rows
+    return rows
 
 
 def check_month(month: str) -> str:
