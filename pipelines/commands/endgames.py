@@ -115,32 +115,27 @@ def _report(manifest: Mapping[str, object], keys: tuple[str, ...]) -> None:
 def run_sample(args: argparse.Namespace) -> int:
     import time
 
-    from pipelines.commands.ingest import progress_from_args
+    from pipelines.commands.ingest import progress_shown
     from pipelines.endgames.build import sample_labels
     from pipelines.progress import bar
 
-    shown = progress_from_args(args)
-    started = time.monotonic()
+    with progress_shown(args) as shown, _explain_existing():
+        started = time.monotonic()
 
-    def progress(done: int, total: int) -> None:
-        if shown is not None:
-            line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
-            shown.show(line, time.monotonic() - started, force=done == total)
+        def progress(done: int, total: int) -> None:
+            if shown is not None:
+                line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
+                shown.show(line, time.monotonic() - started, force=done == total)
 
-    try:
-        with _explain_existing():
-            manifest = sample_labels(
-                table_folders(args),
-                args.materials,
-                args.seed,
-                args.out,
-                args.backend,
-                overwrite=args.overwrite,
-                progress=progress,
-            )
-    finally:
-        if shown is not None:
-            shown.close()
+        manifest = sample_labels(
+            table_folders(args),
+            args.materials,
+            args.seed,
+            args.out,
+            args.backend,
+            overwrite=args.overwrite,
+            progress=progress,
+        )
     _report(manifest, ("output", "rows", "backend", "seconds"))
     return 0
 
@@ -164,16 +159,15 @@ def run_epd(args: argparse.Namespace) -> int:
 def run_games(args: argparse.Namespace) -> int:
     import os
 
-    from pipelines.commands.ingest import filter_from_args, progress_from_args
+    from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.commands.options import as_said
     from pipelines.endgames.build import game_labels
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
 
     folders = table_folders(args)
-    bar = progress_from_args(args)
     try:
-        with _explain_existing():
+        with progress_shown(args) as bar, _explain_existing():
             manifest = game_labels(
                 folders,
                 args.source,
@@ -188,9 +182,6 @@ def run_games(args: argparse.Namespace) -> int:
             )
     except NothingKept as exc:
         raise ChesspipeError(as_said(exc)) from None
-    finally:
-        if bar is not None:
-            bar.close()
     _report(
         manifest,
         (

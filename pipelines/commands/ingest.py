@@ -6,6 +6,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,32 @@ def progress_from_args(args: argparse.Namespace) -> Any:
     if args.quiet or not (args.progress or sys.stderr.isatty()):
         return None
     return ProgressBar(interval=0.0 if sys.stderr.isatty() else 5.0)
+
+
+@contextmanager
+def progress_shown(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield the progress bar of the options (None when quiet), closed when the block ends."""
+    bar = progress_from_args(args)
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+@contextmanager
+def ingest_errors_said() -> Iterator[None]:
+    """Re-raise the errors that stop a month's ingest as the command line says them: a month
+    it would shrink (with the flag that replaces it anyway), a cut stream and no game kept
+    (with the flag that avoids each)."""
+    from pipelines.ingest.run import WouldShrinkMonth
+
+    try:
+        yield
+    except WouldShrinkMonth as exc:
+        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+    except (CutShort, NothingKept) as exc:
+        raise ChesspipeError(as_said(exc)) from None
 
 
 def register(subparsers: Any) -> None:
@@ -85,10 +113,9 @@ def run(args: argparse.Namespace) -> int:
     workers = 1 if settings.dedupe else args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
     from pipelines.ingest.options import RunPolicy, Runtime
-    from pipelines.ingest.run import WouldShrinkMonth, ingest
+    from pipelines.ingest.run import ingest
 
-    bar = progress_from_args(args)
-    try:
+    with progress_shown(args) as bar, ingest_errors_said():
         manifest = ingest(
             args.source,
             args.month,
@@ -102,13 +129,6 @@ def run(args: argparse.Namespace) -> int:
             ),
             runtime=Runtime(progress=bar, workers=args.workers, pool=pool),
         )
-    except WouldShrinkMonth as exc:
-        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-    except (CutShort, NothingKept) as exc:
-        raise ChesspipeError(as_said(exc)) from None
-    finally:
-        if bar is not None:
-            bar.close()
     summary = {
         k: getattr(manifest, k)
         for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")

@@ -298,7 +298,7 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 
 def run_from_games(args: argparse.Namespace) -> int:
-    from pipelines.commands.ingest import filter_from_args, progress_from_args
+    from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.commands.options import as_said, settings_as_flags
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
@@ -323,24 +323,22 @@ def run_from_games(args: argparse.Namespace) -> int:
 
         folders = table_folders(args)
         outcomes = TableOutcomes(folders, args.backend)
-    bar = progress_from_args(args)
     try:
-        manifest = export_games(
-            args.source,
-            args.month,
-            args.out,
-            settings,
-            outcomes,
-            [str(f) for f in folders],
-            progress=bar,
-            workers=args.workers or os.cpu_count() or 1,
-            allow_empty=args.allow_empty,
-        )
+        with progress_shown(args) as bar:
+            manifest = export_games(
+                args.source,
+                args.month,
+                args.out,
+                settings,
+                outcomes,
+                [str(f) for f in folders],
+                progress=bar,
+                workers=args.workers or os.cpu_count() or 1,
+                allow_empty=args.allow_empty,
+            )
     except NothingKept as exc:
         raise ChesspipeError(as_said(exc)) from None
     finally:
-        if bar is not None:
-            bar.close()
         if outcomes is not None:
             outcomes.close()
     summary = manifest.to_json()
