@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    add_action,
+    add_actions,
     add_allow_empty_option,
     add_filter_options,
     add_frame_workers_option,
@@ -53,13 +55,17 @@ def _explain_existing() -> Iterator[None]:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "endgames", help="label endgame positions with Syzygy tablebases (Parquet)"
+    actions = add_actions(
+        subparsers,
+        "endgames",
+        dest="endgames_command",
+        help="label endgame positions with Syzygy tablebases (Parquet)",
     )
-    actions = parser.add_subparsers(dest="endgames_command", metavar="ACTION", required=True)
 
-    sample = actions.add_parser(
+    sample = add_action(
+        actions,
         "sample",
+        run_sample,
         help="uniformly random legal positions of given materials",
         description="Sample distinct, uniformly random legal positions of each material (no "
         "castling, no en passant), label them, and write OUT/sample-seedN.parquet + .json "
@@ -71,10 +77,11 @@ def register(subparsers: Any) -> None:
     add_table_options(sample)
     add_overwrite_option(sample)
     add_progress_options(sample)
-    sample.set_defaults(handler=run_sample)
 
-    epd = actions.add_parser(
+    epd = add_action(
+        actions,
         "from-epd",
+        run_epd,
         help="positions of an EPD or FEN list",
         description="Label every position of FILE (one FEN or EPD a line; '#' comments) and "
         "write OUT/epd-STEM.parquet + .json.",
@@ -88,10 +95,11 @@ def register(subparsers: Any) -> None:
     )
     add_table_options(epd)
     add_overwrite_option(epd)
-    epd.set_defaults(handler=run_epd)
 
-    games = actions.add_parser(
+    games = add_action(
+        actions,
         "from-games",
+        run_games,
         help="tablebase-phase positions of a month's kept games",
         description="Stream SOURCE (as for ingest), keep the games that pass the filter, replay "
         "those with enough captures to reach the tables, and label each distinct covered "
@@ -105,7 +113,6 @@ def register(subparsers: Any) -> None:
     add_filter_options(games)
     add_allow_empty_option(games, "write an empty label set")
     add_frame_workers_option(games)
-    games.set_defaults(handler=run_games)
 
 
 def _report(manifest: Mapping[str, object], keys: tuple[str, ...]) -> None:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from pipelines.errors import ChesspipeError, CutShort, SettingError
 
@@ -77,6 +78,26 @@ def positive_number(text: str) -> float:
     if not (math.isfinite(value) and value > 0.0):
         raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
     return value
+
+
+# Commands of several actions.
+
+
+def add_actions(
+    subparsers: Any, name: str, *, dest: str, metavar: str | None = "ACTION", **about: str
+) -> Any:
+    """Add the command `name` (`about`: its help and description), whose subcommands are its
+    actions (the one chosen stored as `dest`); return what its actions are added to."""
+    parser = subparsers.add_parser(name, **about)
+    return parser.add_subparsers(dest=dest, metavar=metavar, required=True)
+
+
+def add_action(actions: Any, name: str, handler: Callable[..., int], **about: str) -> Any:
+    """Add the action `name` (`about`: its help and description) that `handler` runs; return
+    its parser."""
+    parser = actions.add_parser(name, **about)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 # Groups of options several subcommands add.

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    add_action,
+    add_actions,
     add_frame_workers_option,
     int_range,
     integer,
@@ -22,13 +24,17 @@ _pieces = int_range(2, 32)
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "training", help="convert, describe, shuffle and mix .plain / .binpack training files"
+    actions = add_actions(
+        subparsers,
+        "training",
+        dest="training_command",
+        help="convert, describe, shuffle and mix .plain / .binpack training files",
     )
-    actions = parser.add_subparsers(dest="training_command", metavar="ACTION", required=True)
 
-    convert = actions.add_parser(
+    convert = add_action(
+        actions,
         "convert",
+        run_convert,
         help=".plain <-> .binpack, by extension",
         description="Copy every record of IN into OUT, the formats chosen by the extensions "
         "(.plain or .binpack; chained .binpack exactly as Stockfish's tools write it). "
@@ -36,20 +42,22 @@ def register(subparsers: Any) -> None:
     )
     convert.add_argument("input", type=Path, metavar="IN")
     convert.add_argument("output", type=Path, metavar="OUT")
-    convert.set_defaults(handler=run_convert)
 
-    stats = actions.add_parser(
+    stats = add_action(
+        actions,
         "stats",
+        run_stats,
         help="records, results, material, scores, checks, captures, plies",
         description="Count FILE's records by result (side to move), pieces on the board, "
         "score band and ply, and the shares in check and of captures.",
     )
     stats.add_argument("file", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print JSON for a program")
-    stats.set_defaults(handler=run_stats)
 
-    shuffle = actions.add_parser(
+    shuffle = add_action(
+        actions,
         "shuffle",
+        run_shuffle,
         help="shuffle the records, in bounded memory",
         description="Write IN's records to OUT in a random order fixed by --seed, through "
         "temporary bucket files beside OUT (memory holds one bucket).",
@@ -62,10 +70,11 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         help="temporary buckets (default: about 250,000 records each)",
     )
-    shuffle.set_defaults(handler=run_shuffle)
 
-    interleave = actions.add_parser(
+    interleave = add_action(
+        actions,
         "interleave",
+        run_interleave,
         help="mix several files, each in proportion to its size",
         description="Mix the records of the inputs into OUT: each next record comes from an "
         "input with probability its remaining records / all remaining records (seeded); every "
@@ -74,7 +83,6 @@ def register(subparsers: Any) -> None:
     interleave.add_argument("inputs", type=Path, nargs="+", metavar="IN")
     interleave.add_argument("--out", type=Path, required=True)
     interleave.add_argument("--seed", type=integer, required=True)
-    interleave.set_defaults(handler=run_interleave)
 
     _add_from_games(actions)
     _add_filter(actions)
@@ -96,8 +104,10 @@ def _add_filter(actions: Any) -> None:
     from pipelines.training.skip_settings import SkipSettings
 
     default = SkipSettings()
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "filter",
+        run_filter,
         help="drop the records nnue-pytorch's loader would skip",
         description="Write IN's records to OUT without those nnue-pytorch's data loader "
         "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
@@ -145,14 +155,15 @@ def _add_filter(actions: Any) -> None:
         "--seed", type=integer, default=default.seed, help="seed of the random skips (0)"
     )
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_filter)
 
 
 def _add_rescore(actions: Any) -> None:
     from pipelines.commands.options import add_table_options
 
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "rescore",
+        run_rescore,
         help="results corrected by the tablebases, carried back along each game",
         description="Write IN's records to OUT with the results of positions the tables cover "
         "taken from the tables (50-move rule included) and carried back to the game's earlier "
@@ -167,12 +178,13 @@ def _add_rescore(actions: Any) -> None:
         help="covered positions also take the tablebase score (Stockfish's TB range)",
     )
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_rescore)
 
 
 def _add_dedupe(actions: Any) -> None:
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "dedupe",
+        run_dedupe,
         help="one record per position, the later kept, in bounded memory",
         description="Write the last record of each position of IN (pieces, side, castling, "
         "en passant) to OUT in file order, through sorted runs beside OUT.",
@@ -180,12 +192,13 @@ def _add_dedupe(actions: Any) -> None:
     parser.add_argument("input", type=Path, metavar="IN")
     parser.add_argument("output", type=Path, metavar="OUT")
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_dedupe)
 
 
 def _add_to_pgn(actions: Any) -> None:
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "to-pgn",
+        run_to_pgn,
         help="the games of a training file as PGN",
         description="Write IN's games (records that follow one another) to OUT as PGN, each "
         "move's score in a comment.",
@@ -193,7 +206,6 @@ def _add_to_pgn(actions: Any) -> None:
     parser.add_argument("input", type=Path, metavar="IN")
     parser.add_argument("output", type=Path, metavar="OUT")
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_to_pgn)
 
 
 def _add_from_games(actions: Any) -> None:
@@ -203,8 +215,10 @@ def _add_from_games(actions: Any) -> None:
         add_table_options,
     )
 
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "from-games",
+        run_from_games,
         help="every position of a month's kept games, results rescored by the tablebases",
         description="Write every position of SOURCE's kept games as training records (score: "
         "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
@@ -242,7 +256,6 @@ def _add_from_games(actions: Any) -> None:
         "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
     )
     add_frame_workers_option(parser)
-    parser.set_defaults(handler=run_from_games)
 
 
 class TableOutcomes:
