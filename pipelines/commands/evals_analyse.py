@@ -14,7 +14,7 @@ from pipelines.commands.options import (
     add_book_options,
     add_engine_options,
     add_progress_options,
-    settings_as_flags,
+    settings_from_args,
 )
 from pipelines.errors import ChesspipeError
 
@@ -74,14 +74,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.warehouse.is_dir():
         raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
-    with settings_as_flags():
-        settings = AnalysisSettings(
-            nodes=args.nodes,
-            depth=args.depth,
-            movetime=args.movetime,
-            workers=args.workers,
-            hash_mb=args.hash,
-        )
+    limits = ("nodes", "depth", "movetime", "workers")
+    settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     boards = _book_positions(args)
     with progress_shown(args) as bar:
 

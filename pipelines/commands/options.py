@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from pipelines.errors import ChesspipeError, CutShort, SettingError
+
+T = TypeVar("T")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -346,6 +348,20 @@ def settings_as_flags() -> Iterator[None]:
         yield
     except SettingError as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
+
+
+def settings_from_args(
+    kind: type[T], args: argparse.Namespace, fields: Iterable[str] | None = None, **given: Any
+) -> T:
+    """Return the settings `kind` (a dataclass) the options describe: each of `fields` (by
+    default every field not `given`) the option of its name, the `given` ones as given; a
+    SettingError is said by its flag (settings_as_flags)."""
+    import dataclasses
+
+    if fields is None:
+        fields = [f.name for f in dataclasses.fields(cast(Any, kind)) if f.name not in given]
+    with settings_as_flags():
+        return kind(**given, **{name: getattr(args, name) for name in fields})
 
 
 #: What the command line adds to the message of a library error that a flag would have avoided.

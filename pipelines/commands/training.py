@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
         help="convert, describe, shuffle and mix .plain / .binpack training files",
     )
 
-    convert = add_action(
+    _add_copy(
         actions,
         "convert",
         run_convert,
@@ -40,8 +40,6 @@ def register(subparsers: Any) -> None:
         "(.plain or .binpack; chained .binpack exactly as Stockfish's tools write it). "
         "Streams any size; OUT appears whole or not at all.",
     )
-    convert.add_argument("input", type=Path, metavar="IN")
-    convert.add_argument("output", type=Path, metavar="OUT")
 
     stats = add_action(
         actions,
@@ -54,7 +52,7 @@ def register(subparsers: Any) -> None:
     stats.add_argument("file", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print JSON for a program")
 
-    shuffle = add_action(
+    shuffle = _add_copy(
         actions,
         "shuffle",
         run_shuffle,
@@ -62,8 +60,6 @@ def register(subparsers: Any) -> None:
         description="Write IN's records to OUT in a random order fixed by --seed, through "
         "temporary bucket files beside OUT (memory holds one bucket).",
     )
-    shuffle.add_argument("input", type=Path, metavar="IN")
-    shuffle.add_argument("output", type=Path, metavar="OUT")
     shuffle.add_argument("--seed", type=integer, required=True)
     shuffle.add_argument(
         "--buckets",
@@ -87,8 +83,16 @@ def register(subparsers: Any) -> None:
     _add_from_games(actions)
     _add_filter(actions)
     _add_rescore(actions)
-    _add_dedupe(actions)
-    _add_to_pgn(actions)
+    for name, handler, about in _COPIES:
+        _add_skip_bad(_add_copy(actions, name, handler, **about))
+
+
+def _add_copy(actions: Any, name: str, handler: Any, **about: str) -> argparse.ArgumentParser:
+    """Add an action that reads the training file IN and writes OUT."""
+    parser: argparse.ArgumentParser = add_action(actions, name, handler, **about)
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    return parser
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
@@ -100,11 +104,28 @@ def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The loader's skip rates and thresholds of N (SkipSettings fields, --field-with-dashes): their
+#: types and help.
+_SKIPPING: tuple[tuple[str, Any, str], ...] = (
+    (
+        "random_fen_skipping",
+        non_negative_int,
+        "skip each position with probability N/(N+1) (0: none)",
+    ),
+    ("early_fen_skipping", integer, "skip plies 0..N (-1: none)"),
+    (
+        "simple_eval_skipping",
+        integer,
+        "skip positions whose material balance is under N in size (0 or less: none)",
+    ),
+)
+
+
 def _add_filter(actions: Any) -> None:
     from pipelines.training.skip_settings import SkipSettings
 
     default = SkipSettings()
-    parser = add_action(
+    parser = _add_copy(
         actions,
         "filter",
         run_filter,
@@ -116,8 +137,6 @@ def _add_filter(actions: Any) -> None:
         "them; and score and piece-count ranges. Chains stay chains where the kept records "
         "follow one another.",
     )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
     parser.add_argument(
         "--filtered", action="store_true", help="skip positions in check and captures"
     )
@@ -126,27 +145,11 @@ def _add_filter(actions: Any) -> None:
         action="store_true",
         help="skip at random by how unlikely the result is for the score (the loader's model)",
     )
-    parser.add_argument(
-        "--random-fen-skipping",
-        type=non_negative_int,
-        default=default.random_fen_skipping,
-        metavar="N",
-        help="skip each position with probability N/(N+1) (0: none)",
-    )
-    parser.add_argument(
-        "--early-fen-skipping",
-        type=integer,
-        default=default.early_fen_skipping,
-        metavar="N",
-        help="skip plies 0..N (-1: none)",
-    )
-    parser.add_argument(
-        "--simple-eval-skipping",
-        type=integer,
-        default=default.simple_eval_skipping,
-        metavar="N",
-        help="skip positions whose material balance is under N in size (0 or less: none)",
-    )
+    for field, kind, said in _SKIPPING:
+        flag = "--" + field.replace("_", "-")
+        parser.add_argument(
+            flag, type=kind, default=getattr(default, field), metavar="N", help=said
+        )
     parser.add_argument("--min-score", type=integer, default=default.min_score)
     parser.add_argument("--max-score", type=integer, default=default.max_score)
     parser.add_argument("--min-pieces", type=_pieces, default=default.min_pieces)
@@ -160,7 +163,7 @@ def _add_filter(actions: Any) -> None:
 def _add_rescore(actions: Any) -> None:
     from pipelines.commands.options import add_table_options
 
-    parser = add_action(
+    parser = _add_copy(
         actions,
         "rescore",
         run_rescore,
@@ -169,42 +172,12 @@ def _add_rescore(actions: Any) -> None:
         "taken from the tables (50-move rule included) and carried back to the game's earlier "
         "positions; OUT.json counts what changed. Both whole or not at all.",
     )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
     add_table_options(parser)
     parser.add_argument(
         "--tb-scores",
         action="store_true",
         help="covered positions also take the tablebase score (Stockfish's TB range)",
     )
-    _add_skip_bad(parser)
-
-
-def _add_dedupe(actions: Any) -> None:
-    parser = add_action(
-        actions,
-        "dedupe",
-        run_dedupe,
-        help="one record per position, the later kept, in bounded memory",
-        description="Write the last record of each position of IN (pieces, side, castling, "
-        "en passant) to OUT in file order, through sorted runs beside OUT.",
-    )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
-    _add_skip_bad(parser)
-
-
-def _add_to_pgn(actions: Any) -> None:
-    parser = add_action(
-        actions,
-        "to-pgn",
-        run_to_pgn,
-        help="the games of a training file as PGN",
-        description="Write IN's games (records that follow one another) to OUT as PGN, each "
-        "move's score in a comment.",
-    )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
     _add_skip_bad(parser)
 
 
@@ -312,23 +285,13 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_shown
-    from pipelines.commands.options import as_said, settings_as_flags
+    from pipelines.commands.options import as_said, settings_from_args
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
     from pipelines.training.from_games import export_games
     from pipelines.training.settings import FromGamesSettings
 
-    rules = filter_from_args(args)
-    with settings_as_flags():
-        settings = FromGamesSettings(
-            rules,
-            require_eval=args.require_eval,
-            skip_in_check=args.skip_in_check,
-            skip_captures=args.skip_captures,
-            from_ply=args.from_ply,
-            min_pieces=args.min_pieces,
-            max_pieces=args.max_pieces,
-        )
+    settings = settings_from_args(FromGamesSettings, args, rules=filter_from_args(args))
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:
@@ -401,23 +364,11 @@ def run_interleave(args: argparse.Namespace) -> int:
 
 
 def run_filter(args: argparse.Namespace) -> int:
-    from pipelines.commands.options import settings_as_flags
+    from pipelines.commands.options import settings_from_args
     from pipelines.training.filter import filter_file
     from pipelines.training.skip_settings import SkipSettings
 
-    with settings_as_flags():
-        settings = SkipSettings(
-            filtered=args.filtered,
-            wld_filtered=args.wld_filtered,
-            random_fen_skipping=args.random_fen_skipping,
-            early_fen_skipping=args.early_fen_skipping,
-            simple_eval_skipping=args.simple_eval_skipping,
-            min_score=args.min_score,
-            max_score=args.max_score,
-            min_pieces=args.min_pieces,
-            max_pieces=args.max_pieces,
-            seed=args.seed,
-        )
+    settings = settings_from_args(SkipSettings, args)
     result = filter_file(args.input, args.output, settings, skip_bad=args.skip_bad)
     print(json.dumps(result.to_json(), indent=2))
     return 0
@@ -460,3 +411,26 @@ def run_to_pgn(args: argparse.Namespace) -> int:
         json.dumps(to_pgn_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
     )
     return 0
+
+
+#: The actions of IN and OUT whose one option is --skip-bad: name, handler, help and description.
+_COPIES: tuple[tuple[str, Any, dict[str, str]], ...] = (
+    (
+        "dedupe",
+        run_dedupe,
+        {
+            "help": "one record per position, the later kept, in bounded memory",
+            "description": "Write the last record of each position of IN (pieces, side, "
+            "castling, en passant) to OUT in file order, through sorted runs beside OUT.",
+        },
+    ),
+    (
+        "to-pgn",
+        run_to_pgn,
+        {
+            "help": "the games of a training file as PGN",
+            "description": "Write IN's games (records that follow one another) to OUT as PGN, "
+            "each move's score in a comment.",
+        },
+    ),
+)
