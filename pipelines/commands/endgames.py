@@ -15,6 +15,7 @@ from pipelines.commands.options import (
     add_allow_empty_option,
     add_filter_options,
     add_frame_workers_option,
+    add_month_source,
     add_progress_options,
     add_table_options,
     integer,
@@ -105,8 +106,7 @@ def register(subparsers: Any) -> None:
         "those with enough captures to reach the tables, and label each distinct covered "
         "position once, with the move played, the result and the ply: OUT/games-MONTH.parquet.",
     )
-    games.add_argument("source")
-    games.add_argument("--month", required=True, help="YYYY-MM the games belong to")
+    add_month_source(games, "YYYY-MM the games belong to")
     games.add_argument("--out", required=True, type=Path)
     add_table_options(games)
     add_overwrite_option(games)

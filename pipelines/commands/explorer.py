@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
     add_action,
     add_actions,
     add_filter_options,
+    add_partition_options,
     settings_as_flags,
 )
 
@@ -40,9 +40,7 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/explorer/month=YYYY-MM/.",
     )
     index = add_action(actions, "index", run, help="index a month of games (the ingest filter)")
-    index.add_argument("source")
-    index.add_argument("--month", required=True, help="YYYY-MM partition to write")
-    index.add_argument("--warehouse", required=True, type=Path)
+    add_partition_options(index)
     add_filter_options(index)
     index.add_argument(
         "--plies",

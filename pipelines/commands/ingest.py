@@ -11,7 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
+from pipelines.commands.options import (
+    add_ingest_options,
+    add_partition_options,
+    as_said,
+    settings_as_flags,
+)
 from pipelines.errors import ChesspipeError, CutShort
 from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
@@ -76,9 +81,7 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/move_stats/month=YYYY-MM/. Games that are not from Lichess (no TimeControl, "
         "no ratings): --speeds all --min-rating 0.",
     )
-    parser.add_argument("source")
-    parser.add_argument("--month", required=True, help="YYYY-MM partition to write")
-    parser.add_argument("--warehouse", required=True, type=Path)
+    add_partition_options(parser)
     add_ingest_options(parser)
     parser.add_argument(
         "--force",

@@ -105,6 +105,21 @@ def add_action(actions: Any, name: str, handler: Callable[..., int], **about: st
 # Groups of options several subcommands add.
 
 
+def add_month_source(
+    parser: argparse.ArgumentParser, month_help: str, *, metavar: str | None = None
+) -> None:
+    """Add SOURCE, a month's games as ingest reads them, and --month, the month (YYYY-MM)."""
+    parser.add_argument("source", metavar=metavar)
+    parser.add_argument("--month", required=True, help=month_help)
+
+
+def add_partition_options(parser: argparse.ArgumentParser) -> None:
+    """Add SOURCE, --month and --warehouse of the commands that write a month of the
+    warehouse from a month's games (ingest, explorer index)."""
+    add_month_source(parser, "YYYY-MM partition to write")
+    parser.add_argument("--warehouse", required=True, type=Path)
+
+
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """Add the game filter's options (defaults: GameFilter) and the progress options."""
     from pipelines.games.game_filter import VARIANTS, GameFilter

@@ -185,6 +185,7 @@ def _add_from_games(actions: Any) -> None:
     from pipelines.commands.options import (
         add_allow_empty_option,
         add_filter_options,
+        add_month_source,
         add_table_options,
     )
 
@@ -198,8 +199,7 @@ def _add_from_games(actions: Any) -> None:
         "rescored from the first position the tables cover). Writes OUT, "
         "OUT.lineage.parquet and the run manifest OUT.json, each whole or not at all.",
     )
-    parser.add_argument("source", metavar="SOURCE")
-    parser.add_argument("--month", required=True, help="YYYY-MM of the games")
+    add_month_source(parser, "YYYY-MM of the games", metavar="SOURCE")
     parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
     add_table_options(parser)
     parser.add_argument(
