@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
     from pipelines.commands.build_month import flow_command, location
-    from pipelines.commands.ingest import progress_from_args
+    from pipelines.commands.ingest import progress_shown
     from pipelines.monthly.publish import range_book_path
     from pipelines.progress import MonthsProgress
     from pipelines.sources.object_store import is_remote
@@ -97,27 +97,24 @@ def run(args: argparse.Namespace) -> int:
         from pipelines.flows.backfill import MonthsFailed, backfill_flow
 
         flow = backfill_flow.with_options(task_runner=task_runner(args))
-        bar = progress_from_args(args)
-        # Months on threads of this process report to the bar; Dask's workers only log.
-        on_threads = not (args.dask_address or args.dask_workers)
-        progress = MonthsProgress(bar, len(wanted)) if bar is not None and on_threads else None
-        try:
-            with bar.apart_from_logs() if bar is not None else nullcontext():
-                recorded = flow(
-                    months=months,
-                    source=args.source,
-                    warehouse=location(args.warehouse),
-                    books=location(args.books),
-                    options=options,
-                    force=args.force,
-                    book=args.book,
-                    progress=progress,
-                )
-        except MonthsFailed as exc:
-            raise ChesspipeError(exc.said(as_said)) from None
-        finally:
-            if bar is not None:
-                bar.close()
+        with progress_shown(args) as bar:
+            # Months on threads of this process report to the bar; Dask's workers only log.
+            on_threads = not (args.dask_address or args.dask_workers)
+            progress = MonthsProgress(bar, len(wanted)) if bar is not None and on_threads else None
+            try:
+                with bar.apart_from_logs() if bar is not None else nullcontext():
+                    recorded = flow(
+                        months=months,
+                        source=args.source,
+                        warehouse=location(args.warehouse),
+                        books=location(args.books),
+                        options=options,
+                        force=args.force,
+                        book=args.book,
+                        progress=progress,
+                    )
+            except MonthsFailed as exc:
+                raise ChesspipeError(exc.said(as_said)) from None
         from pipelines.monthly.manifest import MonthManifest
 
         manifests = [MonthManifest.from_json(m) for m in recorded]  # the flow run's JSON

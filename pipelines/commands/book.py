@@ -6,8 +6,11 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("book", help="build and inspect Polyglot books")
-    actions = parser.add_subparsers(dest="book_command", metavar="ACTION", required=True)
+    from pipelines.commands.options import add_actions
+
+    actions = add_actions(
+        subparsers, "book", dest="book_command", help="build and inspect Polyglot books"
+    )
     for name in ("build", "show", "report", "merge", "dump", "check"):
         module = __import__(f"pipelines.commands.book_{name}", fromlist=["register"])
         module.register(actions)

@@ -119,40 +119,34 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
 def run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from pipelines.commands.ingest import progress_from_args
-    from pipelines.errors import ChesspipeError, CutShort
+    from pipelines.commands.ingest import ingest_errors_said, progress_shown
+    from pipelines.errors import ChesspipeError
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
     with flow_command(args) as options:
         from pipelines.books.build import EmptyBook
         from pipelines.flows.monthly import build_month_flow
-        from pipelines.games.game_filter import NothingKept
-        from pipelines.ingest.run import WouldShrinkMonth
         from pipelines.monthly.manifest import MonthManifest
         from pipelines.sources.checksums import CannotVerify
 
-        bar = progress_from_args(args)
-        try:
-            with bar.apart_from_logs() if bar is not None else nullcontext():
-                recorded = build_month_flow(
-                    source=args.source,
-                    warehouse=location(args.warehouse),
-                    books=location(args.books),
-                    month=args.month,
-                    options=options,
-                    force=args.force,
-                    progress=bar,
-                )
-        except CannotVerify as exc:
-            raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
-        except WouldShrinkMonth as exc:
-            raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-        except (CutShort, NothingKept, EmptyBook) as exc:
-            raise ChesspipeError(as_said(exc)) from None
-        finally:
-            if bar is not None:
-                bar.close()
+        with progress_shown(args) as bar:
+            apart = bar.apart_from_logs() if bar is not None else nullcontext()
+            try:
+                with ingest_errors_said(), apart:
+                    recorded = build_month_flow(
+                        source=args.source,
+                        warehouse=location(args.warehouse),
+                        books=location(args.books),
+                        month=args.month,
+                        options=options,
+                        force=args.force,
+                        progress=bar,
+                    )
+            except CannotVerify as exc:
+                raise ChesspipeError(f"{exc} (pass --no-verify to skip the check)") from None
+            except EmptyBook as exc:
+                raise ChesspipeError(as_said(exc)) from None
         manifest = MonthManifest.from_json(recorded)  # as the flow run returns it: JSON
     if manifest.status == "up-to-date":
         print(

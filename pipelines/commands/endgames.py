@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    add_action,
+    add_actions,
     add_allow_empty_option,
     add_filter_options,
     add_frame_workers_option,
+    add_month_source,
     add_progress_options,
     add_table_options,
     integer,
@@ -53,13 +56,17 @@ def _explain_existing() -> Iterator[None]:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "endgames", help="label endgame positions with Syzygy tablebases (Parquet)"
+    actions = add_actions(
+        subparsers,
+        "endgames",
+        dest="endgames_command",
+        help="label endgame positions with Syzygy tablebases (Parquet)",
     )
-    actions = parser.add_subparsers(dest="endgames_command", metavar="ACTION", required=True)
 
-    sample = actions.add_parser(
+    sample = add_action(
+        actions,
         "sample",
+        run_sample,
         help="uniformly random legal positions of given materials",
         description="Sample distinct, uniformly random legal positions of each material (no "
         "castling, no en passant), label them, and write OUT/sample-seedN.parquet + .json "
@@ -71,10 +78,11 @@ def register(subparsers: Any) -> None:
     add_table_options(sample)
     add_overwrite_option(sample)
     add_progress_options(sample)
-    sample.set_defaults(handler=run_sample)
 
-    epd = actions.add_parser(
+    epd = add_action(
+        actions,
         "from-epd",
+        run_epd,
         help="positions of an EPD or FEN list",
         description="Label every position of FILE (one FEN or EPD a line; '#' comments) and "
         "write OUT/epd-STEM.parquet + .json.",
@@ -88,24 +96,23 @@ def register(subparsers: Any) -> None:
     )
     add_table_options(epd)
     add_overwrite_option(epd)
-    epd.set_defaults(handler=run_epd)
 
-    games = actions.add_parser(
+    games = add_action(
+        actions,
         "from-games",
+        run_games,
         help="tablebase-phase positions of a month's kept games",
         description="Stream SOURCE (as for ingest), keep the games that pass the filter, replay "
         "those with enough captures to reach the tables, and label each distinct covered "
         "position once, with the move played, the result and the ply: OUT/games-MONTH.parquet.",
     )
-    games.add_argument("source")
-    games.add_argument("--month", required=True, help="YYYY-MM the games belong to")
+    add_month_source(games, "YYYY-MM the games belong to")
     games.add_argument("--out", required=True, type=Path)
     add_table_options(games)
     add_overwrite_option(games)
     add_filter_options(games)
     add_allow_empty_option(games, "write an empty label set")
     add_frame_workers_option(games)
-    games.set_defaults(handler=run_games)
 
 
 def _report(manifest: Mapping[str, object], keys: tuple[str, ...]) -> None:
@@ -115,32 +122,27 @@ def _report(manifest: Mapping[str, object], keys: tuple[str, ...]) -> None:
 def run_sample(args: argparse.Namespace) -> int:
     import time
 
-    from pipelines.commands.ingest import progress_from_args
+    from pipelines.commands.ingest import progress_shown
     from pipelines.endgames.build import sample_labels
     from pipelines.progress import bar
 
-    shown = progress_from_args(args)
-    started = time.monotonic()
+    with progress_shown(args) as shown, _explain_existing():
+        started = time.monotonic()
 
-    def progress(done: int, total: int) -> None:
-        if shown is not None:
-            line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
-            shown.show(line, time.monotonic() - started, force=done == total)
+        def progress(done: int, total: int) -> None:
+            if shown is not None:
+                line = f"{bar(done / total)} {done / total:6.1%}  {done:,} of {total:,} positions"
+                shown.show(line, time.monotonic() - started, force=done == total)
 
-    try:
-        with _explain_existing():
-            manifest = sample_labels(
-                table_folders(args),
-                args.materials,
-                args.seed,
-                args.out,
-                args.backend,
-                overwrite=args.overwrite,
-                progress=progress,
-            )
-    finally:
-        if shown is not None:
-            shown.close()
+        manifest = sample_labels(
+            table_folders(args),
+            args.materials,
+            args.seed,
+            args.out,
+            args.backend,
+            overwrite=args.overwrite,
+            progress=progress,
+        )
     _report(manifest, ("output", "rows", "backend", "seconds"))
     return 0
 
@@ -164,16 +166,15 @@ def run_epd(args: argparse.Namespace) -> int:
 def run_games(args: argparse.Namespace) -> int:
     import os
 
-    from pipelines.commands.ingest import filter_from_args, progress_from_args
+    from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.commands.options import as_said
     from pipelines.endgames.build import game_labels
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
 
     folders = table_folders(args)
-    bar = progress_from_args(args)
     try:
-        with _explain_existing():
+        with progress_shown(args) as bar, _explain_existing():
             manifest = game_labels(
                 folders,
                 args.source,
@@ -188,9 +189,6 @@ def run_games(args: argparse.Namespace) -> int:
             )
     except NothingKept as exc:
         raise ChesspipeError(as_said(exc)) from None
-    finally:
-        if bar is not None:
-            bar.close()
     _report(
         manifest,
         (

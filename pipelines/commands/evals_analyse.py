@@ -14,7 +14,7 @@ from pipelines.commands.options import (
     add_book_options,
     add_engine_options,
     add_progress_options,
-    settings_as_flags,
+    settings_from_args,
 )
 from pipelines.errors import ChesspipeError
 
@@ -68,32 +68,22 @@ def _book_positions(args: argparse.Namespace) -> list[Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.ingest import progress_from_args
+    from pipelines.commands.ingest import progress_shown
     from pipelines.evals.analyse import analyse_positions, format_progress
     from pipelines.evals.settings import AnalysisSettings
 
     if not args.warehouse.is_dir():
         raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
-    with settings_as_flags():
-        settings = AnalysisSettings(
-            nodes=args.nodes,
-            depth=args.depth,
-            movetime=args.movetime,
-            workers=args.workers,
-            hash_mb=args.hash,
-        )
+    limits = ("nodes", "depth", "movetime", "workers")
+    settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     boards = _book_positions(args)
-    bar = progress_from_args(args)
+    with progress_shown(args) as bar:
 
-    def progress(report: Any) -> None:
-        if bar is not None:
-            bar.show(format_progress(report), report.seconds, force=report.finished)
+        def progress(report: Any) -> None:
+            if bar is not None:
+                bar.show(format_progress(report), report.seconds, force=report.finished)
 
-    try:
         result = analyse_positions(args.warehouse, boards, args.engine, settings, progress=progress)
-    finally:
-        if bar is not None:
-            bar.close()
     for failure in result.failed[:5]:
         sys.stderr.write(f"failed: {failure.fen}: {failure.reason}\n")
     print(json.dumps(result.to_json(), indent=2))

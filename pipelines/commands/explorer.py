@@ -6,10 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_filter_options, settings_as_flags
+from pipelines.commands.options import (
+    add_action,
+    add_actions,
+    add_filter_options,
+    add_partition_options,
+    settings_as_flags,
+)
 
 
 def _plies(text: str) -> int | None:
@@ -24,18 +29,18 @@ def _plies(text: str) -> int | None:
 def register(subparsers: Any) -> None:
     from pipelines.explorer.settings import EXPLORER_PLIES
 
-    parser = subparsers.add_parser(
+    actions = add_actions(
+        subparsers,
         "explorer",
+        dest="action",
+        metavar=None,
         help="the explorer's data: games and positions for topGames, /player and /masters",
         description="Index a month of games for `chesspipe serve`: each kept game's record "
         "and its positions once per game (lila-openingexplorer's counting), under "
         "WAREHOUSE/explorer/month=YYYY-MM/.",
     )
-    actions = parser.add_subparsers(dest="action", required=True)
-    index = actions.add_parser("index", help="index a month of games (the ingest filter)")
-    index.add_argument("source")
-    index.add_argument("--month", required=True, help="YYYY-MM partition to write")
-    index.add_argument("--warehouse", required=True, type=Path)
+    index = add_action(actions, "index", run, help="index a month of games (the ingest filter)")
+    add_partition_options(index)
     add_filter_options(index)
     index.add_argument(
         "--plies",
@@ -44,7 +49,6 @@ def register(subparsers: Any) -> None:
         help=f"plies indexed per game ({EXPLORER_PLIES}, as Lichess); 'all' for collections "
         "served as /masters (their moves are kept for their PGN)",
     )
-    index.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

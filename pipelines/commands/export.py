@@ -7,11 +7,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import add_action, add_actions
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write training files from endgame labels")
-    formats = parser.add_subparsers(dest="export_format", metavar="FORMAT", required=True)
-    plain = formats.add_parser(
+    formats = add_actions(
+        subparsers,
+        "export",
+        dest="export_format",
+        metavar="FORMAT",
+        help="write training files from endgame labels",
+    )
+    _add_format(
+        formats,
         "plain",
         help="Stockfish .plain records",
         description="Write every labelled position of LABELS (*.parquet) as a Stockfish .plain "
@@ -19,21 +27,23 @@ def register(subparsers: Any) -> None:
         "Score schemes: tb (31507..31752 for wins, faster zeroing higher), cp "
         "(1000..1990), wdl (+-1000); 50-move draws score 0.",
     )
-    plain.add_argument("--labels", required=True, type=Path, help="folder of label files")
-    plain.add_argument("--out", required=True, type=Path, help="the .plain file to write")
-    plain.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
-    plain.set_defaults(handler=run_plain, binpack=False)
-    binpack = formats.add_parser(
+    _add_format(
+        formats,
         "binpack",
         help="Stockfish .binpack (the .plain records, chained as Stockfish's tools chain them)",
         description="Write the records `export plain` would write as a Stockfish .binpack: "
         "a chain per position (a 32-byte stem and a 2-byte count of further plies: 34 bytes a "
         "record), consecutive plies of a game chained after it, a few bits each.",
     )
-    binpack.add_argument("--labels", required=True, type=Path, help="folder of label files")
-    binpack.add_argument("--out", required=True, type=Path, help="the .binpack file to write")
-    binpack.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
-    binpack.set_defaults(handler=run_plain, binpack=True)
+
+
+def _add_format(formats: Any, name: str, **about: str) -> None:
+    """Add the format `name` (a .plain or .binpack file; `about`: its help and description)."""
+    parser = add_action(formats, name, run_plain, **about)
+    parser.add_argument("--labels", required=True, type=Path, help="folder of label files")
+    parser.add_argument("--out", required=True, type=Path, help=f"the .{name} file to write")
+    parser.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
+    parser.set_defaults(binpack=name == "binpack")
 
 
 def run_plain(args: argparse.Namespace) -> int:

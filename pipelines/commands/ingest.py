@@ -6,10 +6,17 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_ingest_options, as_said, settings_as_flags
+from pipelines.commands.options import (
+    add_ingest_options,
+    add_partition_options,
+    as_said,
+    settings_as_flags,
+)
 from pipelines.errors import ChesspipeError, CutShort
 from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
@@ -38,6 +45,32 @@ def progress_from_args(args: argparse.Namespace) -> Any:
     return ProgressBar(interval=0.0 if sys.stderr.isatty() else 5.0)
 
 
+@contextmanager
+def progress_shown(args: argparse.Namespace) -> Iterator[Any]:
+    """Yield the progress bar of the options (None when quiet), closed when the block ends."""
+    bar = progress_from_args(args)
+    try:
+        yield bar
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+@contextmanager
+def ingest_errors_said() -> Iterator[None]:
+    """Re-raise the errors that stop a month's ingest as the command line says them: a month
+    it would shrink (with the flag that replaces it anyway), a cut stream and no game kept
+    (with the flag that avoids each)."""
+    from pipelines.ingest.run import WouldShrinkMonth
+
+    try:
+        yield
+    except WouldShrinkMonth as exc:
+        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
+    except (CutShort, NothingKept) as exc:
+        raise ChesspipeError(as_said(exc)) from None
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "ingest",
@@ -48,9 +81,7 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/move_stats/month=YYYY-MM/. Games that are not from Lichess (no TimeControl, "
         "no ratings): --speeds all --min-rating 0.",
     )
-    parser.add_argument("source")
-    parser.add_argument("--month", required=True, help="YYYY-MM partition to write")
-    parser.add_argument("--warehouse", required=True, type=Path)
+    add_partition_options(parser)
     add_ingest_options(parser)
     parser.add_argument(
         "--force",
@@ -85,10 +116,9 @@ def run(args: argparse.Namespace) -> int:
     workers = 1 if settings.dedupe else args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
     from pipelines.ingest.options import RunPolicy, Runtime
-    from pipelines.ingest.run import WouldShrinkMonth, ingest
+    from pipelines.ingest.run import ingest
 
-    bar = progress_from_args(args)
-    try:
+    with progress_shown(args) as bar, ingest_errors_said():
         manifest = ingest(
             args.source,
             args.month,
@@ -102,13 +132,6 @@ def run(args: argparse.Namespace) -> int:
             ),
             runtime=Runtime(progress=bar, workers=args.workers, pool=pool),
         )
-    except WouldShrinkMonth as exc:
-        raise ChesspipeError(f"{exc}; pass --force to replace it") from None
-    except (CutShort, NothingKept) as exc:
-        raise ChesspipeError(as_said(exc)) from None
-    finally:
-        if bar is not None:
-            bar.close()
     summary = {
         k: getattr(manifest, k)
         for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")

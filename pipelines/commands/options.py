@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from pipelines.errors import ChesspipeError, CutShort, SettingError
+
+T = TypeVar("T")
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() also takes "３" and "٣"
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -79,7 +82,42 @@ def positive_number(text: str) -> float:
     return value
 
 
+# Commands of several actions.
+
+
+def add_actions(
+    subparsers: Any, name: str, *, dest: str, metavar: str | None = "ACTION", **about: str
+) -> Any:
+    """Add the command `name` (`about`: its help and description), whose subcommands are its
+    actions (the one chosen stored as `dest`); return what its actions are added to."""
+    parser = subparsers.add_parser(name, **about)
+    return parser.add_subparsers(dest=dest, metavar=metavar, required=True)
+
+
+def add_action(actions: Any, name: str, handler: Callable[..., int], **about: str) -> Any:
+    """Add the action `name` (`about`: its help and description) that `handler` runs; return
+    its parser."""
+    parser = actions.add_parser(name, **about)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 # Groups of options several subcommands add.
+
+
+def add_month_source(
+    parser: argparse.ArgumentParser, month_help: str, *, metavar: str | None = None
+) -> None:
+    """Add SOURCE, a month's games as ingest reads them, and --month, the month (YYYY-MM)."""
+    parser.add_argument("source", metavar=metavar)
+    parser.add_argument("--month", required=True, help=month_help)
+
+
+def add_partition_options(parser: argparse.ArgumentParser) -> None:
+    """Add SOURCE, --month and --warehouse of the commands that write a month of the
+    warehouse from a month's games (ingest, explorer index)."""
+    add_month_source(parser, "YYYY-MM partition to write")
+    parser.add_argument("--warehouse", required=True, type=Path)
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
@@ -325,6 +363,20 @@ def settings_as_flags() -> Iterator[None]:
         yield
     except SettingError as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
+
+
+def settings_from_args(
+    kind: type[T], args: argparse.Namespace, fields: Iterable[str] | None = None, **given: Any
+) -> T:
+    """Return the settings `kind` (a dataclass) the options describe: each of `fields` (by
+    default every field not `given`) the option of its name, the `given` ones as given; a
+    SettingError is said by its flag (settings_as_flags)."""
+    import dataclasses
+
+    if fields is None:
+        fields = [f.name for f in dataclasses.fields(cast(Any, kind)) if f.name not in given]
+    with settings_as_flags():
+        return kind(**given, **{name: getattr(args, name) for name in fields})
 
 
 #: What the command line adds to the message of a library error that a flag would have avoided.

@@ -35,15 +35,20 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from functools import partial
+
     from pipelines.commands.build_month import location, options_from_args
-    from pipelines.flows.deployment import serve_monthly
+    from pipelines.flows.deployment import monthly_deployment, serve_monthly
 
     serve_monthly(
-        location(args.warehouse),
-        location(args.books),
-        args.source,
-        args.cron,
-        options_from_args(args),
+        partial(
+            monthly_deployment,
+            location(args.warehouse),
+            location(args.books),
+            args.source,
+            args.cron,
+            options_from_args(args),
+        ),
         port=args.port,
         hint="port in use? use --port, or set PREFECT_API_URL to a running server",
     )

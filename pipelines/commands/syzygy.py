@@ -8,17 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import non_negative_int
+from pipelines.commands.options import add_action, add_actions, non_negative_int
 
 
 def register(subparsers: Any) -> None:
     from pipelines.endgames.syzygy_download import DEFAULT_BASE_URL, DEFAULT_CHECKSUMS_URL
     from pipelines.sources.retry import RETRIES
 
-    parser = subparsers.add_parser("syzygy", help="download Syzygy tablebases")
-    actions = parser.add_subparsers(dest="syzygy_command", metavar="ACTION", required=True)
-    download = actions.add_parser(
+    actions = add_actions(
+        subparsers, "syzygy", dest="syzygy_command", help="download Syzygy tablebases"
+    )
+    download = add_action(
+        actions,
         "download",
+        run_download,
         help="fetch a set of tables from a public mirror (resumable, checksummed)",
         description="Download the tables of a set into DIR from a mirror with the public layout, "
         "resuming partial files, checking each against the published SHA-256 list and skipping "
@@ -43,7 +46,6 @@ def register(subparsers: Any) -> None:
     )
     download.add_argument("--yes", action="store_true", help="go ahead when space looks short")
     download.add_argument("--quiet", action="store_true", help="no progress output")
-    download.set_defaults(handler=run_download)
 
 
 def run_download(args: argparse.Namespace) -> int:

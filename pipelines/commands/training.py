@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    add_action,
+    add_actions,
     add_frame_workers_option,
     int_range,
     integer,
@@ -22,50 +24,53 @@ _pieces = int_range(2, 32)
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "training", help="convert, describe, shuffle and mix .plain / .binpack training files"
+    actions = add_actions(
+        subparsers,
+        "training",
+        dest="training_command",
+        help="convert, describe, shuffle and mix .plain / .binpack training files",
     )
-    actions = parser.add_subparsers(dest="training_command", metavar="ACTION", required=True)
 
-    convert = actions.add_parser(
+    _add_copy(
+        actions,
         "convert",
+        run_convert,
         help=".plain <-> .binpack, by extension",
         description="Copy every record of IN into OUT, the formats chosen by the extensions "
         "(.plain or .binpack; chained .binpack exactly as Stockfish's tools write it). "
         "Streams any size; OUT appears whole or not at all.",
     )
-    convert.add_argument("input", type=Path, metavar="IN")
-    convert.add_argument("output", type=Path, metavar="OUT")
-    convert.set_defaults(handler=run_convert)
 
-    stats = actions.add_parser(
+    stats = add_action(
+        actions,
         "stats",
+        run_stats,
         help="records, results, material, scores, checks, captures, plies",
         description="Count FILE's records by result (side to move), pieces on the board, "
         "score band and ply, and the shares in check and of captures.",
     )
     stats.add_argument("file", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print JSON for a program")
-    stats.set_defaults(handler=run_stats)
 
-    shuffle = actions.add_parser(
+    shuffle = _add_copy(
+        actions,
         "shuffle",
+        run_shuffle,
         help="shuffle the records, in bounded memory",
         description="Write IN's records to OUT in a random order fixed by --seed, through "
         "temporary bucket files beside OUT (memory holds one bucket).",
     )
-    shuffle.add_argument("input", type=Path, metavar="IN")
-    shuffle.add_argument("output", type=Path, metavar="OUT")
     shuffle.add_argument("--seed", type=integer, required=True)
     shuffle.add_argument(
         "--buckets",
         type=positive_int,
         help="temporary buckets (default: about 250,000 records each)",
     )
-    shuffle.set_defaults(handler=run_shuffle)
 
-    interleave = actions.add_parser(
+    interleave = add_action(
+        actions,
         "interleave",
+        run_interleave,
         help="mix several files, each in proportion to its size",
         description="Mix the records of the inputs into OUT: each next record comes from an "
         "input with probability its remaining records / all remaining records (seeded); every "
@@ -74,13 +79,20 @@ def register(subparsers: Any) -> None:
     interleave.add_argument("inputs", type=Path, nargs="+", metavar="IN")
     interleave.add_argument("--out", type=Path, required=True)
     interleave.add_argument("--seed", type=integer, required=True)
-    interleave.set_defaults(handler=run_interleave)
 
     _add_from_games(actions)
     _add_filter(actions)
     _add_rescore(actions)
-    _add_dedupe(actions)
-    _add_to_pgn(actions)
+    for name, handler, about in _COPIES:
+        _add_skip_bad(_add_copy(actions, name, handler, **about))
+
+
+def _add_copy(actions: Any, name: str, handler: Any, **about: str) -> argparse.ArgumentParser:
+    """Add an action that reads the training file IN and writes OUT."""
+    parser: argparse.ArgumentParser = add_action(actions, name, handler, **about)
+    parser.add_argument("input", type=Path, metavar="IN")
+    parser.add_argument("output", type=Path, metavar="OUT")
+    return parser
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
@@ -92,12 +104,31 @@ def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The loader's skip rates and thresholds of N (SkipSettings fields, --field-with-dashes): their
+#: types and help.
+_SKIPPING: tuple[tuple[str, Any, str], ...] = (
+    (
+        "random_fen_skipping",
+        non_negative_int,
+        "skip each position with probability N/(N+1) (0: none)",
+    ),
+    ("early_fen_skipping", integer, "skip plies 0..N (-1: none)"),
+    (
+        "simple_eval_skipping",
+        integer,
+        "skip positions whose material balance is under N in size (0 or less: none)",
+    ),
+)
+
+
 def _add_filter(actions: Any) -> None:
     from pipelines.training.skip_settings import SkipSettings
 
     default = SkipSettings()
-    parser = actions.add_parser(
+    parser = _add_copy(
+        actions,
         "filter",
+        run_filter,
         help="drop the records nnue-pytorch's loader would skip",
         description="Write IN's records to OUT without those nnue-pytorch's data loader "
         "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
@@ -106,8 +137,6 @@ def _add_filter(actions: Any) -> None:
         "them; and score and piece-count ranges. Chains stay chains where the kept records "
         "follow one another.",
     )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
     parser.add_argument(
         "--filtered", action="store_true", help="skip positions in check and captures"
     )
@@ -116,27 +145,11 @@ def _add_filter(actions: Any) -> None:
         action="store_true",
         help="skip at random by how unlikely the result is for the score (the loader's model)",
     )
-    parser.add_argument(
-        "--random-fen-skipping",
-        type=non_negative_int,
-        default=default.random_fen_skipping,
-        metavar="N",
-        help="skip each position with probability N/(N+1) (0: none)",
-    )
-    parser.add_argument(
-        "--early-fen-skipping",
-        type=integer,
-        default=default.early_fen_skipping,
-        metavar="N",
-        help="skip plies 0..N (-1: none)",
-    )
-    parser.add_argument(
-        "--simple-eval-skipping",
-        type=integer,
-        default=default.simple_eval_skipping,
-        metavar="N",
-        help="skip positions whose material balance is under N in size (0 or less: none)",
-    )
+    for field, kind, said in _SKIPPING:
+        flag = "--" + field.replace("_", "-")
+        parser.add_argument(
+            flag, type=kind, default=getattr(default, field), metavar="N", help=said
+        )
     parser.add_argument("--min-score", type=integer, default=default.min_score)
     parser.add_argument("--max-score", type=integer, default=default.max_score)
     parser.add_argument("--min-pieces", type=_pieces, default=default.min_pieces)
@@ -145,21 +158,20 @@ def _add_filter(actions: Any) -> None:
         "--seed", type=integer, default=default.seed, help="seed of the random skips (0)"
     )
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_filter)
 
 
 def _add_rescore(actions: Any) -> None:
     from pipelines.commands.options import add_table_options
 
-    parser = actions.add_parser(
+    parser = _add_copy(
+        actions,
         "rescore",
+        run_rescore,
         help="results corrected by the tablebases, carried back along each game",
         description="Write IN's records to OUT with the results of positions the tables cover "
         "taken from the tables (50-move rule included) and carried back to the game's earlier "
         "positions; OUT.json counts what changed. Both whole or not at all.",
     )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
     add_table_options(parser)
     parser.add_argument(
         "--tb-scores",
@@ -167,52 +179,27 @@ def _add_rescore(actions: Any) -> None:
         help="covered positions also take the tablebase score (Stockfish's TB range)",
     )
     _add_skip_bad(parser)
-    parser.set_defaults(handler=run_rescore)
-
-
-def _add_dedupe(actions: Any) -> None:
-    parser = actions.add_parser(
-        "dedupe",
-        help="one record per position, the later kept, in bounded memory",
-        description="Write the last record of each position of IN (pieces, side, castling, "
-        "en passant) to OUT in file order, through sorted runs beside OUT.",
-    )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
-    _add_skip_bad(parser)
-    parser.set_defaults(handler=run_dedupe)
-
-
-def _add_to_pgn(actions: Any) -> None:
-    parser = actions.add_parser(
-        "to-pgn",
-        help="the games of a training file as PGN",
-        description="Write IN's games (records that follow one another) to OUT as PGN, each "
-        "move's score in a comment.",
-    )
-    parser.add_argument("input", type=Path, metavar="IN")
-    parser.add_argument("output", type=Path, metavar="OUT")
-    _add_skip_bad(parser)
-    parser.set_defaults(handler=run_to_pgn)
 
 
 def _add_from_games(actions: Any) -> None:
     from pipelines.commands.options import (
         add_allow_empty_option,
         add_filter_options,
+        add_month_source,
         add_table_options,
     )
 
-    parser = actions.add_parser(
+    parser = add_action(
+        actions,
         "from-games",
+        run_from_games,
         help="every position of a month's kept games, results rescored by the tablebases",
         description="Write every position of SOURCE's kept games as training records (score: "
         "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
         "rescored from the first position the tables cover). Writes OUT, "
         "OUT.lineage.parquet and the run manifest OUT.json, each whole or not at all.",
     )
-    parser.add_argument("source", metavar="SOURCE")
-    parser.add_argument("--month", required=True, help="YYYY-MM of the games")
+    add_month_source(parser, "YYYY-MM of the games", metavar="SOURCE")
     parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
     add_table_options(parser)
     parser.add_argument(
@@ -242,7 +229,6 @@ def _add_from_games(actions: Any) -> None:
         "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
     )
     add_frame_workers_option(parser)
-    parser.set_defaults(handler=run_from_games)
 
 
 class TableOutcomes:
@@ -298,24 +284,14 @@ def _opened_outcomes(folders: tuple[str, ...], backend: str) -> TableOutcomes:
 
 
 def run_from_games(args: argparse.Namespace) -> int:
-    from pipelines.commands.ingest import filter_from_args, progress_from_args
-    from pipelines.commands.options import as_said, settings_as_flags
+    from pipelines.commands.ingest import filter_from_args, progress_shown
+    from pipelines.commands.options import as_said, settings_from_args
     from pipelines.errors import ChesspipeError
     from pipelines.games.game_filter import NothingKept
     from pipelines.training.from_games import export_games
     from pipelines.training.settings import FromGamesSettings
 
-    rules = filter_from_args(args)
-    with settings_as_flags():
-        settings = FromGamesSettings(
-            rules,
-            require_eval=args.require_eval,
-            skip_in_check=args.skip_in_check,
-            skip_captures=args.skip_captures,
-            from_ply=args.from_ply,
-            min_pieces=args.min_pieces,
-            max_pieces=args.max_pieces,
-        )
+    settings = settings_from_args(FromGamesSettings, args, rules=filter_from_args(args))
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:
@@ -323,24 +299,22 @@ def run_from_games(args: argparse.Namespace) -> int:
 
         folders = table_folders(args)
         outcomes = TableOutcomes(folders, args.backend)
-    bar = progress_from_args(args)
     try:
-        manifest = export_games(
-            args.source,
-            args.month,
-            args.out,
-            settings,
-            outcomes,
-            [str(f) for f in folders],
-            progress=bar,
-            workers=args.workers or os.cpu_count() or 1,
-            allow_empty=args.allow_empty,
-        )
+        with progress_shown(args) as bar:
+            manifest = export_games(
+                args.source,
+                args.month,
+                args.out,
+                settings,
+                outcomes,
+                [str(f) for f in folders],
+                progress=bar,
+                workers=args.workers or os.cpu_count() or 1,
+                allow_empty=args.allow_empty,
+            )
     except NothingKept as exc:
         raise ChesspipeError(as_said(exc)) from None
     finally:
-        if bar is not None:
-            bar.close()
         if outcomes is not None:
             outcomes.close()
     summary = manifest.to_json()
@@ -390,23 +364,11 @@ def run_interleave(args: argparse.Namespace) -> int:
 
 
 def run_filter(args: argparse.Namespace) -> int:
-    from pipelines.commands.options import settings_as_flags
+    from pipelines.commands.options import settings_from_args
     from pipelines.training.filter import filter_file
     from pipelines.training.skip_settings import SkipSettings
 
-    with settings_as_flags():
-        settings = SkipSettings(
-            filtered=args.filtered,
-            wld_filtered=args.wld_filtered,
-            random_fen_skipping=args.random_fen_skipping,
-            early_fen_skipping=args.early_fen_skipping,
-            simple_eval_skipping=args.simple_eval_skipping,
-            min_score=args.min_score,
-            max_score=args.max_score,
-            min_pieces=args.min_pieces,
-            max_pieces=args.max_pieces,
-            seed=args.seed,
-        )
+    settings = settings_from_args(SkipSettings, args)
     result = filter_file(args.input, args.output, settings, skip_bad=args.skip_bad)
     print(json.dumps(result.to_json(), indent=2))
     return 0
@@ -449,3 +411,26 @@ def run_to_pgn(args: argparse.Namespace) -> int:
         json.dumps(to_pgn_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
     )
     return 0
+
+
+#: The actions of IN and OUT whose one option is --skip-bad: name, handler, help and description.
+_COPIES: tuple[tuple[str, Any, dict[str, str]], ...] = (
+    (
+        "dedupe",
+        run_dedupe,
+        {
+            "help": "one record per position, the later kept, in bounded memory",
+            "description": "Write the last record of each position of IN (pieces, side, "
+            "castling, en passant) to OUT in file order, through sorted runs beside OUT.",
+        },
+    ),
+    (
+        "to-pgn",
+        run_to_pgn,
+        {
+            "help": "the games of a training file as PGN",
+            "description": "Write IN's games (records that follow one another) to OUT as PGN, "
+            "each move's score in a comment.",
+        },
+    ),
+)

@@ -8,16 +8,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import add_action, add_actions
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
+    actions = add_actions(
+        subparsers,
         "warehouse",
+        dest="action",
         help="check a warehouse folder (and repair what is safe to repair), compact a year",
         description="Tools for the warehouse folder.",
     )
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    check = actions.add_parser(
+    check = add_action(
+        actions,
         "check",
+        run_check,
         help="list stale staging, temporary files, partitions and manifests that disagree",
         description="List, one line each, the staging folders and temporary files dead runs "
         "left, partitions without a manifest or whose manifest's output_sha256 does not match, "
@@ -29,9 +34,10 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("warehouse", type=Path, metavar="DIR")
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
-    check.set_defaults(handler=run_check)
-    compact = actions.add_parser(
+    compact = add_action(
+        actions,
         "compact",
+        run_compact,
         help="sum a year's twelve months into one sorted file that book build reads instead",
         description="Sum the statistics of a year's twelve months into "
         "DIR/move_stats_yearly/year=YYYY/part-0.parquet (sorted by key, in row groups like the "
@@ -42,7 +48,6 @@ def register(subparsers: Any) -> None:
     )
     compact.add_argument("warehouse", type=Path, metavar="DIR")
     compact.add_argument("--year", required=True, metavar="YYYY", help="the year to compact")
-    compact.set_defaults(handler=run_compact)
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pipelines.warehouse.evals_files import eval_parts, new_part_path
-from pipelines.warehouse.layout import ROW_GROUP_ROWS, sql_paths
+from pipelines.warehouse.layout import ROW_GROUP_ROWS, sql_paths, write_row_groups
 from schemas.atomic_files import atomic_path
 from schemas.evals import EVALS_ORDER, MATE_SCORE, evals_schema
 
@@ -70,28 +70,12 @@ def _table(evaluations: Sequence[Evaluation]) -> Any:
 
 def _write_ranked(con: Any, source: str, target: Path) -> int:
     """Write the ranked rows of a DuckDB relation to a Parquet file; return the rows."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = evals_schema()
-    rows = 0
     reader = con.sql(_RANKED.format(source=source)).to_arrow_reader(ROW_GROUP_ROWS)
     with pq.ParquetWriter(target, schema, compression="zstd", use_dictionary=_DICTIONARY) as writer:
-        pending: list[Any] = []
-        pending_rows = 0
-        for batch in reader:
-            pending.append(batch)
-            pending_rows += batch.num_rows
-            while pending_rows >= ROW_GROUP_ROWS:
-                table = pa.Table.from_batches(pending)
-                head, tail = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
-                writer.write_table(head.cast(schema))
-                rows += head.num_rows
-                pending, pending_rows = tail.to_batches(), tail.num_rows
-        if pending_rows or rows == 0:
-            writer.write_table(pa.Table.from_batches(pending, schema=reader.schema).cast(schema))
-            rows += pending_rows
-    return rows
+        return write_row_groups(reader, writer, lambda table: table.cast(schema))
 
 
 def _duckdb() -> Any:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.warehouse.layout import MONTH_RE
+from pipelines.warehouse.layout import complete_months, month_folder, month_manifest
+
+#: The files of a month's folder.
+GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
 
 
 def explorer_dir(warehouse: Path) -> Path:
@@ -14,35 +17,21 @@ def explorer_dir(warehouse: Path) -> Path:
 
 
 def month_dir(warehouse: Path, month: str) -> Path:
-    return explorer_dir(warehouse) / f"month={month}"
-
-
-def games_file(warehouse: Path, month: str) -> Path:
-    return month_dir(warehouse, month) / "games.parquet"
-
-
-def positions_file(warehouse: Path, month: str) -> Path:
-    return month_dir(warehouse, month) / "positions.parquet"
+    return month_folder(explorer_dir(warehouse), month)
 
 
 def explorer_manifest_path(warehouse: Path, month: str) -> Path:
-    return explorer_dir(warehouse) / f"month={month}.json"
+    return month_manifest(explorer_dir(warehouse), month)
+
+
+def games_file(warehouse: Path, month: str) -> Path:
+    return month_dir(warehouse, month) / GAMES_FILE
+
+
+def positions_file(warehouse: Path, month: str) -> Path:
+    return month_dir(warehouse, month) / POSITIONS_FILE
 
 
 def explorer_months(warehouse: Path) -> list[str]:
     """The months that have the explorer's data, in order (both files and the manifest)."""
-    root = explorer_dir(warehouse)
-    if not root.is_dir():
-        return []
-    months = []
-    for child in root.iterdir():
-        month = child.name[len("month=") :]
-        if (
-            child.name.startswith("month=")
-            and MONTH_RE.fullmatch(month)
-            and games_file(warehouse, month).is_file()
-            and positions_file(warehouse, month).is_file()
-            and explorer_manifest_path(warehouse, month).is_file()
-        ):
-            months.append(month)
-    return sorted(months)
+    return complete_months(explorer_dir(warehouse), (GAMES_FILE, POSITIONS_FILE))

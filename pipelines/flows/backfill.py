@@ -11,9 +11,8 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.books.build import build_book
 from pipelines.errors import ChesspipeError
-from pipelines.flows.monthly import LoggedProgress, publish_artifact
+from pipelines.flows.monthly import build_logged, publish_artifact
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import build_month
 from pipelines.monthly.manifest import MonthManifest
 from pipelines.monthly.publish import range_book_path
 from pipelines.progress import MonthsProgress
@@ -52,15 +51,16 @@ def build_month_task(
     process only: the CLI's bar over the months) hears of it too."""
     logger = get_run_logger()
     also = progress.month(month) if progress is not None else None
-    manifest = build_month(
+    manifest = build_logged(
+        options,
         source.format(month=month),
         month,
         warehouse,
         books,
-        options.settings,
-        options.download,
         force=force,
-        progress=LoggedProgress(logger, options.log_every, also, label=f"{month}: "),
+        logger=logger,
+        also=also,
+        label=f"{month}: ",
     )
     if progress is not None:
         progress.finished(month)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -94,17 +94,12 @@ def prefect_server(
 
 
 def serve_monthly(
-    warehouse: str,
-    books: str,
-    source: str = SOURCE_TEMPLATE,
-    cron: str = MONTHLY_CRON,
-    options: BuildOptions | None = None,
-    port: int = UI_PORT,
-    hint: str = SERVER_HINT,
+    deployment: Callable[[], Any], port: int = UI_PORT, hint: str = SERVER_HINT
 ) -> None:
-    """Serve the monthly deployment from this process until interrupted (`hint`: as for
+    """Serve a deployment from this process until interrupted: the one `deployment` returns
+    once the server is up (`monthly_deployment` with its arguments bound; `hint`: as for
     `prefect_server`)."""
     from prefect import serve
 
     with prefect_server(port, hint=hint):
-        serve(monthly_deployment(warehouse, books, source, cron, options))
+        serve(deployment())

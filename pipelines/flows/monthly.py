@@ -13,7 +13,7 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.errors import ChesspipeError, Stopped
 from pipelines.flows.options import BuildOptions
-from pipelines.monthly.build import build_month
+from pipelines.monthly.build import StepRunner, build_month, run_directly
 from pipelines.monthly.manifest import MonthManifest, summary_markdown
 from pipelines.monthly.schedule import month_to_build
 from pipelines.progress import Progress, ProgressCallback, format_progress, stream_handlers
@@ -139,6 +139,34 @@ def run_as_task(name: str, function: Callable[P, T], /, *args: P.args, **kwargs:
     return task(name=name, cache_policy=NO_CACHE)(function)(*args, **kwargs)
 
 
+def build_logged(
+    options: BuildOptions,
+    source: str,
+    month: str,
+    warehouse: str,
+    books: str,
+    *,
+    force: bool,
+    logger: Any,
+    also: ProgressCallback | None = None,
+    label: str = "",
+    run_step: StepRunner = run_directly,
+) -> MonthManifest:
+    """Build a month (`build_month`) with the flows' `options`, its progress logged by `logger`
+    every `options.log_every` seconds (each line after `label`) and reported to `also` too."""
+    return build_month(
+        source,
+        month,
+        warehouse,
+        books,
+        options.settings,
+        options.download,
+        force=force,
+        progress=LoggedProgress(logger, options.log_every, also, label=label),
+        run_step=run_step,
+    )
+
+
 def scheduled_month() -> str:
     """Return the month the current flow run builds when none is given: the previous month."""
     from prefect.runtime import flow_run
@@ -176,15 +204,15 @@ def build_month_flow(
     month = month or scheduled_month()
     source = source.format(month=month)
     logger.info("building lichess %s from %s", month, source)
-    manifest = build_month(
+    manifest = build_logged(
+        options,
         source,
         month,
         warehouse,
         books,
-        options.settings,
-        options.download,
         force=force,
-        progress=LoggedProgress(logger, options.log_every, progress),
+        logger=logger,
+        also=progress,
         run_step=run_as_task,
     )
     if manifest.status == "up-to-date":

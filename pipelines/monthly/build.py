@@ -251,6 +251,16 @@ def _build_month_remote(
         def url(base: str, local: Path, root: Path) -> str:
             return store.join(base, local.relative_to(root).as_posix())
 
+        def described(file: Path, file_manifest: Path, base: str, root: Path) -> Described:
+            """A local file and its manifest under `root`, going to the same place under `base`."""
+            return Described(
+                file,
+                url(base, file, root),
+                file_manifest,
+                url(base, file_manifest, root),
+                root=base,
+            )
+
         if remote_books and not force:
             for local in (manifest_file, book):
                 store.download_if_exists(url(books, local, local_books), local)
@@ -270,24 +280,8 @@ def _build_month_remote(
             manifest.write(manifest_file)
         changed: list[Described] = []
         if remote_wh and not manifest.ingest_reused:
-            changed.append(
-                Described(
-                    stats_file,
-                    url(warehouse, stats_file, local_wh),
-                    stats_manifest,
-                    url(warehouse, stats_manifest, local_wh),
-                    root=warehouse,
-                )
-            )
+            changed.append(described(stats_file, stats_manifest, warehouse, local_wh))
         if remote_books:
-            changed.append(
-                Described(
-                    book,
-                    url(books, book, local_books),
-                    manifest_file,
-                    url(books, manifest_file, local_books),
-                    root=books,
-                )
-            )
+            changed.append(described(book, manifest_file, books, local_books))
         publish(changed, month=month)
         return manifest

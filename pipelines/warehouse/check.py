@@ -152,13 +152,7 @@ def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
             with ExitStack() as locks:
                 for month in year_months(year):
                     locks.enter_context(month_lock(warehouse, month, clean=False))
-                for path in paths:
-                    if repair:
-                        path.unlink(missing_ok=True)
-                        yield Finding("temp-file", path, None, "removed", True)
-                    else:
-                        detail = "left by a dead compaction"
-                        yield Finding("temp-file", path, None, detail, repair="removes it")
+                yield from _temp_files(paths, repair, "left by a dead compaction")
         except ChesspipeError:
             yield Finding("in-use", root, None, f"year {year} being compacted, skipped")
     years = {y for p in root.glob("year=*") if (y := _year_of(p)) is not None}
@@ -173,6 +167,17 @@ def _yearly_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
                 repair="leaves it",
                 aside="book build ignores it",
             )
+
+
+def _temp_files(paths: list[Path], repair: bool, detail: str) -> Iterator[Finding]:
+    """The temporary files a dead run left (`detail`: whose), removed with `repair`: the
+    caller holds the lock that keeps a live run away from them."""
+    for path in paths:
+        if repair:
+            path.unlink(missing_ok=True)
+            yield Finding("temp-file", path, None, "removed", True)
+        else:
+            yield Finding("temp-file", path, None, detail, repair="removes it")
 
 
 def _part_problem(part: Path) -> str | None:
@@ -212,13 +217,8 @@ def _evals_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
     if temps:
         try:
             with evals_lock(warehouse):
-                for path in temps:
-                    if repair:
-                        path.unlink(missing_ok=True)
-                        yield Finding("temp-file", path, None, "removed", True)
-                    else:
-                        detail = "left by a dead run of evals analyse or import"
-                        yield Finding("temp-file", path, None, detail, repair="removes it")
+                detail = "left by a dead run of evals analyse or import"
+                yield from _temp_files(temps, repair, detail)
         except ChesspipeError:
             yield Finding("in-use", root, None, "the evaluations are being written, skipped")
     for path in strays:

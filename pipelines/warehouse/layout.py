@@ -1,4 +1,5 @@
-"""The warehouse folder: move statistics partitioned by month, manifests, atomic publishing."""
+"""The warehouse folder: move statistics partitioned by month, manifests, the files' row groups,
+atomic publishing."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,30 @@ PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
 }
+
+
+def write_row_groups(reader: Any, writer: Any, cast: Callable[[Any], Any]) -> int:
+    """Write the batches of an Arrow record batch reader through a Parquet writer in row
+    groups of ROW_GROUP_ROWS rows (the last one shorter; a single empty one when there is no
+    row), each table cast by `cast` first; return the rows written."""
+    import pyarrow as pa
+
+    rows = 0
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in reader:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= ROW_GROUP_ROWS:
+            table = pa.Table.from_batches(pending)
+            head, tail = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
+            writer.write_table(cast(head))
+            rows += head.num_rows
+            pending, pending_rows = tail.to_batches(), tail.num_rows
+    if pending_rows or rows == 0:
+        writer.write_table(cast(pa.Table.from_batches(pending, schema=reader.schema)))
+        rows += pending_rows
+    return rows
 
 
 def check_month(month: str) -> str:
@@ -67,9 +93,20 @@ def stats_dir(warehouse: Path) -> Path:
     return Path(warehouse) / "move_stats"
 
 
+def month_folder(root: Path, month: str) -> Path:
+    """Return a month's folder among the months of `root`: `root/month=YYYY-MM/`."""
+    return Path(root) / f"month={month}"
+
+
+def month_manifest(root: Path, month: str) -> Path:
+    """Return the manifest beside a month's folder among the months of `root`:
+    `root/month=YYYY-MM.json`."""
+    return Path(root) / f"month={month}.json"
+
+
 def partition_dir(warehouse: Path, month: str) -> Path:
     """Return a month's hive partition folder."""
-    return stats_dir(warehouse) / f"month={month}"
+    return month_folder(stats_dir(warehouse), month)
 
 
 def partition_file(warehouse: Path, month: str) -> Path:
@@ -79,7 +116,7 @@ def partition_file(warehouse: Path, month: str) -> Path:
 
 def manifest_path(warehouse: Path, month: str) -> Path:
     """Return the path of a month's ingest manifest, beside its partition."""
-    return stats_dir(warehouse) / f"month={month}.json"
+    return month_manifest(stats_dir(warehouse), month)
 
 
 def recorded_sha256(warehouse: Path, month: str) -> str | None:
@@ -112,7 +149,12 @@ def available_months(warehouse: Path) -> list[str]:
     hold a `part-0.parquet` file, with the month's manifest beside them (ingest publishes the
     manifest last: a partition without one is a run that did not finish, which `warehouse
     check` reports; a `month=2021-10.bak` is no month)."""
-    root = stats_dir(warehouse)
+    return complete_months(stats_dir(warehouse), ("part-0.parquet",))
+
+
+def complete_months(root: Path, files: tuple[str, ...]) -> list[str]:
+    """Return the months of `root` whose folder (`month_folder`) holds each of `files` and
+    whose manifest (`month_manifest`) is beside it, in order."""
     if not root.is_dir():
         return []
     months = []
@@ -121,8 +163,8 @@ def available_months(warehouse: Path) -> list[str]:
         if (
             child.name.startswith("month=")
             and MONTH_RE.fullmatch(month)
-            and (child / "part-0.parquet").is_file()
-            and manifest_path(warehouse, month).is_file()
+            and all((child / name).is_file() for name in files)
+            and month_manifest(root, month).is_file()
         ):
             months.append(month)
     return sorted(months)

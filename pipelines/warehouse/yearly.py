@@ -27,6 +27,7 @@ from pipelines.warehouse.layout import (
     partition_file,
     recorded_sha256,
     sql_paths,
+    write_row_groups,
 )
 from pipelines.warehouse.locks import month_lock
 from schemas.atomic_files import OutputSet
@@ -219,7 +220,6 @@ _SUMMED = """
 def _write_summed(files: list[Path], target: Path, *, memory_limit: str) -> tuple[int, int]:
     """Write the summed rows of month files to target; return (rows written, rows read)."""
     import duckdb
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
@@ -227,25 +227,10 @@ def _write_summed(files: list[Path], target: Path, *, memory_limit: str) -> tupl
     listed = sql_paths(files)
     month_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     con = duckdb.connect(config={"memory_limit": memory_limit})
-    rows = 0
     try:
         reader = con.sql(_SUMMED.format(files=listed)).to_arrow_reader(ROW_GROUP_ROWS)
         with pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **PARQUET_OPTIONS) as writer:
-            pending: list[pa.RecordBatch] = []
-            pending_rows = 0
-            for batch in reader:
-                pending.append(batch)
-                pending_rows += batch.num_rows
-                while pending_rows >= ROW_GROUP_ROWS:
-                    table = pa.Table.from_batches(pending)
-                    head, tail = table.slice(0, ROW_GROUP_ROWS), table.slice(ROW_GROUP_ROWS)
-                    writer.write_table(_as_stats(head, MOVE_STATS_SCHEMA))
-                    rows += head.num_rows
-                    pending, pending_rows = tail.to_batches(), tail.num_rows
-            table = pa.Table.from_batches(pending, schema=reader.schema)
-            if table.num_rows or rows == 0:
-                writer.write_table(_as_stats(table, MOVE_STATS_SCHEMA))
-                rows += table.num_rows
+            rows = write_row_groups(reader, writer, lambda t: _as_stats(t, MOVE_STATS_SCHEMA))
     finally:
         con.close()
     return rows, int(month_rows)
