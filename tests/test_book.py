@@ -162,6 +162,8 @@ def test_scaling_ties_and_order(tmp_path: Path) -> None:
         (7, 300, 10, 0, 10),  # points 20 -> rounds to 16
         (7, 400, 1, 0, 19),  # points 2 -> rounds to 2
         (7, 500, 0, 1, 39),  # points 1 -> would round to 0: at least 1
+        (7, 600, 51, 0, 0),  # points 102 and 103 scale to one weight: the higher first,
+        (7, 650, 51, 1, 0),  # as PolyGlot orders by points
         (3, 10, 30, 0, 0),
         (3, 11, 30, 0, 0),  # a tie
         (3, 12, 0, 0, 30),  # no points: out
@@ -182,11 +184,13 @@ def test_scaling_ties_and_order(tmp_path: Path) -> None:
         (3, 11, 60),
         (7, 100, 65535),
         (7, 200, scaled(40500)),
+        (7, 650, scaled(103)),
+        (7, 600, scaled(102)),
         (7, 300, scaled(20)),
         (7, 400, scaled(2)),
         (7, 500, 1),
     ]
-    assert scaled(20) == 16 and scaled(2) == 2
+    assert scaled(20) == 16 and scaled(2) == 2 and scaled(102) == scaled(103)
     assert all(entries["learn"] == 0)
 
 
