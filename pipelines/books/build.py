@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 MAX_WEIGHT = 65535
 
 #: A book file's bytes as hex: each entry's fields as schemas.polyglot_entry lays them out
-#: (learn 0), in book order: key, then weight descending, then move.
+#: (learn 0), in book order. PolyGlot's make-book sorts by key, then points descending (its
+#: `key_compare`), which is weight descending, and points descending where scaling made
+#: weights equal. Moves of equal points it leaves in the order the games first played them,
+#: which statistics do not hold: here they go by move (docs/books.md, "Entry order").
 ENTRIES_HEX = (
     f"string_agg(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0), '' "
-    "ORDER BY key, weight DESC, move)"
+    "ORDER BY key, weight DESC, points DESC, move)"
 )
 
 
@@ -73,7 +76,8 @@ def book_query(
     yearly: list[Path] | None = None,
     without: str | None = None,
 ) -> tuple[str, list[Any]]:
-    """Return the SQL (and parameters) that yields a book's (key, move, weight, games) rows.
+    """Return the SQL (and parameters) that yields a book's (key, move, weight, games, points)
+    rows (points: 2 per win, 1 per draw, before scaling).
 
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
     months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
@@ -96,7 +100,7 @@ def book_query(
             CASE WHEN top > {MAX_WEIGHT}
                  THEN greatest(1, (points::HUGEINT * {2 * MAX_WEIGHT} + top) // (2 * top::HUGEINT))
                  ELSE points END::USMALLINT AS weight,
-            n AS games
+            n AS games, points
         FROM kept
     """
     params += [settings.min_games, settings.min_score]

@@ -9,17 +9,20 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
     add_ingest_options,
-    add_partition_options,
     as_said,
     settings_as_flags,
 )
 from pipelines.errors import ChesspipeError, CutShort
 from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
+
+if TYPE_CHECKING:
+    from pipelines.ingest.manifest import IngestManifest
+    from pipelines.ingest.options import RunPolicy, Runtime
 
 
 def filter_from_args(args: argparse.Namespace) -> GameFilter:
@@ -81,7 +84,17 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/move_stats/month=YYYY-MM/. Games that are not from Lichess (no TimeControl, "
         "no ratings): --speeds all --min-rating 0.",
     )
-    add_partition_options(parser)
+    parser.add_argument("source")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
+    where.add_argument(
+        "--month-by",
+        choices=["date"],
+        help="date: each game into the month its Date tag names (a year only: the year's "
+        "January, YYYY-01; no year: 0000-01), one partition each (the source read by one "
+        "process)",
+    )
+    parser.add_argument("--warehouse", required=True, type=Path)
     add_ingest_options(parser)
     parser.add_argument(
         "--force",
@@ -113,32 +126,65 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError("cannot read games from stdin: it is closed")
     # Started first, so that the workers' imports overlap with this process's; ingest closes
     # the pool if it reads alone.
-    workers = 1 if settings.dedupe else args.workers or os.cpu_count() or 1
+    if args.month_by == "date" and args.write_kept is not None:
+        raise ChesspipeError("--write-kept writes one month's games: give --month")
+    alone = settings.dedupe or args.month_by == "date"  # the source read by this process
+    workers = 1 if alone else args.workers or os.cpu_count() or 1
     pool = WorkerPool(workers, preload=WORKER_MODULES) if workers > 1 else None
     from pipelines.ingest.options import RunPolicy, Runtime
     from pipelines.ingest.run import ingest
 
+    policy = RunPolicy(
+        keep_partial=args.keep_partial,
+        allow_empty=args.allow_empty,
+        replace_month=args.force,
+        write_kept=args.write_kept,
+    )
     with progress_shown(args) as bar, ingest_errors_said():
-        manifest = ingest(
-            args.source,
-            args.month,
-            args.warehouse,
-            settings,
-            policy=RunPolicy(
-                keep_partial=args.keep_partial,
-                allow_empty=args.allow_empty,
-                replace_month=args.force,
-                write_kept=args.write_kept,
-            ),
-            runtime=Runtime(progress=bar, workers=args.workers, pool=pool),
-        )
-    summary = {
-        k: getattr(manifest, k)
-        for k in ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
-    }
+        runtime = Runtime(progress=bar, workers=args.workers, pool=pool)
+        if args.month_by == "date":
+            summary, manifests = _by_date(args, settings, policy, runtime)
+        else:
+            manifest = ingest(
+                args.source, args.month, args.warehouse, settings, policy=policy, runtime=runtime
+            )
+            summary, manifests = _month_summary(manifest), [manifest]
     print(json.dumps(summary, indent=2))
-    for warning in manifest.warnings:
-        print(f"chesspipe: warning: {warning}", file=sys.stderr)
-    if manifest.partial:
-        print(f"chesspipe: warning: partial month published: {manifest.error}", file=sys.stderr)
+    for manifest in manifests:
+        month = f"{manifest.month}: " if args.month_by else ""
+        for warning in manifest.warnings:
+            print(f"chesspipe: warning: {month}{warning}", file=sys.stderr)
+    partial = next((m for m in manifests if m.partial), None)
+    if partial is not None:
+        what = "partial month" if len(manifests) == 1 else "partial months"
+        print(f"chesspipe: warning: {what} published: {partial.error}", file=sys.stderr)
     return 0
+
+
+#: What the summary of a run says of each month it published.
+MONTH_SUMMARY = ("month", "games_read", "games_kept", "games_dropped", "rows", "output")
+
+
+def _month_summary(manifest: IngestManifest) -> dict[str, Any]:
+    return {k: getattr(manifest, k) for k in MONTH_SUMMARY}
+
+
+def _by_date(
+    args: argparse.Namespace, settings: IngestSettings, policy: RunPolicy, runtime: Runtime
+) -> tuple[dict[str, Any], list[IngestManifest]]:
+    """Ingest by date; return the run's summary (its counts, then each month's) and manifests."""
+    from pipelines.ingest.by_date import ingest_by_date
+    from pipelines.warehouse.months import month_runs
+
+    done = ingest_by_date(args.source, args.warehouse, settings, policy=policy, runtime=runtime)
+    summary = {
+        "month_by": "date",
+        "games_read": done.games_read,
+        "games_kept": done.games_kept,
+        "games_dropped": done.games_dropped,
+        "months": [_month_summary(m) for m in done.months if m.games_read],
+        # The months of the span no game's date names (or none of whose games was kept).
+        "empty_months": month_runs(m.month for m in done.months if not m.games_read),
+        "left_out": done.left_out,
+    }
+    return summary, list(done.months)

@@ -30,6 +30,66 @@ FLUSH_ROWS = 2_000_000
 IN_MEMORY_ROWS = 4_000_000
 
 
+class RunCounter:
+    """Counts games that passed the filter, handed over one at a time, into run files under
+    staging; `finish` returns the run files and the opening tree used.
+
+    `lines` leaves out a game whose main line repeats one it saw before (dedupe), shared by the
+    counters that hand it to each other; `tree` likewise (None: a new one when a game comes).
+    """
+
+    def __init__(
+        self,
+        settings: IngestSettings,
+        stats: ScanStats,
+        staging: Path,
+        *,
+        prefix: str = "run",
+        flush_rows: int = FLUSH_ROWS,
+        tree: OpeningTree | None = None,
+        lines: MainLines | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stats = stats
+        self.staging = staging
+        self.prefix = prefix
+        self.flush_rows = flush_rows
+        self.tree = tree
+        self.lines = lines
+        self.runs: list[Path] = []
+        self._counter: MoveCounter | None = None
+
+    def add(self, kept: KeptGame) -> None:
+        """Count a game (or leave it out as a duplicate)."""
+        counter = self._counter
+        if counter is None:  # python-chess and NumPy are imported once a game is kept
+            from pipelines.ingest.counting import MoveCounter
+
+            chess960 = self.settings.rules.variant == "chess960"
+            counter = MoveCounter(self.settings.plies, self.stats, self.tree, chess960)
+            self._counter = counter
+            self.tree = counter.tree
+        if self.lines is not None and self.lines.repeats(kept):
+            counter.skip("duplicate")
+            return
+        counter.add(kept)
+        if len(counter.rows) >= self.flush_rows:
+            self.runs.append(_write_counted(counter, self._next_run()))
+
+    def finish(self) -> tuple[list[Path], OpeningTree | None]:
+        """Count what is pending and write the last run file; return the run files and tree."""
+        counter = self._counter
+        if counter is not None:
+            counter.flush()
+            if len(counter.rows):
+                self.runs.append(_write_counted(counter, self._next_run()))
+            self.tree = counter.tree
+        return self.runs, self.tree
+
+    def _next_run(self) -> Path:
+        return _run_path(self.staging, self.prefix, len(self.runs))
+
+
 def count_kept(
     games: Iterable[KeptGame],
     settings: IngestSettings,
@@ -45,27 +105,18 @@ def count_kept(
 
         Return the run files and the opening tree used (None if no game came and none was given).
     """
-    counter: MoveCounter | None = None
-    runs: list[Path] = []
-    lines = MainLines() if settings.dedupe else None
+    counter = RunCounter(
+        settings,
+        stats,
+        staging,
+        prefix=prefix,
+        flush_rows=flush_rows,
+        tree=tree,
+        lines=MainLines() if settings.dedupe else None,
+    )
     for kept in games:
-        if counter is None:  # python-chess and NumPy are imported once a game is kept
-            from pipelines.ingest.counting import MoveCounter
-
-            chess960 = settings.rules.variant == "chess960"
-            counter = MoveCounter(settings.plies, stats, tree, chess960)
-        if lines is not None and lines.repeats(kept):
-            counter.skip("duplicate")
-            continue
         counter.add(kept)
-        if len(counter.rows) >= flush_rows:
-            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
-    if counter is not None:
-        counter.flush()
-        if len(counter.rows):
-            runs.append(_write_counted(counter, _run_path(staging, prefix, len(runs))))
-        tree = counter.tree
-    return runs, tree
+    return counter.finish()
 
 
 def _run_path(staging: Path, prefix: str, number: int) -> Path:

@@ -65,6 +65,9 @@ class IngestManifest:
     #: What the run noticed and published anyway, one line each, such as mostly unreadable text
     #: (in the file when there are any).
     warnings: list[str] = field(default_factory=list)
+    #: The month holds the games of the source whose Date tag puts them in it, not all of its
+    #: games (ingest by date: pipelines.ingest.by_date; in the file when true).
+    dated: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Return the manifest as plain JSON values, in the file's order."""
@@ -78,6 +81,8 @@ class IngestManifest:
             del data["warnings"]
         if not self.unreadable_bytes:
             del data["unreadable_bytes"]
+        if not self.dated:
+            del data["dated"]
         data["opening_tree"] = asdict(self.opening_tree)
         data["timings"] = asdict(self.timings)
         return data

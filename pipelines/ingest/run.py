@@ -126,7 +126,8 @@ def ingest(
                     pool = _pool_for(plan, pool, stack, workers, executor, runtime.start_method)
                     stats = ScanStats()
                     counted = _count(opened, plan, job, stats, pool, executor)
-                    counted = _check_scan(opened.name, stats, counted, policy.keep_partial)
+                    error = check_scan(opened.name, stats, counted.error, policy.keep_partial)
+                    counted = replace(counted, error=error)
                     if job.progress is not None:
                         # The scan's and the counting's totals: the manifest's numbers.
                         reader, elapsed = opened.reader, time.monotonic() - started
@@ -134,7 +135,7 @@ def ingest(
                         job.progress(done)
                     used = workers if executor is None else "executor"
                     parallel = plan.strategy is not Strategy.IN_PROCESS
-                    return _publish(
+                    return publish_month(
                         job,
                         opened,
                         stats,
@@ -253,7 +254,7 @@ def _blocks_in_order(
     if report:
         # Progress counts the bytes read for the text scanned, not how far the thread read.
         blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
-    return _until_corrupt(blocks, job.keep_partial, errors)
+    return until_corrupt(blocks, job.keep_partial, errors)
 
 
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
@@ -278,7 +279,7 @@ def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     return Counted(hits, misses, write, kept=kept)
 
 
-def _until_corrupt(
+def until_corrupt(
     blocks: Iterator[bytes], keep_partial: bool, errors: list[str]
 ) -> Iterator[bytes]:
     """Pass blocks through; on a corrupt stream, stop and note why if partial output is wanted."""
@@ -290,8 +291,9 @@ def _until_corrupt(
         errors.append(str(exc))
 
 
-def _check_scan(name: str, stats: ScanStats, counted: Counted, keep_partial: bool) -> Counted:
-    """Fail a scan that found no game, or that ended inside one (unless keeping partial months).
+def check_scan(name: str, stats: ScanStats, error: str | None, keep_partial: bool) -> str | None:
+    """Fail a scan that found no game, or that ended inside one (unless keeping partial months);
+    return why reading stopped early (`error`, the counting's, or the cut end), or None.
 
     Text that is only blank (or no text at all) is an empty month, not a failure.
     """
@@ -301,12 +303,24 @@ def _check_scan(name: str, stats: ScanStats, counted: Counted, keep_partial: boo
             f"no PGN game found in {name}: {stats.pgn_bytes} bytes of text read as "
             f"{stats.games_read} pieces ({seen}); nothing published"
         )
-    if stats.ends_inside_game and counted.error is None:
+    if stats.ends_inside_game and error is None:
         reason = f"{name} ends inside a game (no result after its last moves): it was cut short"
         if not keep_partial:
             raise CutShort(f"{reason}; nothing published")
-        return replace(counted, error=reason)
-    return counted
+        return reason
+    return error
+
+
+def source_sha256(opened: OpenSource, expected_sha256: str | None, *, hashed: bool) -> str | None:
+    """Return the sha256 of the source read (None unless `hashed`: it was read whole); raise
+    when it is not `expected_sha256`, if given."""
+    sha256 = opened.reader.sha256.hexdigest() if hashed else None
+    if expected_sha256 is not None and sha256 != expected_sha256.lower():
+        raise ChesspipeError(
+            f"{opened.name}: sha256 mismatch (got {sha256}, expected {expected_sha256}); "
+            "nothing published"
+        )
+    return sha256
 
 
 def _unreadable_warning(stats: ScanStats) -> list[str]:
@@ -320,7 +334,7 @@ def _unreadable_warning(stats: ScanStats) -> list[str]:
     return []
 
 
-def _publish(
+def publish_month(
     job: Job,
     opened: OpenSource,
     stats: ScanStats,
@@ -331,19 +345,15 @@ def _publish(
     allow_empty: bool,
     hashed: bool,
     workers: int | str,
+    dated: bool = False,
 ) -> IngestManifest:
     """Write the month's partition file and its manifest into place; return the manifest.
 
     The source must hash to `expected_sha256` if given. Unless `hashed`, the source was not
     read whole and its sha256 is not recorded. A run that kept no game publishes only if
-    `allow_empty` (NothingKept).
+    `allow_empty` (NothingKept). `dated`: the month holds the source's games of its date.
     """
-    sha256 = opened.reader.sha256.hexdigest() if hashed else None
-    if expected_sha256 is not None and sha256 != expected_sha256.lower():
-        raise ChesspipeError(
-            f"{opened.name}: sha256 mismatch (got {sha256}, expected {expected_sha256}); "
-            "nothing published"
-        )
+    sha256 = source_sha256(opened, expected_sha256, hashed=hashed)
     if not replace_month:
         check_replacement(job.warehouse, job.month, stats.games_read)
     if stats.games_kept == 0 and not allow_empty:
@@ -385,6 +395,7 @@ def _publish(
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             unreadable_bytes=stats.unreadable_bytes,
             warnings=_unreadable_warning(stats),
+            dated=dated,
         )
         if job.write_kept is not None:
             write_kept_games(
