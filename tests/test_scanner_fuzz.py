@@ -16,7 +16,6 @@ from pipelines.games.decompress import decompressed_chunks
 from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
 from pipelines.games.scan import (
     MAX_GAME_BYTES,
-    below_pattern,
     game_blocks,
     kept_games_in_blocks,
     split_games,
@@ -239,14 +238,6 @@ def test_blocks_decide_a_real_month_as_filter_game(games_2021: Path, min_rating:
     assert_same_scan(chunks, GameFilter(min_rating, frozenset(Speed), True), MAX_GAME_BYTES)
 
 
-@pytest.mark.parametrize("limit", [1, 2, 9, 10, 11, 99, 100, 101, 1000, 2200, 2209, 3000, 10001])
-def test_below_pattern_matches_exactly_the_smaller_numbers(limit: int) -> None:
-    pattern = re.compile(below_pattern(limit) + r"\Z")
-    for value in range(0, 12_000):
-        for text in (str(value), "0" + str(value), "000" + str(value)):
-            assert bool(pattern.match(text)) == (value < limit), text
-
-
 def san_tokens_reference(movetext: bytes, limit: int | None = None) -> list[bytes]:
     """The tokenizer spelled out with one regular expression per step, the moves found by
     python-chess's own movetext pattern."""
@@ -443,7 +434,7 @@ def test_lichess_headers_are_read_as_tag_by_tag(
     allow_bots: bool,
     variant: str,
 ) -> None:
-    """filter_game's fast path (one regex for the usual Lichess tag section) decides every
+    """filter_game's fast path (compiled code for the usual Lichess tag section) decides every
     game, and reads every tag, as looking for each tag on its own does: Lichess's tags edited
     (values, tags added, dropped or moved, doubled), other line ends, no movetext."""
     from pipelines.games.game_filter import _filter_any_game
@@ -474,13 +465,15 @@ def test_lichess_headers_are_read_as_tag_by_tag(
 
 
 def test_real_games_take_the_fast_path(games_2021: Path, games_2013: Path) -> None:
-    """Nearly every game of the real samples matches the fast path's pattern (else it buys
-    nothing): all but those with a "?" for a rating."""
-    from pipelines.games.game_filter import _LICHESS_HEADER
+    """Nearly every game of the real samples is decided by the compiled fast path (else it
+    buys nothing): all but those with a "?" for a rating."""
+    from pipelines.games import _scan
+    from pipelines.games.game_filter import compiled_rules
 
+    rules = compiled_rules(GameFilter())
     for path in (games_2021, games_2013):
         chunks = list(decompressed_chunks(io.BytesIO(path.read_bytes())))
         games = list(split_games(chunks, ScanStats()))
-        matched = sum(_LICHESS_HEADER.match(game) is not None for game in games)
+        matched = sum(_scan.decide_game(game, rules)[0] is not game for game in games)
         unrated = sum(b'Elo "?"' in game.split(b"\n\n")[0] for game in games)
         assert matched == len(games) - unrated > 900

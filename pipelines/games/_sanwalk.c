@@ -575,8 +575,8 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
     for (Py_ssize_t g = 0; g < count && !out_of_memory; g++) {
         const char *text = PyBytes_AS_STRING(items[g]);
         Py_ssize_t size = PyBytes_GET_SIZE(items[g]);
-#ifdef SANWALK_EXACT_BUFFERS
-        /* The sanitizer build (tests/test_sanwalk_sanitized.py) walks a copy of each text in
+#ifdef CHESSPIPE_EXACT_BUFFERS
+        /* The sanitizer build (tests/test_compiled_sanitized.py) walks a copy of each text in
          * a buffer of its exact size, so that a read one byte past it is caught. */
         char *copy = malloc(size ? (size_t)size : 1);
         if (!copy) {
@@ -587,7 +587,7 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
         text = copy;
 #endif
         Py_ssize_t walked = walk(text, size, plies, &rows);
-#ifdef SANWALK_EXACT_BUFFERS
+#ifdef CHESSPIPE_EXACT_BUFFERS
         free(copy);
 #endif
         if (walked == -2) out_of_memory = 1;

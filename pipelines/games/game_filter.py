@@ -7,10 +7,10 @@ effect).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from pipelines.errors import ChesspipeError, SettingError
@@ -263,53 +263,48 @@ def _rating(value: bytes | None) -> int | None:
     return int(value)
 
 
-#: The tag pairs the filter reads.
-_READ = rb"(?:WhiteElo|BlackElo|TimeControl|WhiteTitle|BlackTitle|Variant|FEN|Result)"
+#: The drop reasons the compiled filter counts, in the order of its counts (see _scan.c):
+#: after the games read, before the bytes of oversized games.
+_COMPILED_REASONS = ("rating_low", "time_control", "speed", "bot", "variant", "result", "oversized")
 
-#: Tag pairs of other names, each a line of its own, their values free of quotes.
-_OTHERS = rb"(?:(?!" + _READ + rb' ")[A-Za-z0-9_]+ "[^"\n]*+"\]\n\[)*+'
 
-#: The tag section of a Lichess game as the dumps lay it out (the leading "[" already cut by
-#: the scanner): the tags read, each once and in Lichess's order, among tags of other names,
-#: every value free of quotes and line ends, then a blank line. Where it matches, each tag's
-#: value is what filter_game would read; other games go the long way.
-_LICHESS_HEADER = re.compile(
-    _OTHERS
-    + rb'Result "([^"\n]*+)"\]\n\['
-    + _OTHERS
-    + rb'WhiteElo "(\d++)"\]\n\[BlackElo "(\d++)"\]\n\['
-    + _OTHERS
-    + rb'(?:WhiteTitle "([^"\n]*+)"\]\n\[)?(?:BlackTitle "([^"\n]*+)"\]\n\[)?'
-    + _OTHERS
-    + rb'TimeControl "([^"\n]*+)"\]\n'
-    + rb"(?:\[(?!"
-    + _READ
-    + rb' ")[A-Za-z0-9_]+ "[^"\n]*+"\]\n)*+\n'
-)
+@lru_cache(maxsize=16)
+def compiled_rules(rules: GameFilter) -> tuple[object, ...]:
+    """The filter as the compiled fast path (`_scan.c`) takes it."""
+    return (
+        rules.min_rating,
+        rules.allow_bots,
+        rules.variant == "standard",
+        rules.speeds,
+        _speed,
+        Speed.OTB,
+        KeptGame,
+    )
+
+
+def add_compiled_counts(stats: ScanStats, counts: tuple[int, ...]) -> None:
+    """Add the counts of the games the compiled fast path decided (see _scan.c) to stats."""
+    stats.games_read += counts[0]
+    for reason, count in zip(_COMPILED_REASONS, counts[1:8], strict=True):
+        if count:
+            stats.dropped[reason] += count
+    stats.unreadable_bytes += counts[8]
 
 
 def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:
-    """Return the game's filter data if it passes, else count its drop reason and return None."""
-    header = _LICHESS_HEADER.match(game)
-    if header is None:
+    """Return the game's filter data if it passes, else count its drop reason and return None.
+
+    A game whose tag section is laid out as Lichess lays it out is decided by compiled code
+    (`_scan.c`), from the tags it reads at once; any other by looking for each tag on its own,
+    to the same effect.
+    """
+    from pipelines.games import _scan
+
+    decided, counts = _scan.decide_game(game, compiled_rules(rules))
+    if decided is game:
         return _filter_any_game(game, rules, stats)
-    stats.games_read += 1
-    result_tag, white_tag, black_tag, white_title, black_title, time_control = header.groups()
-    white, black = int(white_tag), int(black_tag)
-    speed = _rated_speed(white, black, time_control, rules, stats)
-    if speed is None:
-        return None
-    if not rules.allow_bots and (white_title == b"BOT" or black_title == b"BOT"):
-        stats.drop("bot")
-        return None
-    if rules.variant != "standard":  # no Variant tag: a Standard game
-        stats.drop("variant")
-        return None
-    result = RESULTS.get(result_tag)
-    if result is None:
-        stats.drop("result")
-        return None
-    return KeptGame(white, black, speed, result, None, game[header.end() :])
+    add_compiled_counts(stats, counts)
+    return decided
 
 
 def keep_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | None:

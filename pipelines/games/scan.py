@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from functools import lru_cache
 
-from pipelines.games.game_filter import GameFilter, KeptGame, ScanStats, filter_game
+from pipelines.games.game_filter import (
+    GameFilter,
+    KeptGame,
+    ScanStats,
+    add_compiled_counts,
+    compiled_rules,
+    filter_game,
+)
 
 #: Games start after a blank line, with a tag. Splitting consumes the leading "[".
 BOUNDARY = b"\n\n["
@@ -280,39 +286,6 @@ def kept_games(
             yield kept
 
 
-def below_pattern(limit: int) -> str:
-    """Return a regex matching the decimal digit strings whose value is below limit (>= 1)."""
-    digits = str(limit)
-    alternatives = [rf"\d{{1,{len(digits) - 1}}}"] if len(digits) > 1 else []
-    for index, digit in enumerate(digits):
-        if digit != "0":
-            rest = len(digits) - index - 1
-            alternatives.append(
-                digits[:index] + f"[0-{int(digit) - 1}]" + (rf"\d{{{rest}}}" if rest else "")
-            )
-    return "0*(?:" + "|".join(alternatives) + ")"
-
-
-@lru_cache(maxsize=8)
-def _low_rated_game(min_rating: int) -> re.Pattern[bytes] | None:
-    """Return a regex for a whole game (boundary included) that filter_game drops as rating_low.
-
-    From the boundary: tag lines that end in "]" and are not ratings, then WhiteElo and
-    BlackElo in a row with one below min_rating, then the game's other lines up to the next
-    boundary. The atomic group never backtracks into the tag lines.
-    """
-    if min_rating <= 0:
-        return None
-    low = below_pattern(min_rating)
-    return re.compile(
-        (
-            r'\n\n\[(?>(?:(?!WhiteElo "|BlackElo ")[^\n]*+(?<=\])\n\[)*)'
-            rf'WhiteElo "(?:{low}"\]\n\[BlackElo "\d+|\d+"\]\n\[BlackElo "{low})"\]'
-            r"(?:\n(?!\n\[)[^\n]*+)*+"
-        ).encode()
-    )
-
-
 def kept_games_in_blocks(
     blocks: Iterable[bytes],
     rules: GameFilter,
@@ -323,36 +296,29 @@ def kept_games_in_blocks(
 ) -> Iterator[KeptGame]:
     """Yield the games of blocks (from game_blocks) that pass the filter, counting the others.
 
-    Each game is decided as filter_game decides it. Most games of a dump fail on ratings: one
-    regex pass over the block counts those and cuts them out (each becomes a NUL byte), and
-    only the games left are looked at one by one. `keep` is called with the text of each game
-    that passes (without its leading "["), before it is yielded.
+    Each game is decided as filter_game decides it: a block's games are split and decided by
+    compiled code (`_scan.c`) in one call, which hands back, in their places, the games
+    whose tag section it does not read (filter_game decides those). `keep` is called with the
+    text of each game that passes (without its leading "["), before it is yielded.
     """
-    low_rated = _low_rated_game(rules.min_rating)
+    from pipelines.games import _scan
+
+    compiled = compiled_rules(rules)
+    with_text = keep is not None
     for block in blocks:
-        if low_rated is None or len(block) > max_game_bytes + 3 or b"\x00" in block:
-            games = _block_games(block, stats, max_game_bytes)
-            yield from kept_games(games, rules, stats, keep=keep)
-            continue
-        rest, low = low_rated.subn(b"\x00", block)
-        if low:
-            stats.games_read += low
-            stats.dropped["rating_low"] += low
-        # The games left start at the boundaries left; each ends at the next one, or at the
-        # NUL byte that stands for a game cut out.
-        find = rest.find
-        size = len(rest)
-        start = find(BOUNDARY)
-        while start >= 0:
-            game = start + 3
-            following = find(BOUNDARY, game)
-            stop = following if following >= 0 else size
-            cut = find(b"\x00", game, stop)
-            piece = rest[game : cut if cut >= 0 else stop]
-            if piece and not piece.isspace():
-                kept = filter_game(piece, rules, stats)
-                if kept is not None:
-                    if keep is not None:
-                        keep(piece)
-                    yield kept
-            start = following
+        games, counts = _scan.scan_block(block, max_game_bytes, compiled, with_text)
+        add_compiled_counts(stats, counts)
+        for game in games:
+            if type(game) is bytes:  # handed back
+                kept = filter_game(game, rules, stats)
+                if kept is None:
+                    continue
+                if keep is not None:
+                    keep(game)
+                yield kept
+            elif keep is not None:
+                kept, text = game
+                keep(text)
+                yield kept
+            else:
+                yield game

@@ -1,6 +1,6 @@
-"""The compiled SAN walk built with AddressSanitizer and UndefinedBehaviorSanitizer, fed real
-movetexts, mangled movetexts and random bytes: no read past a text, no undefined behaviour, no
-crash, and the same answers as the build chesspipe runs."""
+"""The compiled code (the game filter's fast path, the SAN walk) built with AddressSanitizer and
+UndefinedBehaviorSanitizer, fed real games, mangled games and random bytes: no read past a
+text, no undefined behaviour, no crash."""
 
 from __future__ import annotations
 
@@ -43,21 +43,54 @@ for _ in range(20000):
 for plies in (-1, 0, 1, 20, 50):
     keys, moves, lengths = _sanwalk.walk_openings(fed, plies)
     print(plies, len(keys) // 8, sum(np.frombuffer(lengths, dtype=np.int32) >= 0), flush=True)
+# The same texts as blocks of games for the filter: each a game's tags and movetext, mangled.
+import _scan
+from pipelines.games.game_filter import GameFilter, compiled_rules
+from schemas.speed import Speed
+headers = [line.encode("latin-1").decode("unicode_escape").encode("latin-1")
+           for line in open(sys.argv[3], encoding="latin-1").read().splitlines()]
+for rules in (GameFilter(), GameFilter(0, frozenset(Speed), True, "chess960")):
+    compiled = compiled_rules(rules)
+    kept = 0
+    for n in range(0, len(fed) - 3, 3):
+        header = headers[n % len(headers)]
+        cut = header[: rng.randrange(len(header) + 1)]  # the last game cut inside its tags
+        block = b"\n\n[" + header + fed[n] + b"\n\n[" + fed[n + 1] + b"\n\n[" + cut
+        mangled = bytearray(block)
+        for _ in range(rng.randrange(0, 4)):
+            mangled[rng.randrange(len(mangled))] = rng.choice(alphabet + b'"]\x00')
+        for with_text in (False, True):
+            games, counts = _scan.scan_block(bytes(mangled), 1 << 20, compiled, with_text)
+            kept += len(games)
+        _scan.decide_game(bytes(mangled[3:]), compiled)
+    print("filter", kept, flush=True)
 """
 
 
-def sanitized_build(folder: Path) -> Path:
-    """Build `_sanwalk` with the sanitizers, each text walked in a buffer of its exact size."""
+def sanitized_build(folder: Path, name: str) -> Path:
+    """Build a compiled module of games/ with the sanitizers, each text read in a buffer of
+    its exact size."""
     compiler = need_program("gcc")
-    module = folder / f"_sanwalk{sysconfig.get_config_var('EXT_SUFFIX')}"
+    module = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run(
         [compiler, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
-         "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-DSANWALK_EXACT_BUFFERS",
-         "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{sysconfig.get_paths()['include']}",
-         str(ROOT / "pipelines/games/_sanwalk.c"), "-o", str(module)],
+         "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+         "-DCHESSPIPE_EXACT_BUFFERS", "-std=c99", "-Wall", "-Wextra", "-Werror",
+         f"-I{sysconfig.get_paths()['include']}", str(ROOT / f"pipelines/games/{name}.c"),
+         "-o", str(module)],
         check=True,
     )  # fmt: skip
     return module
+
+
+def first_games(path: Path, count: int) -> list[bytes]:
+    """The first games of a real dump, as the scanner splits them."""
+    from pipelines.games.game_filter import ScanStats
+    from pipelines.games.scan import split_games
+    from tests.recount import read_text
+
+    games = split_games([read_text(path).encode()], ScanStats())
+    return [game for _, game in zip(range(count), games, strict=False)]
 
 
 def movetexts(path: Path, count: int) -> list[bytes]:
@@ -74,8 +107,14 @@ def movetexts(path: Path, count: int) -> list[bytes]:
     return [game.movetext for _, game in zip(range(count), games, strict=False)]
 
 
-def test_the_sanitized_walk_reads_nothing_past_any_text(tmp_path: Path) -> None:
-    module = sanitized_build(tmp_path)
+def escaped(texts: list[bytes]) -> str:
+    """Texts one a line, escaped (FEED reads them back)."""
+    return "\n".join(text.decode("latin-1").encode("unicode_escape").decode() for text in texts)
+
+
+def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
+    module = sanitized_build(tmp_path, "_sanwalk")
+    sanitized_build(tmp_path, "_scan")
     runtime = subprocess.run(
         [need_program("gcc"), "-print-file-name=libasan.so"],
         capture_output=True, text=True, check=True,
@@ -87,19 +126,20 @@ def test_the_sanitized_walk_reads_nothing_past_any_text(tmp_path: Path) -> None:
         pytest.skip(reason)
     texts = tmp_path / "texts.txt"
     games = movetexts(need(GAMES_2013, "real Lichess games"), 3000)
-    texts.write_text(
-        "\n".join(text.decode("latin-1").encode("unicode_escape").decode() for text in games),
-        encoding="latin-1",
-    )
+    texts.write_text(escaped(games), encoding="latin-1")
+    headers = tmp_path / "headers.txt"
+    tag_sections = [game.partition(b"\n\n")[0] + b"\n\n" for game in first_games(GAMES_2013, 300)]
+    headers.write_text(escaped(tag_sections), encoding="latin-1")
     env = dict(
         os.environ,
         LD_PRELOAD=runtime,
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:exitcode=99",
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:exitcode=98",
         PYTHONMALLOC="malloc",
+        PYTHONPATH=str(ROOT),
     )
     run = subprocess.run(
-        [sys.executable, "-c", FEED, str(module.parent), str(texts)],
+        [sys.executable, "-c", FEED, str(module.parent), str(texts), str(headers)],
         capture_output=True, text=True, env=env, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-4000:]
@@ -109,5 +149,6 @@ def test_the_sanitized_walk_reads_nothing_past_any_text(tmp_path: Path) -> None:
 
     whole = walk_openings(games)
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
-    assert set(lines) == {"-1", "0", "1", "20", "50"}
+    assert set(lines) == {"-1", "0", "1", "20", "50", "filter"}
+    assert int(lines["filter"]) > 0  # some mangled games were kept, or handed back
     assert int((whole.lengths >= 0).sum()) > len(games) * 0.9

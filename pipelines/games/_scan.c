@@ -1,0 +1,356 @@
+/* The game filter's fast path in compiled code: games of a block of PGN text whose tag section
+ * is laid out as Lichess lays it out, decided from their tags (game_filter.py says what is kept).
+ *
+ * A game is decided here when its tag section is plain: tag pairs `Name "value"`, one a line,
+ * names of letters, digits and "_", values free of quotes and line ends, then a blank line;
+ * Result, WhiteElo, BlackElo (each of 1 to 9 digits) and TimeControl each once, WhiteTitle
+ * and BlackTitle at most once, no Variant and no FEN, and no tag whose name is one of those in
+ * another case. Every other game is handed back for game_filter.py to decide: this code never
+ * decides a game otherwise than the one-game filter would.
+ *
+ * Bounds: every read is checked against the text's length.
+ */
+#define _GNU_SOURCE /* memmem */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The reasons a game is dropped here, in the order game_filter.DROP_ORDER names them. */
+enum { READ, RATING_LOW, TIME_CONTROL, SPEED, BOT, VARIANT, RESULT, OVERSIZED, UNREADABLE, COUNTS };
+
+/* What deciding needs, from the filter (see game_filter._compiled_rules). */
+typedef struct {
+    long min_rating;
+    int allow_bots, standard;
+    PyObject *speeds;   /* frozenset of Speed */
+    PyObject *speed_of; /* bytes -> Speed | None */
+    PyObject *otb;      /* Speed.OTB */
+    PyObject *kept;     /* KeptGame */
+} Rules;
+
+static int read_rules(PyObject *tuple, Rules *rules) {
+    int allow_bots, standard;
+    if (!PyArg_ParseTuple(tuple, "lppOOOO", &rules->min_rating, &allow_bots, &standard,
+                          &rules->speeds, &rules->speed_of, &rules->otb, &rules->kept))
+        return 0;
+    rules->allow_bots = allow_bots;
+    rules->standard = standard;
+    return 1;
+}
+
+typedef struct {
+    const char *start;
+    Py_ssize_t size;
+    int count;
+} Tag;
+
+enum { T_RESULT, T_WHITE_ELO, T_BLACK_ELO, T_WHITE_TITLE, T_BLACK_TITLE, T_TIME_CONTROL,
+       T_VARIANT, T_FEN, TAGS };
+static const char *TAG_NAMES[TAGS] = {"Result", "WhiteElo", "BlackElo", "WhiteTitle",
+                                      "BlackTitle", "TimeControl", "Variant", "FEN"};
+
+static inline int name_byte(char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Which read tag a name is (exactly), TAGS for another name, -1 for one of them in another
+ * case. */
+static int tag_of(const char *name, Py_ssize_t size) {
+    for (int t = 0; t < TAGS; t++) {
+        Py_ssize_t length = (Py_ssize_t)strlen(TAG_NAMES[t]);
+        if (length != size) continue;
+        if (memcmp(name, TAG_NAMES[t], (size_t)size) == 0) return t;
+        int same = 1;
+        for (Py_ssize_t i = 0; i < size && same; i++) {
+            char a = name[i], b = TAG_NAMES[t][i];
+            if (a >= 'A' && a <= 'Z') a = (char)(a - 'A' + 'a');
+            if (b >= 'A' && b <= 'Z') b = (char)(b - 'A' + 'a');
+            same = a == b;
+        }
+        if (same) return -1;
+    }
+    return TAGS;
+}
+
+/* Read a plain tag section at the start of `game` (its leading "[" cut); return where the
+ * movetext starts, or -1 if the section is not plain. */
+static Py_ssize_t read_tags(const char *game, Py_ssize_t n, Tag tags[TAGS]) {
+    memset(tags, 0, sizeof(Tag) * TAGS);
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t name = i;
+        while (i < n && name_byte(game[i])) i++;
+        if (i == name || i + 1 >= n || game[i] != ' ' || game[i + 1] != '"') return -1;
+        Py_ssize_t name_size = i - name;
+        i += 2;
+        Py_ssize_t value = i;
+        while (i < n && game[i] != '"' && game[i] != '\n') i++;
+        if (i + 2 >= n || game[i] != '"' || game[i + 1] != ']' || game[i + 2] != '\n') return -1;
+        int t = tag_of(game + name, name_size);
+        if (t < 0) return -1;
+        if (t < TAGS) {
+            if (tags[t].count++) return -1;
+            tags[t].start = game + value;
+            tags[t].size = i - value;
+        }
+        i += 3;
+        if (i < n && game[i] == '\n') return i + 1;
+        if (i >= n || game[i] != '[') return -1;
+        i++;
+    }
+}
+
+/* A rating of 1 to 9 digits, or -1. */
+static long rating_of(const Tag *tag) {
+    if (tag->size < 1 || tag->size > 9) return -1;
+    long value = 0;
+    for (Py_ssize_t i = 0; i < tag->size; i++) {
+        char c = tag->start[i];
+        if (c < '0' || c > '9') return -1;
+        value = value * 10 + (c - '0');
+    }
+    return value;
+}
+
+static inline int equals(const Tag *tag, const char *text) {
+    Py_ssize_t size = (Py_ssize_t)strlen(text);
+    return tag->count && tag->size == size && memcmp(tag->start, text, (size_t)size) == 0;
+}
+
+/* What decide() returns for a game game_filter.py must decide (no reference). */
+static char hand_back_marker;
+#define HAND_BACK ((PyObject *)&hand_back_marker)
+
+/* Decide one game (its leading "[" cut). Return a new KeptGame, Py_None (a new reference) when
+ * it is dropped (its reason counted), HAND_BACK when game_filter.py must decide it, or NULL on
+ * a Python error. */
+static PyObject *decide(const char *game, Py_ssize_t n, const Rules *rules,
+                        Py_ssize_t counts[COUNTS]) {
+    Tag tags[TAGS];
+    Py_ssize_t movetext = read_tags(game, n, tags);
+    long white = -1, black = -1;
+    if (movetext >= 0) {
+        white = rating_of(&tags[T_WHITE_ELO]);
+        black = rating_of(&tags[T_BLACK_ELO]);
+    }
+    if (movetext < 0 || !tags[T_RESULT].count || !tags[T_TIME_CONTROL].count ||
+        tags[T_VARIANT].count || tags[T_FEN].count || white < 0 || black < 0)
+        return HAND_BACK;
+    counts[READ]++;
+    if (white < rules->min_rating || black < rules->min_rating) {
+        counts[RATING_LOW]++;
+        Py_RETURN_NONE;
+    }
+    PyObject *control = PyBytes_FromStringAndSize(tags[T_TIME_CONTROL].start,
+                                                  tags[T_TIME_CONTROL].size);
+    if (!control) return NULL;
+    PyObject *speed = PyObject_CallOneArg(rules->speed_of, control);
+    Py_DECREF(control);
+    if (!speed) return NULL;
+    if (speed == Py_None) {
+        int otb = PySet_Contains(rules->speeds, rules->otb);
+        if (otb < 0) {
+            Py_DECREF(speed);
+            return NULL;
+        }
+        if (!otb) {
+            Py_DECREF(speed);
+            counts[TIME_CONTROL]++;
+            Py_RETURN_NONE;
+        }
+        Py_DECREF(speed);
+        speed = rules->otb;
+        Py_INCREF(speed);
+    }
+    int wanted = PySet_Contains(rules->speeds, speed);
+    if (wanted <= 0) {
+        Py_DECREF(speed);
+        if (wanted < 0) return NULL;
+        counts[SPEED]++;
+        Py_RETURN_NONE;
+    }
+    if (!rules->allow_bots && (equals(&tags[T_WHITE_TITLE], "BOT") ||
+                               equals(&tags[T_BLACK_TITLE], "BOT"))) {
+        Py_DECREF(speed);
+        counts[BOT]++;
+        Py_RETURN_NONE;
+    }
+    if (!rules->standard) { /* no Variant tag: a Standard game */
+        Py_DECREF(speed);
+        counts[VARIANT]++;
+        Py_RETURN_NONE;
+    }
+    long points = equals(&tags[T_RESULT], "1-0") ? 2
+                  : equals(&tags[T_RESULT], "1/2-1/2") ? 1
+                  : equals(&tags[T_RESULT], "0-1") ? 0 : -1;
+    if (points < 0) {
+        Py_DECREF(speed);
+        counts[RESULT]++;
+        Py_RETURN_NONE;
+    }
+    PyObject *kept = PyObject_CallFunction(rules->kept, "llOlOy#", white, black, speed, points,
+                                           Py_None, game + movetext, n - movetext);
+    Py_DECREF(speed);
+    return kept;
+}
+
+static int is_blank(const char *text, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!strchr(" \t\n\r\v\f", text[i]) || text[i] == 0) return 0;
+    return 1;
+}
+
+static PyObject *counts_tuple(const Py_ssize_t counts[COUNTS]) {
+    PyObject *tuple = PyTuple_New(COUNTS);
+    if (!tuple) return NULL;
+    for (int i = 0; i < COUNTS; i++) {
+        PyObject *number = PyLong_FromSsize_t(counts[i]);
+        if (!number) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, i, number);
+    }
+    return tuple;
+}
+
+/* scan_block(block, max_game_bytes, rules, with_text) -> (games, counts) */
+static PyObject *scan_block(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t max_game_bytes;
+    PyObject *rules_tuple;
+    int with_text;
+    if (!PyArg_ParseTuple(args, "y*nOp", &view, &max_game_bytes, &rules_tuple, &with_text))
+        return NULL;
+    Rules rules;
+    PyObject *games = NULL;
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    char *copy = NULL;
+#endif
+    if (!read_rules(rules_tuple, &rules)) goto failed;
+    games = PyList_New(0);
+    if (!games) goto failed;
+    Py_ssize_t counts[COUNTS] = {0};
+    const char *text = view.buf;
+    Py_ssize_t size = view.len;
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    /* The sanitizer build (tests/test_compiled_sanitized.py) reads a copy of the block in a
+     * buffer of its exact size, so that a read one byte past it is caught. */
+    copy = malloc(size ? (size_t)size : 1);
+    if (!copy) {
+        PyErr_NoMemory();
+        goto failed;
+    }
+    memcpy(copy, text, (size_t)size);
+    text = copy;
+#endif
+    /* Games are what stands between boundaries (a blank line, then "["). */
+    Py_ssize_t at = 0;
+    for (;;) {
+        const char *found = size - at >= 3 ? memmem(text + at, (size_t)(size - at), "\n\n[", 3)
+                                           : NULL;
+        Py_ssize_t end = found ? found - text : size;
+        const char *game = text + at;
+        Py_ssize_t n = end - at;
+        if (n > max_game_bytes) {
+            counts[READ]++;
+            counts[OVERSIZED]++;
+            counts[UNREADABLE] += n;
+        } else if (n > 0 && !is_blank(game, n)) {
+            PyObject *decided = decide(game, n, &rules, counts);
+            if (!decided) goto failed;
+            PyObject *item = NULL; /* what the list gets for this game, if anything */
+            if (decided == HAND_BACK || (with_text && decided != Py_None)) {
+                PyObject *piece = PyBytes_FromStringAndSize(game, n);
+                if (piece && decided != HAND_BACK) {
+                    item = PyTuple_Pack(2, decided, piece);
+                    Py_DECREF(piece);
+                } else {
+                    item = piece;
+                }
+            } else if (decided != Py_None) {
+                item = decided;
+                Py_INCREF(item);
+            }
+            int failed_here = (decided != HAND_BACK && decided != Py_None && !item) ||
+                              (decided == HAND_BACK && !item);
+            if (decided != HAND_BACK) Py_DECREF(decided);
+            if (failed_here || (item && PyList_Append(games, item) < 0)) {
+                Py_XDECREF(item);
+                goto failed;
+            }
+            Py_XDECREF(item);
+        }
+        if (!found) break;
+        at = end + 3;
+    }
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    free(copy);
+    copy = NULL;
+#endif
+    PyBuffer_Release(&view);
+    PyObject *tuple = counts_tuple(counts);
+    if (!tuple) {
+        Py_DECREF(games);
+        return NULL;
+    }
+    PyObject *result = PyTuple_Pack(2, games, tuple);
+    Py_DECREF(games);
+    Py_DECREF(tuple);
+    return result;
+failed:
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    free(copy);
+#endif
+    Py_XDECREF(games);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* decide_game(game, rules) -> (KeptGame | None | game, counts) */
+static PyObject *decide_game(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *game, *rules_tuple;
+    if (!PyArg_ParseTuple(args, "SO", &game, &rules_tuple)) return NULL;
+    Rules rules;
+    if (!read_rules(rules_tuple, &rules)) return NULL;
+    Py_ssize_t counts[COUNTS] = {0};
+    PyObject *decided = decide(PyBytes_AS_STRING(game), PyBytes_GET_SIZE(game), &rules, counts);
+    if (!decided) return NULL;
+    if (decided == HAND_BACK) {
+        decided = game;
+        Py_INCREF(decided);
+    }
+    PyObject *tuple = counts_tuple(counts);
+    if (!tuple) {
+        Py_DECREF(decided);
+        return NULL;
+    }
+    PyObject *result = PyTuple_Pack(2, decided, tuple);
+    Py_DECREF(decided);
+    Py_DECREF(tuple);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan_block", scan_block, METH_VARARGS,
+     "scan_block(block, max_game_bytes, rules, with_text) -> (games, counts)\n\n"
+     "The games of a block (from game_blocks) decided: a list, in order, of each kept game\n"
+     "(KeptGame, or (KeptGame, its text) with_text) and each game handed back (its bytes);\n"
+     "the counts of the games decided here, by the enum of _scan.c."},
+    {"decide_game", decide_game, METH_VARARGS,
+     "decide_game(game, rules) -> (KeptGame | None | game, counts)\n\n"
+     "One game (its leading \"[\" cut): kept, dropped (its reason counted) or handed back."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_scan", "The game filter's fast path, compiled.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
