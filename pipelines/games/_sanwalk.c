@@ -41,7 +41,15 @@ typedef struct {
     int en_passant;     /* the square a double step passed over, or -1 */
     int king[2];        /* the kings' squares, Black's then White's */
     uint64_t pieces;    /* the pieces' part of the Polyglot key */
+    uint64_t occupied[13]; /* by piece code: the squares it stands on (bit 0: a1) */
 } Board;
+
+/* Put a piece on a square, or take what stands there off (EMPTY), keeping the bitboards. */
+static inline void put(Board *b, int square, int piece) {
+    b->occupied[b->square[square]] &= ~((uint64_t)1 << square);
+    b->square[square] = (uint8_t)piece;
+    b->occupied[piece] |= (uint64_t)1 << square;
+}
 
 typedef struct {
     int from, to, promotion; /* promotion: a piece type, or 0 */
@@ -49,7 +57,9 @@ typedef struct {
     int en_passant;          /* 1: a pawn takes the pawn beside its target */
 } Move;
 
-static inline int type_of(int piece) { return piece ? (piece - 1) % 6 + 1 : 0; }
+static const uint8_t TYPE_OF[13] = {EMPTY, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING,
+                                    PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING};
+static inline int type_of(int piece) { return TYPE_OF[piece]; }
 static inline int is_white(int piece) { return piece >= 1 && piece <= 6; }
 static inline int own(const Board *b, int piece) {
     return piece != EMPTY && is_white(piece) == b->white;
@@ -66,11 +76,13 @@ static inline uint64_t piece_random(int piece, int square) {
 static void start_position(Board *b) {
     static const uint8_t back[8] = {ROOK, KNIGHT, BISHOP, QUEEN, KING, BISHOP, KNIGHT, ROOK};
     memset(b->square, EMPTY, sizeof b->square);
+    memset(b->occupied, 0, sizeof b->occupied);
+    b->occupied[EMPTY] = ~(uint64_t)0;
     for (int f = 0; f < 8; f++) {
-        b->square[f] = back[f];
-        b->square[8 + f] = PAWN;
-        b->square[48 + f] = PAWN + 6;
-        b->square[56 + f] = back[f] + 6;
+        put(b, f, back[f]);
+        put(b, 8 + f, PAWN);
+        put(b, 48 + f, PAWN + 6);
+        put(b, 56 + f, back[f] + 6);
     }
     b->white = 1;
     b->castling = WHITE_KINGSIDE | WHITE_QUEENSIDE | BLACK_KINGSIDE | BLACK_QUEENSIDE;
@@ -114,6 +126,11 @@ static inline int on_board(int file, int rank) {
 /* Squares by square, set once by init_tables(): a knight's and a king's targets (-1 ends the
  * list), and the squares of each ray from the square outwards (rook rays first, -1 ends). */
 static int8_t KNIGHT_TARGETS[64][9], KING_TARGETS[64][9], RAYS[64][8][8];
+/* The same as bitboards, and the squares from which a pawn (Black's, White's) attacks a
+ * square. */
+static uint64_t KNIGHT_MASK[64], KING_MASK[64], RAY_MASK[64][8], PAWN_ATTACKERS[2][64];
+/* The squares of a square's rook rays, and of its bishop rays. */
+static uint64_t LINES[64][2];
 
 static void init_tables(void) {
     for (int square = 0; square < 64; square++) {
@@ -133,31 +150,40 @@ static void init_tables(void) {
         }
         KNIGHT_TARGETS[square][knights] = -1;
         KING_TARGETS[square][kings] = -1;
+        for (int k = 0; k < knights; k++) KNIGHT_MASK[square] |= (uint64_t)1 << KNIGHT_TARGETS[square][k];
+        for (int k = 0; k < kings; k++) KING_MASK[square] |= (uint64_t)1 << KING_TARGETS[square][k];
+        for (int i = 0; i < 8; i++) {
+            for (int k = 0; k < 8 && RAYS[square][i][k] >= 0; k++)
+                RAY_MASK[square][i] |= (uint64_t)1 << RAYS[square][i][k];
+            LINES[square][i >= 4] |= RAY_MASK[square][i];
+        }
+        for (int white = 0; white < 2; white++) {
+            int pawn_rank = white ? r - 1 : r + 1;
+            for (int side = -1; side <= 1; side += 2)
+                if (on_board(f + side, pawn_rank))
+                    PAWN_ATTACKERS[white][square] |= (uint64_t)1 << (pawn_rank * 8 + f + side);
+        }
     }
 }
 
 /* Whether `square` is attacked by the side `white`'s pieces. */
 static int attacked(const Board *b, int square, int white) {
-    const uint8_t *board = b->square;
-    int f = file_of(square), r = rank_of(square);
-    int pawn = make_piece(PAWN, white), pawn_rank = white ? r - 1 : r + 1;
-    if (pawn_rank >= 0 && pawn_rank < 8) {
-        if (f > 0 && board[pawn_rank * 8 + f - 1] == pawn) return 1;
-        if (f < 7 && board[pawn_rank * 8 + f + 1] == pawn) return 1;
-    }
-    int knight = make_piece(KNIGHT, white), king = make_piece(KING, white);
-    for (const int8_t *t = KNIGHT_TARGETS[square]; *t >= 0; t++)
-        if (board[*t] == knight) return 1;
-    for (const int8_t *t = KING_TARGETS[square]; *t >= 0; t++)
-        if (board[*t] == king) return 1;
-    int queen = make_piece(QUEEN, white);
+    const uint64_t *on = b->occupied;
+    int base = white ? 0 : 6;
+    if (PAWN_ATTACKERS[white][square] & on[base + PAWN]) return 1;
+    if (KNIGHT_MASK[square] & on[base + KNIGHT]) return 1;
+    if (KING_MASK[square] & on[base + KING]) return 1;
+    uint64_t straight = on[base + ROOK] | on[base + QUEEN];
+    uint64_t diagonal = on[base + BISHOP] | on[base + QUEEN];
+    if (!((LINES[square][0] & straight) | (LINES[square][1] & diagonal))) return 0;
     for (int i = 0; i < 8; i++) {
-        int slider = make_piece(i < 4 ? ROOK : BISHOP, white);
+        uint64_t sliders = i < 4 ? straight : diagonal;
+        if (!(RAY_MASK[square][i] & sliders)) continue;
+        /* The first piece on the ray: is it one of them? */
         const int8_t *ray = RAYS[square][i];
         for (int k = 0; k < 8 && ray[k] >= 0; k++) {
-            int piece = board[ray[k]];
-            if (piece != EMPTY) {
-                if (piece == slider || piece == queen) return 1;
+            if (b->square[ray[k]] != EMPTY) {
+                if (sliders >> ray[k] & 1) return 1;
                 break;
             }
         }
@@ -165,32 +191,39 @@ static int attacked(const Board *b, int square, int white) {
     return 0;
 }
 
-/* Play a move the caller found pseudo-legal, updating the key's pieces part and the state. */
-static void play(Board *b, const Move *m) {
+/* Play a move the caller found pseudo-legal: the pieces and the kings' squares, and with
+ * `keyed` the key's pieces part and the state too (without: enough to see a check). */
+static void play(Board *b, const Move *m, int keyed) {
     int piece = b->square[m->from];
     int target = b->square[m->to];
-    b->pieces ^= piece_random(piece, m->from);
-    if (target != EMPTY) b->pieces ^= piece_random(target, m->to);
+    if (keyed) {
+        b->pieces ^= piece_random(piece, m->from);
+        if (target != EMPTY) b->pieces ^= piece_random(target, m->to);
+    }
     if (m->en_passant) {
         int taken = rank_of(m->from) * 8 + file_of(m->to);
-        b->pieces ^= piece_random(b->square[taken], taken);
-        b->square[taken] = EMPTY;
+        if (keyed) b->pieces ^= piece_random(b->square[taken], taken);
+        put(b, taken, EMPTY);
     }
     int placed = m->promotion ? make_piece(m->promotion, b->white) : piece;
-    b->square[m->from] = EMPTY;
-    b->square[m->to] = (uint8_t)placed;
-    b->pieces ^= piece_random(placed, m->to);
+    put(b, m->from, EMPTY);
+    put(b, m->to, placed);
+    if (type_of(piece) == KING) b->king[b->white] = m->to;
+    if (keyed) b->pieces ^= piece_random(placed, m->to);
     if (m->castles) {
         int base = rank_of(m->from) * 8;
         int kingside = file_of(m->to) > file_of(m->from);
         int rook_from = base + (kingside ? 7 : 0), rook_to = base + (kingside ? 5 : 3);
         int rook = b->square[rook_from];
-        b->pieces ^= piece_random(rook, rook_from) ^ piece_random(rook, rook_to);
-        b->square[rook_from] = EMPTY;
-        b->square[rook_to] = (uint8_t)rook;
+        if (keyed) b->pieces ^= piece_random(rook, rook_from) ^ piece_random(rook, rook_to);
+        put(b, rook_from, EMPTY);
+        put(b, rook_to, rook);
+    }
+    if (!keyed) {
+        b->white = !b->white;
+        return;
     }
     /* Castling rights: lost when the king moves, and when a piece leaves or reaches a corner. */
-    if (type_of(piece) == KING) b->king[b->white] = m->to;
     if (type_of(piece) == KING)
         b->castling &= b->white ? ~(WHITE_KINGSIDE | WHITE_QUEENSIDE)
                                 : ~(BLACK_KINGSIDE | BLACK_QUEENSIDE);
@@ -216,7 +249,7 @@ static int legal(const Board *b, const Move *m, int in_check) {
         if (df != 0 && dr != 0 && abs(df) != abs(dr)) return 1;
     }
     Board after = *b;
-    play(&after, m);
+    play(&after, m, 0);
     return !attacked(&after, after.king[b->white], after.white);
 }
 
@@ -524,7 +557,7 @@ static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows
             rows->keys[rows->size] = polyglot_key(&board);
             rows->moves[rows->size] = (uint16_t)(to | move.from << 6 | promotion << 12);
             rows->size++;
-            play(&board, &move);
+            play(&board, &move, 1);
             walked++;
         }
     }
