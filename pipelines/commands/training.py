@@ -121,22 +121,12 @@ _SKIPPING: tuple[tuple[str, Any, str], ...] = (
 )
 
 
-def _add_filter(actions: Any) -> None:
+def _add_skip_options(parser: argparse.ArgumentParser) -> None:
+    """Add the skips of nnue-pytorch's loader (defaults: SkipSettings), as `filter` and
+    `from-games` take them."""
     from pipelines.training.skip_settings import SkipSettings
 
     default = SkipSettings()
-    parser = _add_copy(
-        actions,
-        "filter",
-        run_filter,
-        help="drop the records nnue-pytorch's loader would skip",
-        description="Write IN's records to OUT without those nnue-pytorch's data loader "
-        "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
-        "(32002) and the loader's placeholder zeros; --filtered, --wld-filtered, "
-        "--random-fen-skipping, --early-fen-skipping, --simple-eval-skipping as it names "
-        "them; and score and piece-count ranges. Chains stay chains where the kept records "
-        "follow one another.",
-    )
     parser.add_argument(
         "--filtered", action="store_true", help="skip positions in check and captures"
     )
@@ -152,11 +142,37 @@ def _add_filter(actions: Any) -> None:
         )
     parser.add_argument("--min-score", type=integer, default=default.min_score)
     parser.add_argument("--max-score", type=integer, default=default.max_score)
-    parser.add_argument("--min-pieces", type=_pieces, default=default.min_pieces)
-    parser.add_argument("--max-pieces", type=_pieces, default=default.max_pieces)
+    parser.add_argument(
+        "--min-pieces",
+        type=_pieces,
+        default=default.min_pieces,
+        help=f"fewest pieces on the board, kings included ({default.min_pieces})",
+    )
+    parser.add_argument(
+        "--max-pieces",
+        type=_pieces,
+        default=default.max_pieces,
+        help=f"most pieces on the board ({default.max_pieces})",
+    )
     parser.add_argument(
         "--seed", type=integer, default=default.seed, help="seed of the random skips (0)"
     )
+
+
+def _add_filter(actions: Any) -> None:
+    parser = _add_copy(
+        actions,
+        "filter",
+        run_filter,
+        help="drop the records nnue-pytorch's loader would skip",
+        description="Write IN's records to OUT without those nnue-pytorch's data loader "
+        "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
+        "(32002) and the loader's placeholder zeros; --filtered, --wld-filtered, "
+        "--random-fen-skipping, --early-fen-skipping, --simple-eval-skipping as it names "
+        "them; and score and piece-count ranges. Chains stay chains where the kept records "
+        "follow one another.",
+    )
+    _add_skip_options(parser)
     _add_skip_bad(parser)
 
 
@@ -196,8 +212,10 @@ def _add_from_games(actions: Any) -> None:
         help="every position of a month's kept games, results rescored by the tablebases",
         description="Write every position of SOURCE's kept games as training records (score: "
         "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
-        "rescored from the first position the tables cover). Writes OUT, "
-        "OUT.lineage.parquet and the run manifest OUT.json, each whole or not at all.",
+        "rescored from the first position the tables cover), less the positions the "
+        "position filters drop and the records the loader's skips (as `training filter` "
+        "takes them) drop. Writes OUT, OUT.lineage.parquet and the run manifest OUT.json, "
+        "each whole or not at all.",
     )
     add_month_source(parser, "YYYY-MM of the games", metavar="SOURCE")
     parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
@@ -222,12 +240,7 @@ def _add_from_games(actions: Any) -> None:
     parser.add_argument(
         "--from-ply", type=non_negative_int, default=0, help="drop the first N plies (0)"
     )
-    parser.add_argument(
-        "--min-pieces", type=_pieces, default=2, help="fewest pieces on the board (2)"
-    )
-    parser.add_argument(
-        "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
-    )
+    _add_skip_options(parser)
     add_frame_workers_option(parser)
 
 
@@ -290,8 +303,12 @@ def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.games.game_filter import NothingKept
     from pipelines.training.from_games import export_games
     from pipelines.training.settings import FromGamesSettings
+    from pipelines.training.skip_settings import SkipSettings
 
-    settings = settings_from_args(FromGamesSettings, args, rules=filter_from_args(args))
+    skips = settings_from_args(SkipSettings, args)
+    settings = settings_from_args(
+        FromGamesSettings, args, rules=filter_from_args(args), skips=skips
+    )
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:
@@ -328,6 +345,7 @@ def run_from_games(args: argparse.Namespace) -> int:
         "games_skipped",
         "results_changed",
         "records",
+        "records_skipped",
         "seconds",
     )
     print(json.dumps({k: summary[k] for k in shown}, indent=2))

@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import chess
-
 from pipelines.training.files import BadInput, read_training, training_format, write_training
 from pipelines.training.skips import SKIP_REASONS, SkipPredicate, SkipSettings
 from schemas.plain import PlainRecord
@@ -45,13 +43,8 @@ def kept_records(
 ) -> Iterator[PlainRecord]:
     """Yield the records the predicate keeps, counting the others under their reason."""
     predicate = SkipPredicate(settings)
-    needs_board = settings.needs_board
     for record in records:
-        board = move = None
-        if needs_board:
-            board = chess.Board(record.fen)
-            move = chess.Move.from_uci(record.move)
-        reason = predicate.reason(record.score, record.ply, record.result, board, move)
+        reason = predicate.record_reason(record)
         if reason is None:
             yield record
         else:
