@@ -6,18 +6,24 @@ import argparse
 import functools
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
     add_action,
     add_actions,
     add_frame_workers_option,
+    add_progress_options,
     int_range,
     integer,
     non_negative_int,
     positive_int,
 )
+
+if TYPE_CHECKING:
+    from pipelines.progress import ReadCallback
 
 #: Pieces on a board, kings included.
 _pieces = int_range(2, 32)
@@ -51,6 +57,7 @@ def register(subparsers: Any) -> None:
     )
     stats.add_argument("file", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print JSON for a program")
+    add_progress_options(stats)
 
     shuffle = _add_copy(
         actions,
@@ -88,11 +95,24 @@ def register(subparsers: Any) -> None:
 
 
 def _add_copy(actions: Any, name: str, handler: Any, **about: str) -> argparse.ArgumentParser:
-    """Add an action that reads the training file IN and writes OUT."""
+    """Add an action that reads the training file IN and writes OUT (a progress bar over IN
+    on a terminal, --progress and --quiet as ingest's)."""
     parser: argparse.ArgumentParser = add_action(actions, name, handler, **about)
     parser.add_argument("input", type=Path, metavar="IN")
     parser.add_argument("output", type=Path, metavar="OUT")
+    add_progress_options(parser)
     return parser
+
+
+@contextmanager
+def _read_shown(args: argparse.Namespace) -> Iterator[ReadCallback | None]:
+    """Yield the callback that draws a file read on the options' progress bar (None when
+    quiet), the bar closed when the block ends."""
+    from pipelines.commands.ingest import progress_shown
+    from pipelines.progress import read_progress
+
+    with progress_shown(args) as bar:
+        yield read_progress(bar) if bar is not None else None
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
@@ -355,14 +375,17 @@ def run_from_games(args: argparse.Namespace) -> int:
 def run_convert(args: argparse.Namespace) -> int:
     from pipelines.training.convert import convert
 
-    print(json.dumps(convert(args.input, args.output), indent=2))
+    with _read_shown(args) as progress:
+        summary = convert(args.input, args.output, progress=progress)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
 def run_stats(args: argparse.Namespace) -> int:
     from pipelines.training.stats import file_stats, format_stats
 
-    stats = file_stats(args.file)
+    with _read_shown(args) as progress:
+        stats = file_stats(args.file, progress=progress)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     return 0
 
@@ -370,7 +393,9 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_shuffle(args: argparse.Namespace) -> int:
     from pipelines.training.mixing import shuffle_file
 
-    print(json.dumps(shuffle_file(args.input, args.output, args.seed, args.buckets), indent=2))
+    with _read_shown(args) as progress:
+        summary = shuffle_file(args.input, args.output, args.seed, args.buckets, progress=progress)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -387,7 +412,10 @@ def run_filter(args: argparse.Namespace) -> int:
     from pipelines.training.skip_settings import SkipSettings
 
     settings = settings_from_args(SkipSettings, args)
-    result = filter_file(args.input, args.output, settings, skip_bad=args.skip_bad)
+    with _read_shown(args) as progress:
+        result = filter_file(
+            args.input, args.output, settings, skip_bad=args.skip_bad, progress=progress
+        )
     print(json.dumps(result.to_json(), indent=2))
     return 0
 
@@ -399,14 +427,16 @@ def run_rescore(args: argparse.Namespace) -> int:
     folders = table_folders(args)
     outcomes = TableOutcomes(folders, args.backend)
     try:
-        manifest = rescore_file(
-            args.input,
-            args.output,
-            outcomes,
-            [str(folder) for folder in folders],
-            tb_scores=args.tb_scores,
-            skip_bad=args.skip_bad,
-        )
+        with _read_shown(args) as progress:
+            manifest = rescore_file(
+                args.input,
+                args.output,
+                outcomes,
+                [str(folder) for folder in folders],
+                tb_scores=args.tb_scores,
+                skip_bad=args.skip_bad,
+                progress=progress,
+            )
     finally:
         outcomes.close()
     print(json.dumps(manifest.to_json(), indent=2))
@@ -416,18 +446,18 @@ def run_rescore(args: argparse.Namespace) -> int:
 def run_dedupe(args: argparse.Namespace) -> int:
     from pipelines.training.dedupe import dedupe_file
 
-    print(
-        json.dumps(dedupe_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
-    )
+    with _read_shown(args) as progress:
+        result = dedupe_file(args.input, args.output, skip_bad=args.skip_bad, progress=progress)
+    print(json.dumps(result.to_json(), indent=2))
     return 0
 
 
 def run_to_pgn(args: argparse.Namespace) -> int:
     from pipelines.training.to_pgn import to_pgn_file
 
-    print(
-        json.dumps(to_pgn_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
-    )
+    with _read_shown(args) as progress:
+        result = to_pgn_file(args.input, args.output, skip_bad=args.skip_bad, progress=progress)
+    print(json.dumps(result.to_json(), indent=2))
     return 0
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipelines.progress import ReadCallback
 from pipelines.training.files import BadInput, read_training, training_format, write_training
 from pipelines.training.skips import SKIP_REASONS, SkipPredicate, SkipSettings
 from schemas.plain import PlainRecord
@@ -52,16 +53,22 @@ def kept_records(
 
 
 def filter_file(
-    source: Path, out: Path, settings: SkipSettings, *, skip_bad: bool = False
+    source: Path,
+    out: Path,
+    settings: SkipSettings,
+    *,
+    skip_bad: bool = False,
+    progress: ReadCallback | None = None,
 ) -> FilterResult:
-    """Write the records of `source` that `settings` keep to `out` (whole or not at all)."""
+    """Write the records of `source` that `settings` keep to `out` (whole or not at all);
+    `progress` hears of the read (read_training)."""
     started = time.monotonic()
     training_format(out)
     bad = BadInput() if skip_bad else None
     read = [0]
 
     def counted() -> Iterator[PlainRecord]:
-        for record in read_training(source, legal=True, bad=bad):
+        for record in read_training(source, legal=True, bad=bad, progress=progress):
             read[0] += 1
             yield record
 
