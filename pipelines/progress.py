@@ -211,3 +211,44 @@ class MonthsProgress:
 
     def _draw(self, *, force: bool) -> None:
         self.shown.show(self.line(), time.monotonic() - self.started, force=force)
+
+
+@dataclass(frozen=True)
+class ReadProgress:
+    """A progress report of a file read through: its bytes read of the total, records read.
+
+    `done` marks the last report of the read (always shown).
+    """
+
+    bytes_read: int
+    bytes_total: int
+    records: int
+    seconds: float
+    done: bool = False
+
+
+ReadCallback = Callable[[ReadProgress], None]
+
+
+def format_read(report: ReadProgress) -> str:
+    """Return one line: a bar over the file's bytes with ETA, records and their rate."""
+    fraction = min(1.0, report.bytes_read / report.bytes_total) if report.bytes_total else 1.0
+    parts = [
+        f"{bar(fraction)} {fraction:6.1%}",
+        f"{_size(report.bytes_read)}/{_size(report.bytes_total)}",
+    ]
+    if 0 < fraction < 1:
+        eta = report.seconds * (1 - fraction) / fraction
+        parts.append(f"ETA {int(eta // 60)}:{int(eta % 60):02d}")
+    rate = report.records / report.seconds if report.seconds > 0 else 0.0
+    parts.append(f"{report.records:,} records ({rate:,.0f}/s)")
+    return "  ".join(parts)
+
+
+def read_progress(shown: ProgressBar) -> ReadCallback:
+    """Return the callback that draws a file read's reports on `shown`."""
+
+    def report(progress: ReadProgress) -> None:
+        shown.show(format_read(progress), progress.seconds, force=progress.done)
+
+    return report

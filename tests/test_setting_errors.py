@@ -42,8 +42,10 @@ SETTINGS = (
         (lambda: GameFilter(speeds=frozenset({"hyper"})), "speeds",
          "unknown speed(s) ['hyper']; choose from ultrabullet, bullet, blitz, rapid, classical, "
          "correspondence, otb or all", None),
-        (lambda: FromGamesSettings(min_pieces=9, max_pieces=8), "min_pieces",
-         "pieces: need 2 <= min_pieces <= max_pieces <= 32", None),
+        (lambda: FromGamesSettings(from_ply=-1), "from_ply", "from_ply must be 0 or more", None),
+        (lambda: SkipSettings(min_pieces=9, max_pieces=8), "min_pieces",
+         "pieces: need 2 <= min_pieces <= max_pieces <= 32",
+         "pieces: need 2 <= --min-pieces <= --max-pieces <= 32"),
     ],
 )  # fmt: skip
 def test_a_bad_setting_is_named_by_the_library_and_by_its_flag(

@@ -255,34 +255,90 @@ def test_position_filters_are_counted_as_python_chess_counts_them(tmp_path: Path
     first = fixture_games()[:63]
     month_counts: Counter[str] = Counter()
     month_kept = []
+    last_ply, last_score = -1, 32002  # the loader's placeholder test, asked with any skip set
     for game in first:
         for record in game:
             board = chess.Board(record.fen)
             move = chess.Move.from_uci(record.move)
             if record.ply < 10:
                 month_counts["before_from_ply"] += 1
-            elif not 6 <= chess.popcount(board.occupied) <= 30:
-                month_counts["pieces"] += 1
             elif board.is_check():
                 month_counts["in_check"] += 1
             elif board.is_capture(move) or move.promotion:
                 month_counts["capture_or_promotion"] += 1
-            else:
-                month_kept.append((record.fen, record.ply))
+            else:  # the skips, asked of the records made
+                placeholder = (record.ply > last_ply and abs(last_score) > 100
+                               and last_score != 32002 and record.result != 0
+                               and record.score == 0)  # fmt: skip
+                last_ply = record.ply
+                if placeholder:
+                    month_counts["placeholder_zero"] += 1
+                    continue
+                last_score = record.score
+                if not 6 <= chess.popcount(board.occupied) <= 30:
+                    month_counts["piece_count"] += 1
+                else:
+                    month_kept.append((record.fen, record.ply))
     assert sum(len(g) for g in first) == manifest.positions
     assert manifest.positions_skipped == {
         "before_from_ply": month_counts["before_from_ply"],
-        "pieces": month_counts["pieces"],
         "in_check": month_counts["in_check"],
         "capture_or_promotion": month_counts["capture_or_promotion"],
         "no_score": 0,
     }
-    assert all(month_counts.values()) and len(month_counts) == 4
+    assert manifest.records_skipped == {
+        "placeholder_zero": month_counts["placeholder_zero"],
+        "piece_count": month_counts["piece_count"],
+    }
+    assert all(month_counts.values()) and len(month_counts) == 5
     written = [(r.fen, r.ply) for r in read_records(out)]
     assert written == month_kept
     rows = list(iter_lineage(Path(manifest.lineage)))
     assert [row["ply"] for row in rows] == [ply for _, ply in written]
     assert manifest.records == len(written)
+
+
+#: Skips as a trainer would move them from training time (each set asks several at once).
+SKIPS = {
+    "loader": ("--filtered", "--early-fen-skipping", "8", "--simple-eval-skipping", "300"),
+    "random": ("--random-fen-skipping", "2", "--wld-filtered", "--seed", "7"),
+    "ranges": ("--min-score", "-600", "--max-score", "600", "--min-pieces", "5",
+               "--max-pieces", "30", "--early-fen-skipping", "3"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("skips", "suffix"), [("loader", "binpack"), ("random", "binpack"), ("ranges", "plain")]
+)
+def test_skips_given_to_from_games_are_filter_after_it_byte_for_byte(
+    tmp_path: Path, syzygy_dir: Path, skips: str, suffix: str
+) -> None:
+    games = need(GAMES_2021, "real Lichess games")
+    tables = ("--syzygy", str(syzygy_dir), "--no-require-eval", "--from-ply", "2")
+    whole = export(games, "2021-10", tmp_path / f"whole.{suffix}", *tables)
+    proc = run_cli("training", "filter", str(tmp_path / f"whole.{suffix}"),
+                   str(tmp_path / f"filtered.{suffix}"), *SKIPS[skips])  # fmt: skip
+    filtered = json.loads(proc.stdout)
+    skipped = export(games, "2021-10", tmp_path / f"skipped.{suffix}", *tables, *SKIPS[skips])
+    out = (tmp_path / f"skipped.{suffix}").read_bytes()
+    assert out == (tmp_path / f"filtered.{suffix}").read_bytes()
+    assert skipped.records == filtered["records_kept"] < whole.records
+    assert skipped.records_skipped == filtered["skipped"] != {}
+    assert sum(skipped.records_skipped.values()) + skipped.records == whole.records
+    # The lineage: the whole run's rows of the records kept, in order.
+    kept = list(read_training(tmp_path / f"skipped.{suffix}"))
+    rows = list(iter_lineage(Path(whole.lineage)))
+    chosen, index = [], 0
+    for record, row in zip(read_training(tmp_path / f"whole.{suffix}"), rows, strict=True):
+        if index < len(kept) and record == kept[index]:
+            chosen.append(row)
+            index += 1
+    assert index == len(kept)
+    assert list(iter_lineage(Path(skipped.lineage))) == chosen
+    assert skipped.games_exported == len({row["game_id"] for row in chosen})
+    assert skipped.records_result_changed == sum(row["result_changed"] for row in chosen)
+    assert skipped.positions_skipped == whole.positions_skipped
+    assert skipped.settings.skips != whole.settings.skips
 
 
 def test_lineage_names_the_games(tmp_path: Path) -> None:
@@ -348,7 +404,7 @@ def test_eval_values() -> None:
         (("{games}", "--month", "2021-10", "--syzygy", "{tmp}/nope"), "does not exist"),
         (("{games}", "--month", "2021-10", "--syzygy", "{tmp}"), "no Syzygy tables"),
         (("{games}", "--month", "2021-10", "--no-tables", "--min-pieces", "9", "--max-pieces",
-          "8"), "min_pieces"),
+          "8"), "--min-pieces <= --max-pieces"),
         (("{games}", "--month", "2021-10", "--no-tables", "--variant", "chess960"), "Standard"),
     ],
 )  # fmt: skip
@@ -406,8 +462,12 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
     with open(framed, "rb") as handle:
         frames = frame_index(handle, framed.stat().st_size)
     assert frames is not None and len(frames) > 10
+    from pipelines.training.skip_settings import SkipSettings
+
+    # skips asked in this process, of the games the workers export, in order
+    skips = SkipSettings(random_fen_skipping=1, filtered=True, seed=3)
     settings = FromGamesSettings(GameFilter(0, frozenset(Speed), allow_bots=True),
-                                 require_eval=False)  # fmt: skip
+                                 require_eval=False, skips=skips)  # fmt: skip
     outcomes = TableOutcomes([syzygy_dir])
     runs = []
     for workers in (1, 2):
@@ -424,6 +484,7 @@ def test_units_of_frames_in_workers_write_the_same_bytes(
         k: v for k, v in unit_manifest.to_json().items() if k not in different
     }
     assert manifest.records > 1000 and manifest.games_read == 999
+    assert {"random_fen_skipping", "filtered"} <= set(manifest.records_skipped)
     assert not list(tmp_path.glob(".from-games-*"))  # the units' spool files are gone
 
 

@@ -467,3 +467,36 @@ def test_the_commands_write_their_outputs_and_say_what_they_did(
     assert "none.plain" in proc.stderr
     with pytest.raises(ChesspipeError, match=r"\.plain or \.binpack"):
         filter_file(binpack, tmp_path / "x.txt", SkipSettings())
+
+
+# --- progress on a terminal ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["convert", "filter", "dedupe"])
+def test_a_file_tool_on_a_terminal_draws_a_bar_over_its_input(
+    tmp_path: Path, plain_fixture: Path, action: str
+) -> None:
+    """Bytes of IN read, an ETA while under way, records; it ends full, on all the records."""
+    import re
+
+    from tests.test_build_month_output import on_a_terminal
+
+    out, terminal = on_a_terminal("training", action, str(plain_fixture),
+                                  str(tmp_path / "out.binpack"))  # fmt: skip
+    summary = json.loads(out)
+    records = len(list(read_records(plain_fixture)))
+    assert summary.get("records", summary.get("records_read")) == records
+    drawn = [part for line in terminal.split("\n") for part in line.split("\r")[1:] if part]
+    drawn = [line.removesuffix("\x1b[K") for line in drawn]
+    assert len(drawn) >= 2, terminal
+    assert all(re.match(r"\[#* *\] +\d+\.\d% ", line) for line in drawn), drawn
+    assert any("ETA " in line for line in drawn[:-1]), drawn
+    assert plain_fixture.stat().st_size < 1 << 20  # shown in KB
+    size = f"{plain_fixture.stat().st_size / 1024:.1f} KB"
+    assert drawn[-1].startswith(f"[{'#' * 20}] 100.0%  {size}/{size}"), drawn
+    assert f"{records:,} records (" in drawn[-1], drawn
+    # Not on a terminal, or --quiet: no bar.
+    for quiet in ((), ("--quiet",)):
+        again = run_cli("training", action, str(plain_fixture), str(tmp_path / "q.binpack"),
+                        *quiet)  # fmt: skip
+        assert again.stderr == ""

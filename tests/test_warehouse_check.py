@@ -69,6 +69,31 @@ def test_check_lists_repairs_and_spares_a_live_run(tmp_path: Path, games_2021: P
     assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
 
 
+def test_a_clean_line_counts_the_books_of_the_books_folder(
+    tmp_path: Path, games_2021: Path
+) -> None:
+    warehouse, books = tmp_path / "wh", tmp_path / "books"
+    ingest(str(games_2021), "2021-10", warehouse, SETTINGS, runtime=Runtime(workers=1))
+    books.mkdir()
+    check = ("warehouse", "check", str(warehouse), "--books", str(books))
+    assert run_cli(*check).stdout == f"{warehouse}: clean: 1 month, 0 books\n"
+    for name in ("lichess-2021-10.bin", "openings.bin"):
+        run_cli("book", "build", "--warehouse", str(warehouse), "--months", "2021-10",
+                "--min-games", "1", "--out", str(books / name))  # fmt: skip
+    # Beside them: their manifests, a killed build's temporary file, a stray note.
+    (books / ".openings.bin.0123abcd.tmp").write_bytes(b"x")
+    (books / "notes.txt").write_text("not a book")
+    assert sorted(p.name for p in books.glob("*.json")) == ["lichess-2021-10.json",
+                                                             "openings.json"]  # fmt: skip
+    assert run_cli(*check).stdout == f"{warehouse}: clean: 1 month, 2 books\n"
+    missing = run_cli("warehouse", "check", str(warehouse), "--books", str(tmp_path / "no"),
+                      check=False)  # fmt: skip
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert missing.stderr.strip().splitlines() == [
+        f"chesspipe: error: {tmp_path / 'no'}: no such books folder"
+    ]
+
+
 def test_mismatched_and_orphan_partitions_are_reported_never_removed(
     tmp_path: Path, games_2021: Path
 ) -> None:

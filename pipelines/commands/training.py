@@ -6,18 +6,24 @@ import argparse
 import functools
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
     add_action,
     add_actions,
     add_frame_workers_option,
+    add_progress_options,
     int_range,
     integer,
     non_negative_int,
     positive_int,
 )
+
+if TYPE_CHECKING:
+    from pipelines.progress import ReadCallback
 
 #: Pieces on a board, kings included.
 _pieces = int_range(2, 32)
@@ -51,6 +57,7 @@ def register(subparsers: Any) -> None:
     )
     stats.add_argument("file", type=Path, metavar="FILE")
     stats.add_argument("--json", action="store_true", help="print JSON for a program")
+    add_progress_options(stats)
 
     shuffle = _add_copy(
         actions,
@@ -88,11 +95,24 @@ def register(subparsers: Any) -> None:
 
 
 def _add_copy(actions: Any, name: str, handler: Any, **about: str) -> argparse.ArgumentParser:
-    """Add an action that reads the training file IN and writes OUT."""
+    """Add an action that reads the training file IN and writes OUT (a progress bar over IN
+    on a terminal, --progress and --quiet as ingest's)."""
     parser: argparse.ArgumentParser = add_action(actions, name, handler, **about)
     parser.add_argument("input", type=Path, metavar="IN")
     parser.add_argument("output", type=Path, metavar="OUT")
+    add_progress_options(parser)
     return parser
+
+
+@contextmanager
+def _read_shown(args: argparse.Namespace) -> Iterator[ReadCallback | None]:
+    """Yield the callback that draws a file read on the options' progress bar (None when
+    quiet), the bar closed when the block ends."""
+    from pipelines.commands.ingest import progress_shown
+    from pipelines.progress import read_progress
+
+    with progress_shown(args) as bar:
+        yield read_progress(bar) if bar is not None else None
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
@@ -121,22 +141,12 @@ _SKIPPING: tuple[tuple[str, Any, str], ...] = (
 )
 
 
-def _add_filter(actions: Any) -> None:
+def _add_skip_options(parser: argparse.ArgumentParser) -> None:
+    """Add the skips of nnue-pytorch's loader (defaults: SkipSettings), as `filter` and
+    `from-games` take them."""
     from pipelines.training.skip_settings import SkipSettings
 
     default = SkipSettings()
-    parser = _add_copy(
-        actions,
-        "filter",
-        run_filter,
-        help="drop the records nnue-pytorch's loader would skip",
-        description="Write IN's records to OUT without those nnue-pytorch's data loader "
-        "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
-        "(32002) and the loader's placeholder zeros; --filtered, --wld-filtered, "
-        "--random-fen-skipping, --early-fen-skipping, --simple-eval-skipping as it names "
-        "them; and score and piece-count ranges. Chains stay chains where the kept records "
-        "follow one another.",
-    )
     parser.add_argument(
         "--filtered", action="store_true", help="skip positions in check and captures"
     )
@@ -152,11 +162,37 @@ def _add_filter(actions: Any) -> None:
         )
     parser.add_argument("--min-score", type=integer, default=default.min_score)
     parser.add_argument("--max-score", type=integer, default=default.max_score)
-    parser.add_argument("--min-pieces", type=_pieces, default=default.min_pieces)
-    parser.add_argument("--max-pieces", type=_pieces, default=default.max_pieces)
+    parser.add_argument(
+        "--min-pieces",
+        type=_pieces,
+        default=default.min_pieces,
+        help=f"fewest pieces on the board, kings included ({default.min_pieces})",
+    )
+    parser.add_argument(
+        "--max-pieces",
+        type=_pieces,
+        default=default.max_pieces,
+        help=f"most pieces on the board ({default.max_pieces})",
+    )
     parser.add_argument(
         "--seed", type=integer, default=default.seed, help="seed of the random skips (0)"
     )
+
+
+def _add_filter(actions: Any) -> None:
+    parser = _add_copy(
+        actions,
+        "filter",
+        run_filter,
+        help="drop the records nnue-pytorch's loader would skip",
+        description="Write IN's records to OUT without those nnue-pytorch's data loader "
+        "would skip with the same options (make_skip_predicate): always scores of VALUE_NONE "
+        "(32002) and the loader's placeholder zeros; --filtered, --wld-filtered, "
+        "--random-fen-skipping, --early-fen-skipping, --simple-eval-skipping as it names "
+        "them; and score and piece-count ranges. Chains stay chains where the kept records "
+        "follow one another.",
+    )
+    _add_skip_options(parser)
     _add_skip_bad(parser)
 
 
@@ -196,8 +232,10 @@ def _add_from_games(actions: Any) -> None:
         help="every position of a month's kept games, results rescored by the tablebases",
         description="Write every position of SOURCE's kept games as training records (score: "
         "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
-        "rescored from the first position the tables cover). Writes OUT, "
-        "OUT.lineage.parquet and the run manifest OUT.json, each whole or not at all.",
+        "rescored from the first position the tables cover), less the positions the "
+        "position filters drop and the records the loader's skips (as `training filter` "
+        "takes them) drop. Writes OUT, OUT.lineage.parquet and the run manifest OUT.json, "
+        "each whole or not at all.",
     )
     add_month_source(parser, "YYYY-MM of the games", metavar="SOURCE")
     parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
@@ -222,12 +260,7 @@ def _add_from_games(actions: Any) -> None:
     parser.add_argument(
         "--from-ply", type=non_negative_int, default=0, help="drop the first N plies (0)"
     )
-    parser.add_argument(
-        "--min-pieces", type=_pieces, default=2, help="fewest pieces on the board (2)"
-    )
-    parser.add_argument(
-        "--max-pieces", type=_pieces, default=32, help="most pieces on the board (32)"
-    )
+    _add_skip_options(parser)
     add_frame_workers_option(parser)
 
 
@@ -290,8 +323,12 @@ def run_from_games(args: argparse.Namespace) -> int:
     from pipelines.games.game_filter import NothingKept
     from pipelines.training.from_games import export_games
     from pipelines.training.settings import FromGamesSettings
+    from pipelines.training.skip_settings import SkipSettings
 
-    settings = settings_from_args(FromGamesSettings, args, rules=filter_from_args(args))
+    skips = settings_from_args(SkipSettings, args)
+    settings = settings_from_args(
+        FromGamesSettings, args, rules=filter_from_args(args), skips=skips
+    )
     outcomes = None
     folders: list[Path] = []
     if not args.no_tables:
@@ -328,6 +365,7 @@ def run_from_games(args: argparse.Namespace) -> int:
         "games_skipped",
         "results_changed",
         "records",
+        "records_skipped",
         "seconds",
     )
     print(json.dumps({k: summary[k] for k in shown}, indent=2))
@@ -337,14 +375,17 @@ def run_from_games(args: argparse.Namespace) -> int:
 def run_convert(args: argparse.Namespace) -> int:
     from pipelines.training.convert import convert
 
-    print(json.dumps(convert(args.input, args.output), indent=2))
+    with _read_shown(args) as progress:
+        summary = convert(args.input, args.output, progress=progress)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
 def run_stats(args: argparse.Namespace) -> int:
     from pipelines.training.stats import file_stats, format_stats
 
-    stats = file_stats(args.file)
+    with _read_shown(args) as progress:
+        stats = file_stats(args.file, progress=progress)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     return 0
 
@@ -352,7 +393,9 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_shuffle(args: argparse.Namespace) -> int:
     from pipelines.training.mixing import shuffle_file
 
-    print(json.dumps(shuffle_file(args.input, args.output, args.seed, args.buckets), indent=2))
+    with _read_shown(args) as progress:
+        summary = shuffle_file(args.input, args.output, args.seed, args.buckets, progress=progress)
+    print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -369,7 +412,10 @@ def run_filter(args: argparse.Namespace) -> int:
     from pipelines.training.skip_settings import SkipSettings
 
     settings = settings_from_args(SkipSettings, args)
-    result = filter_file(args.input, args.output, settings, skip_bad=args.skip_bad)
+    with _read_shown(args) as progress:
+        result = filter_file(
+            args.input, args.output, settings, skip_bad=args.skip_bad, progress=progress
+        )
     print(json.dumps(result.to_json(), indent=2))
     return 0
 
@@ -381,14 +427,16 @@ def run_rescore(args: argparse.Namespace) -> int:
     folders = table_folders(args)
     outcomes = TableOutcomes(folders, args.backend)
     try:
-        manifest = rescore_file(
-            args.input,
-            args.output,
-            outcomes,
-            [str(folder) for folder in folders],
-            tb_scores=args.tb_scores,
-            skip_bad=args.skip_bad,
-        )
+        with _read_shown(args) as progress:
+            manifest = rescore_file(
+                args.input,
+                args.output,
+                outcomes,
+                [str(folder) for folder in folders],
+                tb_scores=args.tb_scores,
+                skip_bad=args.skip_bad,
+                progress=progress,
+            )
     finally:
         outcomes.close()
     print(json.dumps(manifest.to_json(), indent=2))
@@ -398,18 +446,18 @@ def run_rescore(args: argparse.Namespace) -> int:
 def run_dedupe(args: argparse.Namespace) -> int:
     from pipelines.training.dedupe import dedupe_file
 
-    print(
-        json.dumps(dedupe_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
-    )
+    with _read_shown(args) as progress:
+        result = dedupe_file(args.input, args.output, skip_bad=args.skip_bad, progress=progress)
+    print(json.dumps(result.to_json(), indent=2))
     return 0
 
 
 def run_to_pgn(args: argparse.Namespace) -> int:
     from pipelines.training.to_pgn import to_pgn_file
 
-    print(
-        json.dumps(to_pgn_file(args.input, args.output, skip_bad=args.skip_bad).to_json(), indent=2)
-    )
+    with _read_shown(args) as progress:
+        result = to_pgn_file(args.input, args.output, skip_bad=args.skip_bad, progress=progress)
+    print(json.dumps(result.to_json(), indent=2))
     return 0
 
 

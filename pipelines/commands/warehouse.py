@@ -30,9 +30,17 @@ def register(subparsers: Any) -> None:
         "(stale-yearly). Exit 1 if any problem remains, 0 if clean. --repair removes stale "
         "staging and temporary files under each month's lock (a month in use is skipped), and "
         "a dead compaction's temporary files; partitions, manifests and stale compacted years "
-        "are never removed: re-ingest those months, compact those years again.",
+        "are never removed: re-ingest those months, compact those years again. A clean "
+        "warehouse says so in one line: its months and compacted years, and with --books the "
+        "books of that folder.",
     )
     check.add_argument("warehouse", type=Path, metavar="DIR")
+    check.add_argument(
+        "--books",
+        type=Path,
+        metavar="BOOKS",
+        help="the books folder (build-month's --books): a clean line counts its books",
+    )
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
     compact = add_action(
         actions,
@@ -52,23 +60,17 @@ def register(subparsers: Any) -> None:
 
 def run_check(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
-    from pipelines.warehouse.check import check_warehouse
+    from pipelines.warehouse.check import check_warehouse, clean_line
 
     if not args.warehouse.is_dir():
         raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    if args.books is not None and not args.books.is_dir():
+        raise ChesspipeError(f"{args.books}: no such books folder")
     findings = check_warehouse(args.warehouse, repair=args.repair)
     for finding in findings:
         sys.stdout.write(finding.line("--repair") + "\n")
     if not findings:
-        from pipelines.warehouse.layout import available_months
-        from pipelines.warehouse.yearly import fresh_yearly_files
-
-        months, years = available_months(args.warehouse), fresh_yearly_files(args.warehouse)
-        sys.stdout.write(
-            f"{args.warehouse}: clean: {len(months)} month{'s' if len(months) != 1 else ''}"
-            + (f", {len(years)} compacted year{'s' if len(years) != 1 else ''}" if years else "")
-            + "\n"
-        )
+        sys.stdout.write(clean_line(args.warehouse, args.books) + "\n")
     return 1 if any(not f.repaired for f in findings) else 0
 
 

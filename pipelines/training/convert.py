@@ -6,14 +6,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pipelines.progress import ReadCallback
 from pipelines.training.files import read_training, training_format, write_training
 
 
-def convert(source: Path, out: Path) -> dict[str, Any]:
-    """Copy every record of `source` into `out` (format by extension); summarise."""
+def convert(source: Path, out: Path, *, progress: ReadCallback | None = None) -> dict[str, Any]:
+    """Copy every record of `source` into `out` (format by extension); summarise.
+
+    `progress` hears of the read (read_training).
+    """
     started = time.monotonic()
     training_format(out)
-    records = write_training(read_training(source), out, str(source))
+    records = write_training(read_training(source, progress=progress), out, str(source))
     seconds = time.monotonic() - started
     return {
         "input": str(source),

@@ -29,6 +29,7 @@ from typing import Any
 
 import chess
 
+from pipelines.progress import ReadCallback
 from pipelines.training.files import BadInput, read_training, training_format, write_training
 from schemas.plain import PlainRecord
 
@@ -132,9 +133,17 @@ def _last_numbers(lines: Iterator[str]) -> Iterator[str]:
 
 
 def dedupe_file(
-    source: Path, out: Path, *, skip_bad: bool = False, run_lines: int = RUN_LINES
+    source: Path,
+    out: Path,
+    *,
+    skip_bad: bool = False,
+    run_lines: int = RUN_LINES,
+    progress: ReadCallback | None = None,
 ) -> DedupeResult:
-    """Write the last record of each position of `source` to `out`, in file order."""
+    """Write the last record of each position of `source` to `out`, in file order.
+
+    `progress` hears of the first read, which sorts the positions (read_training).
+    """
     started = time.monotonic()
     training_format(out)
     bad = BadInput() if skip_bad else None
@@ -142,7 +151,7 @@ def dedupe_file(
     read = [0]
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.", dir=out.parent) as tmp:
         positions = _Sorter(Path(tmp), "positions", run_lines)
-        records = read_training(source, legal=True, bad=bad)
+        records = read_training(source, legal=True, bad=bad, progress=progress)
         canonical = training_format(source) == "binpack"
         positions.add_all(_position_lines(records, read, canonical=canonical))
         runs = len(positions.runs)

@@ -6,13 +6,16 @@ writer cannot take (an illegal move, a ply past 14 bits) names its input and its
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.progress import ReadCallback, ReadProgress
 from schemas.atomic_files import atomic_path
 from schemas.binpack import BinpackFormatError, BinpackWriter, iter_binpack
 from schemas.plain import PlainFormatError, PlainRecord, iter_records
@@ -48,7 +51,11 @@ class BadInput:
 
 
 def read_training(
-    path: Path, *, legal: bool = False, bad: BadInput | None = None
+    path: Path,
+    *,
+    legal: bool = False,
+    bad: BadInput | None = None,
+    progress: ReadCallback | None = None,
 ) -> Iterator[PlainRecord]:
     """Yield the records of a .plain or .binpack file, streaming.
 
@@ -56,6 +63,8 @@ def read_training(
     checks them (schemas/legal_record.py), the error naming its line; a .binpack's records are
     always checked as they are decoded. With `bad`, what breaks the format is counted there and
     passed over (schemas' readers say how much); otherwise it fails as `CorruptInput`.
+    `progress` hears of the bytes and records read every PROGRESS_RECORDS records, and once
+    the file is read whole.
     """
     kind = training_format(path)
     try:
@@ -68,10 +77,31 @@ def read_training(
             if kind == "binpack"
             else iter_records(handle, str(path), legal=legal, bad=bad)
         )
+        if progress is not None:
+            records = _reported(records, handle, progress)
         try:
             yield from records
         except (BinpackFormatError, PlainFormatError) as exc:
             raise CorruptInput(str(exc)) from None
+
+
+#: Records read between two progress reports (a report asks the file where it is).
+PROGRESS_RECORDS = 8192
+
+
+def _reported(
+    records: Iterator[PlainRecord], handle: BinaryIO, progress: ReadCallback
+) -> Iterator[PlainRecord]:
+    """Yield `records`, reporting the bytes of `handle` read and the records read so far."""
+    started = time.monotonic()
+    total = os.fstat(handle.fileno()).st_size
+    count = 0
+    for record in records:
+        count += 1
+        if count % PROGRESS_RECORDS == 0:
+            progress(ReadProgress(handle.tell(), total, count, time.monotonic() - started))
+        yield record
+    progress(ReadProgress(total, total, count, time.monotonic() - started, done=True))
 
 
 @contextmanager

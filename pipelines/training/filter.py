@@ -14,8 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import chess
-
+from pipelines.progress import ReadCallback
 from pipelines.training.files import BadInput, read_training, training_format, write_training
 from pipelines.training.skips import SKIP_REASONS, SkipPredicate, SkipSettings
 from schemas.plain import PlainRecord
@@ -45,13 +44,8 @@ def kept_records(
 ) -> Iterator[PlainRecord]:
     """Yield the records the predicate keeps, counting the others under their reason."""
     predicate = SkipPredicate(settings)
-    needs_board = settings.needs_board
     for record in records:
-        board = move = None
-        if needs_board:
-            board = chess.Board(record.fen)
-            move = chess.Move.from_uci(record.move)
-        reason = predicate.reason(record.score, record.ply, record.result, board, move)
+        reason = predicate.record_reason(record)
         if reason is None:
             yield record
         else:
@@ -59,16 +53,22 @@ def kept_records(
 
 
 def filter_file(
-    source: Path, out: Path, settings: SkipSettings, *, skip_bad: bool = False
+    source: Path,
+    out: Path,
+    settings: SkipSettings,
+    *,
+    skip_bad: bool = False,
+    progress: ReadCallback | None = None,
 ) -> FilterResult:
-    """Write the records of `source` that `settings` keep to `out` (whole or not at all)."""
+    """Write the records of `source` that `settings` keep to `out` (whole or not at all);
+    `progress` hears of the read (read_training)."""
     started = time.monotonic()
     training_format(out)
     bad = BadInput() if skip_bad else None
     read = [0]
 
     def counted() -> Iterator[PlainRecord]:
-        for record in read_training(source, legal=True, bad=bad):
+        for record in read_training(source, legal=True, bad=bad, progress=progress):
             read[0] += 1
             yield record
 

@@ -4,7 +4,9 @@ The export: the source read in order here, or a pzstd-style file by units of fra
 processes (games.parallel), each kept game's records (records.py) written in game order with
 their lineage (lineage.py) and the run's manifest (manifest.py). Games are skipped and
 counted by the game filter's reasons and `no_moves` (game_filter.keep_game: `games_kept`
-counts the games ingest keeps), then by the records' own reasons.
+counts the games ingest keeps), then by the records' own reasons; the records made are asked
+the loader's skips (skips.py) here, in output order, as `training filter` would ask them of
+the whole output, and only those kept are written and counted.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from pipelines.training.records import (
     site_of,
 )
 from pipelines.training.settings import POSITION_FILTERS, FromGamesSettings
+from pipelines.training.skip_settings import SkipSettings
+from pipelines.training.skips import SKIP_REASONS, SkipPredicate
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import OutputSet
 from schemas.training_lineage import lineage_path_for
@@ -69,10 +73,33 @@ def _exported(
         rows = game_records(kept.result - 1, kept.movetext, settings, outcomes, counts)
         if not rows:
             continue
-        counts.exported += 1
-        counts.records += len(rows)
-        counts.records_changed += sum(row.result_changed for row in rows)
         yield kept.speed.value, kept.rating_band, game_id(site_of(raw)), rows
+
+
+def _kept_by_skips(
+    games: Iterable[Exported], skips: SkipSettings, counts: ExportCounts, skipped: Counter[str]
+) -> Iterator[Exported]:
+    """Yield the games with the records `skips` keep (asked in order, as `training filter`
+    asks them; with no skip set, every record), counting the records skipped by reason and
+    the games and records kept."""
+    predicate = SkipPredicate(skips) if skips.skips_any else None
+    for speed, band, gid, rows in games:
+        kept = rows
+        if predicate is not None:
+            kept = []
+            for row in rows:
+                reason = predicate.record_reason(row.record)
+                if reason is None:
+                    kept.append(row)
+                else:
+                    skipped[reason] += 1
+        if not kept:
+            continue
+        counts.exported += 1
+        counts.records += len(kept)
+        counts.records_changed += sum(row.result_changed for row in kept)
+        counts.records_tb += sum(row.tablebase_scored for row in kept)
+        yield speed, band, gid, kept
 
 
 def _exported_in_order(
@@ -247,7 +274,10 @@ def export_games(
                     games = _exported_in_order(
                         opened, settings, outcomes, stats, counts, started, progress
                     )
-                for speed, band, gid, rows in games:
+                skipped: Counter[str] = Counter()
+                for speed, band, gid, rows in _kept_by_skips(
+                    games, settings.skips, counts, skipped
+                ):
                     for row in rows:
                         write(row.record)
                     lineage_writer.add(month, speed, band, gid, rows)
@@ -276,6 +306,7 @@ def export_games(
                 positions=counts.positions,
                 positions_skipped={k: counts.positions_skipped[k] for k in POSITION_FILTERS},
                 records=counts.records,
+                records_skipped={k: skipped[k] for k in SKIP_REASONS if skipped[k]},
                 records_result_changed=counts.records_changed,
                 records_tablebase_scored=counts.records_tb,
                 output_sha256=file_sha256(outputs.path(out)),

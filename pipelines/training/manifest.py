@@ -36,7 +36,11 @@ class FromGamesManifest:
     positions: int = 0
     #: Positions left out, by the first filter that dropped them.
     positions_skipped: dict[str, int] = field(default_factory=dict)
+    #: Records written.
     records: int = 0
+    #: Records the loader's skips dropped, by the first of skips.SKIP_REASONS that applied
+    #: (as `training filter` counts them); reasons that dropped none left out.
+    records_skipped: dict[str, int] = field(default_factory=dict)
     records_result_changed: int = 0
     records_tablebase_scored: int = 0
     output_sha256: str = ""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.errors import ChesspipeError
+from pipelines.progress import ReadCallback
 from pipelines.training.files import (
     count_records,
     read_training,
@@ -51,8 +52,18 @@ def _record(line: str) -> PlainRecord:
     return PlainRecord(fen, move, int(score), int(ply), int(result))
 
 
-def shuffle_file(source: Path, out: Path, seed: int, buckets: int | None = None) -> dict[str, Any]:
-    """Write the records of `source` to `out` in a random order fixed by `seed`; summarise."""
+def shuffle_file(
+    source: Path,
+    out: Path,
+    seed: int,
+    buckets: int | None = None,
+    *,
+    progress: ReadCallback | None = None,
+) -> dict[str, Any]:
+    """Write the records of `source` to `out` in a random order fixed by `seed`; summarise.
+
+    `progress` hears of the read that deals the records out (read_training).
+    """
     started = time.monotonic()
     training_format(out)
     count = buckets if buckets is not None else bucket_count(source)
@@ -64,7 +75,7 @@ def shuffle_file(source: Path, out: Path, seed: int, buckets: int | None = None)
         paths = [Path(tmp) / f"{i}.tsv" for i in range(count)]
         handles = [open(p, "w", encoding="ascii", newline="\n") for p in paths]  # noqa: SIM115
         try:
-            for record in read_training(source, legal=True):
+            for record in read_training(source, legal=True, progress=progress):
                 handles[rng.randrange(count)].write(_line(record))
         finally:
             for handle in handles:

@@ -11,7 +11,9 @@ Games are skipped and counted: `missing_eval` (with `require_eval`, a move witho
 tables (game_filter.may_reach), so no position could have a score; such games are not
 replayed), `bad_eval` (an eval comment that does not parse), `no_moves`, `too_long` (more than
 16,383 plies), `illegal_move`. Positions of the games replayed are skipped and counted by the
-first filter that drops them, in the order of settings.POSITION_FILTERS.
+first filter that drops them, in the order of settings.POSITION_FILTERS; the records made are
+then asked the loader's skips in output order by the export (from_games.py), which counts the
+records it writes.
 """
 
 from __future__ import annotations
@@ -97,12 +99,14 @@ _RESULT_WORDS = {1: "win", 0: "draw", -1: "loss"}
 
 @dataclass(frozen=True)
 class GameRecord:
-    """A record with its lineage: ply, result changed, first covered ply."""
+    """A record with its lineage: ply, result changed, first covered ply; and whether the
+    tables gave its score."""
 
     record: PlainRecord
     ply: int
     result_changed: bool
     first_covered_ply: int | None
+    tablebase_scored: bool = False
 
 
 def game_records(
@@ -146,7 +150,7 @@ def game_records(
     first_covered: int | None = None
     first_outcome: tuple[int, int] | None = None
     first_turn = chess.WHITE
-    from_ply, low, high = settings.from_ply, settings.min_pieces, settings.max_pieces
+    from_ply = settings.from_ply
     skipped: Counter[str] = Counter()
     for ply in range(len(tokens) + 1):
         move = None
@@ -167,8 +171,6 @@ def game_records(
         reason = None
         if ply < from_ply:
             reason = "before_from_ply"
-        elif not low <= pieces <= high:
-            reason = "pieces"
         elif settings.skip_in_check and board.is_check():
             reason = "in_check"
         elif settings.skip_captures and (move.promotion or board.is_capture(move)):
@@ -205,10 +207,6 @@ def game_records(
         else:
             result = game
         assert score is not None
-        records.append(
-            GameRecord(
-                PlainRecord(fen, uci, score, ply, result), ply, result != game, first_covered
-            )
-        )
-        counts.records_tb += outcome is not None
+        record = PlainRecord(fen, uci, score, ply, result)
+        records.append(GameRecord(record, ply, result != game, first_covered, outcome is not None))
     return records

@@ -27,6 +27,7 @@ import chess
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
+from pipelines.progress import ReadCallback
 from pipelines.training.chains import Game, games
 from pipelines.training.files import BadInput, read_training, training_format, training_writer
 from schemas.atomic_files import OutputSet
@@ -149,8 +150,12 @@ def rescore_file(
     *,
     tb_scores: bool = False,
     skip_bad: bool = False,
+    progress: ReadCallback | None = None,
 ) -> RescoreManifest:
-    """Rescore `source` into `out`, with the manifest OUT.json; both whole or not at all."""
+    """Rescore `source` into `out`, with the manifest OUT.json; both whole or not at all.
+
+    `progress` hears of the read (read_training).
+    """
     started = time.monotonic()
     kind = training_format(out)
     bad = BadInput() if skip_bad else None
@@ -159,7 +164,7 @@ def rescore_file(
     with OutputSet(out, manifest_file) as outputs:
         written = 0
         with training_writer(outputs.path(out), kind=kind) as write:
-            records = read_training(source, legal=True, bad=bad)
+            records = read_training(source, legal=True, bad=bad, progress=progress)
             for written, record in enumerate(  # noqa: B007 - the count is checked below
                 rescored(records, outcomes, counts, tb_scores=tb_scores), 1
             ):

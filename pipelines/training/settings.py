@@ -1,4 +1,4 @@
-"""What a whole-game export keeps: the game filter, evals, and the position filters."""
+"""What a whole-game export keeps: the game filter, evals, the position filters and the skips."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ from typing import Any
 
 from pipelines.errors import SettingError
 from pipelines.games.game_filter import GameFilter
+from pipelines.training.skip_settings import SkipSettings
 
 #: Position filters, in the order they are tried (a position counts under the first that drops it).
-POSITION_FILTERS = ("before_from_ply", "pieces", "in_check", "capture_or_promotion", "no_score")
+POSITION_FILTERS = ("before_from_ply", "in_check", "capture_or_promotion", "no_score")
+
+_OWN = ("require_eval", "skip_in_check", "skip_captures", "from_ply")
 
 
 @dataclass(frozen=True)
 class FromGamesSettings:
-    """What a whole-game export keeps: the game filter, evals, and the position filters."""
+    """What a whole-game export keeps: the game filter, evals, the position filters, and the
+    skips of nnue-pytorch's loader asked of the records made (as `training filter` asks them)."""
 
     rules: GameFilter = field(default_factory=GameFilter)
     #: Keep only games with an eval after every move; otherwise positions without a score
@@ -23,8 +27,8 @@ class FromGamesSettings:
     skip_in_check: bool = False
     skip_captures: bool = False
     from_ply: int = 0
-    min_pieces: int = 2
-    max_pieces: int = 32
+    #: Asked of every record in output order, after the position filters.
+    skips: SkipSettings = field(default_factory=SkipSettings)
 
     def __post_init__(self) -> None:
         if self.rules.variant != "standard":
@@ -32,30 +36,19 @@ class FromGamesSettings:
             raise SettingError("FromGamesSettings", "variant", says=says)
         if self.from_ply < 0:
             raise SettingError("FromGamesSettings", "from_ply", "must be 0 or more")
-        if not 2 <= self.min_pieces <= self.max_pieces <= 32:
-            says = "pieces: need 2 <= min_pieces <= max_pieces <= 32"
-            raise SettingError("FromGamesSettings", "min_pieces", says=says)
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.rules.to_json(),
-            "require_eval": self.require_eval,
-            "skip_in_check": self.skip_in_check,
-            "skip_captures": self.skip_captures,
-            "from_ply": self.from_ply,
-            "min_pieces": self.min_pieces,
-            "max_pieces": self.max_pieces,
+            **{key: getattr(self, key) for key in _OWN},
+            "skips": self.skips.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FromGamesSettings:
         rules = GameFilter.from_json(data)
-        keys = (
-            "require_eval",
-            "skip_in_check",
-            "skip_captures",
-            "from_ply",
-            "min_pieces",
-            "max_pieces",
-        )
-        return cls(rules, **{key: data[key] for key in keys})
+        if "skips" in data:
+            skips = SkipSettings.from_json(data["skips"])
+        else:  # written before the skips: a piece range of its own
+            skips = SkipSettings(min_pieces=data["min_pieces"], max_pieces=data["max_pieces"])
+        return cls(rules, **{key: data[key] for key in _OWN}, skips=skips)

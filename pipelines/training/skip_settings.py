@@ -48,6 +48,22 @@ class SkipSettings:
             raise SettingError("SkipSettings", "min_pieces", says=says, also=("max_pieces",))
 
     @property
+    def skips_any(self) -> bool:
+        """Whether any skip is set (the seed alone sets none). `training filter` asks the
+        loader's first two questions (VALUE_NONE, placeholder zeros) always; a producer of
+        records (from-games) asks them only with a skip set, as the loader asks them only
+        when it skips at all."""
+        return (
+            self.filtered
+            or self.wld_filtered
+            or self.random_fen_skipping > 0
+            or self.early_fen_skipping >= 0
+            or self.simple_eval_skipping > 0
+            or (self.min_score, self.max_score) != (SCORE_MIN, SCORE_MAX)
+            or (self.min_pieces, self.max_pieces) != (2, 32)
+        )
+
+    @property
     def needs_board(self) -> bool:
         """Whether a question needs the position itself (not only score, ply and result)."""
         return (

@@ -28,7 +28,8 @@ chesspipe adds score and piece-count ranges (`score_range`, `piece_count`), aske
 
 `SkipSettings` (`skip_settings.py`, light enough for the command line's parser) owns the
 defaults; `SkipPredicate(settings)` is the stateful test, asked once per position in order
-(`reason`), so a producer of records (from-games) can ask it as it goes.
+(`reason`, or `record_reason` of a record), so a producer of records (from-games) can ask it
+as it goes and drop what `training filter` would drop from its output.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import random
 import chess
 
 from pipelines.training.skip_settings import SkipSettings
-from schemas.plain import SCORE_NONE
+from schemas.plain import SCORE_NONE, PlainRecord
 
 #: What the loader counts as a piece's worth in `simple_eval` (Stockfish's PawnValue ...).
 SIMPLE_EVAL_VALUES = {
@@ -179,3 +180,11 @@ class SkipPredicate:
             if not settings.min_pieces <= chess.popcount(board.occupied) <= settings.max_pieces:
                 return "piece_count"
         return None
+
+    def record_reason(self, record: PlainRecord) -> str | None:
+        """Return why `record` is skipped (`reason` of its fields), or None to keep it."""
+        board = move = None
+        if self.settings.needs_board:
+            board = chess.Board(record.fen)
+            move = chess.Move.from_uci(record.move)
+        return self.reason(record.score, record.ply, record.result, board, move)

@@ -10,6 +10,7 @@ from typing import Any
 
 import chess
 
+from pipelines.progress import ReadCallback
 from pipelines.training.files import read_training
 from schemas.plain import SCORE_NONE, PlainRecord
 
@@ -108,9 +109,11 @@ def gather(records: Iterable[PlainRecord]) -> TrainingStats:
     return stats
 
 
-def file_stats(path: Path) -> dict[str, Any]:
-    """Return the counts over a .plain or .binpack file, as JSON-ready values."""
-    return {"file": str(path), **gather(read_training(path, legal=True)).to_json()}
+def file_stats(path: Path, *, progress: ReadCallback | None = None) -> dict[str, Any]:
+    """Return the counts over a .plain or .binpack file, as JSON-ready values; `progress`
+    hears of the read (read_training)."""
+    records = read_training(path, legal=True, progress=progress)
+    return {"file": str(path), **gather(records).to_json()}
 
 
 def _bars(counts: dict[str, int], total: int) -> list[str]:

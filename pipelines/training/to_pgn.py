@@ -19,6 +19,7 @@ from typing import Any
 import chess
 
 from pipelines.errors import ChesspipeError
+from pipelines.progress import ReadCallback
 from pipelines.training.chains import Game, games
 from pipelines.training.files import BadInput, read_training
 from schemas.atomic_files import atomic_path
@@ -92,15 +93,18 @@ def game_pgn(game: Game, number: int, site: str) -> str:
     return head + "\n" + "\n".join(_wrapped(words)) + "\n\n"
 
 
-def to_pgn_file(source: Path, out: Path, *, skip_bad: bool = False) -> ToPgnResult:
-    """Write the games of `source` as PGN to `out`, whole or not at all."""
+def to_pgn_file(
+    source: Path, out: Path, *, skip_bad: bool = False, progress: ReadCallback | None = None
+) -> ToPgnResult:
+    """Write the games of `source` as PGN to `out`, whole or not at all; `progress` hears of
+    the read (read_training)."""
     started = time.monotonic()
     bad = BadInput() if skip_bad else None
     records = count = 0
     try:
         with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
             for count, game in enumerate(  # noqa: B007 - the count is returned
-                games(read_training(source, legal=True, bad=bad)), 1
+                games(read_training(source, legal=True, bad=bad, progress=progress)), 1
             ):
                 handle.write(game_pgn(game, count, source.name))
                 records += len(game.positions)

@@ -274,3 +274,34 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
     findings += _yearly_findings(warehouse, repair)
     findings += _evals_findings(warehouse, repair)
     return findings
+
+
+def book_files(books: Path) -> list[Path]:
+    """Return the books of a books folder, by name: its `*.bin` files (the months' books
+    build-month publishes as lichess-YYYY-MM.bin, books over many months as NAME.bin), not
+    hidden ones (a run's temporary files are `.NAME.XXXXXXXX.tmp`)."""
+    return sorted(
+        path
+        for path in Path(books).glob("*.bin")
+        if not path.name.startswith(".") and path.is_file()
+    )
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def clean_line(warehouse: Path, books: Path | None = None) -> str:
+    """Return what a clean check says: the months with statistics, the compacted years that
+    still match them, and with `books` (the books folder, which the warehouse does not
+    record) the books there: "W: clean: 2 months, 1 compacted year, 3 books"."""
+    from pipelines.warehouse.layout import available_months
+    from pipelines.warehouse.yearly import fresh_yearly_files
+
+    parts = [_count(len(available_months(warehouse)), "month")]
+    years = fresh_yearly_files(warehouse)
+    if years:
+        parts.append(_count(len(years), "compacted year"))
+    if books is not None:
+        parts.append(_count(len(book_files(books)), "book"))
+    return f"{warehouse}: clean: {', '.join(parts)}"
