@@ -10,7 +10,6 @@
  *
  * Bounds: every read is checked against the text's length.
  */
-#define _GNU_SOURCE /* memmem */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -51,6 +50,7 @@ enum { T_RESULT, T_WHITE_ELO, T_BLACK_ELO, T_WHITE_TITLE, T_BLACK_TITLE, T_TIME_
        T_VARIANT, T_FEN, TAGS };
 static const char *TAG_NAMES[TAGS] = {"Result", "WhiteElo", "BlackElo", "WhiteTitle",
                                       "BlackTitle", "TimeControl", "Variant", "FEN"};
+static const Py_ssize_t TAG_SIZES[TAGS] = {6, 8, 8, 10, 10, 11, 7, 3};
 
 static inline int name_byte(char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -60,8 +60,7 @@ static inline int name_byte(char c) {
  * case. */
 static int tag_of(const char *name, Py_ssize_t size) {
     for (int t = 0; t < TAGS; t++) {
-        Py_ssize_t length = (Py_ssize_t)strlen(TAG_NAMES[t]);
-        if (length != size) continue;
+        if (TAG_SIZES[t] != size) continue;
         if (memcmp(name, TAG_NAMES[t], (size_t)size) == 0) return t;
         int same = 1;
         for (Py_ssize_t i = 0; i < size && same; i++) {
@@ -115,10 +114,9 @@ static long rating_of(const Tag *tag) {
     return value;
 }
 
-static inline int equals(const Tag *tag, const char *text) {
-    Py_ssize_t size = (Py_ssize_t)strlen(text);
-    return tag->count && tag->size == size && memcmp(tag->start, text, (size_t)size) == 0;
-}
+#define EQUALS(tag, literal)                                                                    \
+    ((tag)->count && (tag)->size == (Py_ssize_t)sizeof(literal) - 1 &&                          \
+     memcmp((tag)->start, literal, sizeof(literal) - 1) == 0)
 
 /* What decide() returns for a game game_filter.py must decide (no reference). */
 static char hand_back_marker;
@@ -172,8 +170,8 @@ static PyObject *decide(const char *game, Py_ssize_t n, const Rules *rules,
         counts[SPEED]++;
         Py_RETURN_NONE;
     }
-    if (!rules->allow_bots && (equals(&tags[T_WHITE_TITLE], "BOT") ||
-                               equals(&tags[T_BLACK_TITLE], "BOT"))) {
+    if (!rules->allow_bots && (EQUALS(&tags[T_WHITE_TITLE], "BOT") ||
+                               EQUALS(&tags[T_BLACK_TITLE], "BOT"))) {
         Py_DECREF(speed);
         counts[BOT]++;
         Py_RETURN_NONE;
@@ -183,17 +181,25 @@ static PyObject *decide(const char *game, Py_ssize_t n, const Rules *rules,
         counts[VARIANT]++;
         Py_RETURN_NONE;
     }
-    long points = equals(&tags[T_RESULT], "1-0") ? 2
-                  : equals(&tags[T_RESULT], "1/2-1/2") ? 1
-                  : equals(&tags[T_RESULT], "0-1") ? 0 : -1;
+    long points = EQUALS(&tags[T_RESULT], "1-0") ? 2
+                  : EQUALS(&tags[T_RESULT], "1/2-1/2") ? 1
+                  : EQUALS(&tags[T_RESULT], "0-1") ? 0 : -1;
     if (points < 0) {
         Py_DECREF(speed);
         counts[RESULT]++;
         Py_RETURN_NONE;
     }
-    PyObject *kept = PyObject_CallFunction(rules->kept, "llOlOy#", white, black, speed, points,
-                                           Py_None, game + movetext, n - movetext);
+    /* KeptGame(...) as tuple.__new__(KeptGame, fields) makes it (the class's own __new__ is
+     * Python code). */
+    PyObject *fields = Py_BuildValue("(llOlOy#)", white, black, speed, points, Py_None,
+                                     game + movetext, n - movetext);
     Py_DECREF(speed);
+    if (!fields) return NULL;
+    PyObject *arguments = PyTuple_Pack(1, fields);
+    Py_DECREF(fields);
+    if (!arguments) return NULL;
+    PyObject *kept = PyTuple_Type.tp_new((PyTypeObject *)rules->kept, arguments, NULL);
+    Py_DECREF(arguments);
     return kept;
 }
 
@@ -201,6 +207,40 @@ static int is_blank(const char *text, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
         if (!strchr(" \t\n\r\v\f", text[i]) || text[i] == 0) return 0;
     return 1;
+}
+
+/* Where the next game boundary (a blank line, then "[") at or after `at` starts, or NULL. */
+static const char *next_boundary(const char *text, Py_ssize_t at, Py_ssize_t size) {
+    /* "[" is rarer than a line end: look for it, then at what stands before it. */
+    Py_ssize_t i = at + 2;
+    while (i < size) {
+        const char *bracket = memchr(text + i, '[', (size_t)(size - i));
+        if (!bracket) return NULL;
+        if (bracket[-1] == '\n' && bracket[-2] == '\n') return bracket - 2;
+        i = bracket - text + 1;
+    }
+    return NULL;
+}
+
+/* comments_span_lines(text) -> bool: whether a "{" is followed by a line end before any other
+ * brace (a comment across lines, which may hold a blank line). */
+static PyObject *comments_span_lines(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const char *text = view.buf;
+    Py_ssize_t size = view.len, i = 0;
+    int spans = 0;
+    while (!spans && i < size) {
+        const char *open = memchr(text + i, '{', (size_t)(size - i));
+        if (!open) break;
+        Py_ssize_t j = open - text + 1;
+        while (j < size && text[j] != '{' && text[j] != '}' && text[j] != '\n') j++;
+        spans = j < size && text[j] == '\n';
+        i = j;
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(spans);
 }
 
 static PyObject *counts_tuple(const Py_ssize_t counts[COUNTS]) {
@@ -251,8 +291,7 @@ static PyObject *scan_block(PyObject *self, PyObject *args) {
     /* Games are what stands between boundaries (a blank line, then "["). */
     Py_ssize_t at = 0;
     for (;;) {
-        const char *found = size - at >= 3 ? memmem(text + at, (size_t)(size - at), "\n\n[", 3)
-                                           : NULL;
+        const char *found = next_boundary(text, at, size);
         Py_ssize_t end = found ? found - text : size;
         const char *game = text + at;
         Py_ssize_t n = end - at;
@@ -342,6 +381,9 @@ static PyMethodDef methods[] = {
      "The games of a block (from game_blocks) decided: a list, in order, of each kept game\n"
      "(KeptGame, or (KeptGame, its text) with_text) and each game handed back (its bytes);\n"
      "the counts of the games decided here, by the enum of _scan.c."},
+    {"comments_span_lines", comments_span_lines, METH_O,
+     "comments_span_lines(text) -> bool\n\nWhether a \"{\" is followed by a line end before any "
+     "other brace."},
     {"decide_game", decide_game, METH_VARARGS,
      "decide_game(game, rules) -> (KeptGame | None | game, counts)\n\n"
      "One game (its leading \"[\" cut): kept, dropped (its reason counted) or handed back."},

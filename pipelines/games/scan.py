@@ -29,9 +29,6 @@ _TERMINATORS = (b"1-0", b"0-1", b"1/2-1/2", b"*")
 #: Longest brace comment that may hold a blank line before "[" (longer: a stray "{").
 COMMENT_REACH = 1 << 16
 
-#: Every byte but braces and newlines, deleted to find comments that span lines.
-_NOT_BRACE_OR_NEWLINE = bytes(b for b in range(256) if b not in b"{}\n")
-
 #: Outside comments: a comment's start, a rest-of-line comment, or a tag line (braces in it are
 #: text).
 _OUTSIDE_COMMENT = re.compile(rb"\{|;[^\n]*|\n\[[^\n]*")
@@ -230,10 +227,11 @@ def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes,
     cannot be cut yet), or len(buffer). Text with no comment across a line end (almost all) is
     returned as it is.
     """
+    from pipelines.games import _scan
+
     size = len(buffer)
-    # A comment holding a blank line has a "{" followed by a line end with no brace between:
-    # with all but braces and line ends deleted, "{\n". Cheaper than any regex over the text.
-    if b"{" not in buffer or b"{\n" not in buffer.translate(None, _NOT_BRACE_OR_NEWLINE):
+    # A comment holding a blank line has a "{" followed by a line end with no brace between.
+    if b"{" not in buffer or not _scan.comments_span_lines(buffer):
         return buffer, size
     out = bytearray(buffer)
     position = 0
