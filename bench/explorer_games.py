@@ -9,7 +9,10 @@ games renamed `bench-player` (5,040 games). Requests as bench/serve.py's: the po
 first 10 plies of the sample's games, 8 keep-alive clients, answer cache off (`--cache 0`) so
 that every request is worked out.
 
-    python bench/explorer_games.py [--requests 2000] [--warehouse DIR]
+    python bench/explorer_games.py [--requests 2000] [--warehouse DIR] [--previous CHECKOUT]
+
+`--previous` names a checkout of an earlier version (e.g. `git archive` of a commit) whose
+`/masters` is measured beside this version's in the same run.
 """
 
 from __future__ import annotations
@@ -81,10 +84,23 @@ def index_months(folder: Path) -> dict[str, object]:
     }
 
 
+def masters_only(
+    checkout: Path, folder: Path, extra: list[str], urls: list[str], requests: int
+) -> dict[str, object]:
+    """`/masters` of a server from another checkout: its start, load and memory."""
+    server = Server(checkout, folder, extra)
+    try:
+        found = {"start_s": server.start_s, "masters": load(server.port, urls, requests)}
+        return {**found, "rss_mb": server.rss_mb()}
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--warehouse", type=Path)
+    parser.add_argument("--previous", type=Path, help="a checkout of an earlier version")
     args = parser.parse_args()
     folder = args.warehouse or Path(tempfile.mkdtemp(prefix="explorer-bench-"))
     make_warehouse(folder)
@@ -93,9 +109,13 @@ def main() -> None:
     lichess = [f"/lichess?play={p}&history=true" for p in paths]
     player = [f"/player?player={PLAYER}&color=white&play={p}" for p in paths]
     masters = [f"/masters?play={p}" for p in paths]
-    server = Server(ROOT, folder, ["--cache", "0", "--masters", str(folder)])
+    extra = ["--cache", "0", "--masters", str(folder)]
+    found: dict[str, object] = {}
+    if args.previous:
+        found["previous"] = masters_only(args.previous, folder, extra, masters, args.requests)
+    server = Server(ROOT, folder, extra)
     try:
-        found = {
+        found |= {
             "index": cost,
             "start_s": server.start_s,
             "lichess_with_games": load(server.port, lichess, args.requests),

@@ -354,6 +354,39 @@ def masters_counts(games: list[Game], board: chess.Board, since: int, until: int
     return found
 
 
+def key_of(board: chess.Board) -> int:
+    return chess.polyglot.zobrist_hash(board)
+
+
+def masters_games(games: list[Game], board: chess.Board, since: int, until: int) -> list[Game]:
+    """The games that reached the position in those years, as topGames orders them: the
+    highest rating sum first, then the most recent."""
+    key = key_of(board)
+    inside = [g for g in games if key in g.positions and g.year is not None]
+    inside = [g for g in inside if since <= g.year <= until]  # type: ignore[operator]
+    return sorted(inside, key=lambda g: (-(g.white_elo + g.black_elo), -g.number))
+
+
+def shown_game(game: dict[str, Any], uci: str) -> tuple[Any, ...]:
+    """What identifies a masters game in an answer (collections have no Lichess ids)."""
+    white, black = game["white"], game["black"]
+    return (uci, white["name"], black["name"], white["rating"], black["rating"], game["year"])
+
+
+def recounted_game(game: Game, uci: str) -> tuple[Any, ...]:
+    return (uci, game.white, game.black, game.white_elo, game.black_elo, game.year)
+
+
+def masters_average(played: list[Game], board: chess.Board) -> int | None:
+    """The movers' mean rating, rounded half up (lila's rounding)."""
+    key = key_of(board)
+    ratings = [g.white_elo if g.positions[key][1] else g.black_elo for g in played]
+    if not ratings:
+        return None
+    mean, rest = divmod(sum(ratings), len(ratings))
+    return mean + (2 * rest >= len(ratings))
+
+
 def test_masters(client: Any, server: str, masters: tuple[Path, list[Game], Path]) -> None:
     _, games, source = masters
     fields = ("white", "draws", "black")
@@ -366,9 +399,16 @@ def test_masters(client: Any, server: str, masters: tuple[Path, list[Game], Path
             )
             got = {m["uci"]: {k: m[k] for k in fields} for m in answer["moves"]}
             assert got == masters_counts(games, board, since, until), (path, since)
-            assert len(answer["topGames"]) <= 15
-            for game in answer["topGames"]:
-                assert since <= game["year"] <= until
+            inside = masters_games(games, board, since, until)
+            top = [shown_game(g, g["uci"]) for g in answer["topGames"]]
+            key = key_of(board)
+            assert top == [recounted_game(g, g.positions[key][0]) for g in inside[:15]], path
+            for move in answer["moves"]:
+                played = [g for g in inside if g.positions[key][0] == move["uci"]]
+                assert move["averageRating"] == masters_average(played, board), path
+                single = [recounted_game(g, move["uci"]) for g in played if len(played) == 1]
+                game = [shown_game(move["game"], move["uci"])] if move["game"] else []
+                assert game == single, (path, move["uci"])
         deep += len(path) == 30
     assert deep >= 1
     start = client.opening_explorer.get_masters_games()

@@ -74,6 +74,32 @@ def stable(manifest: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def served_explorer_has_the_month(warehouse: Path, source: Path) -> None:
+    """`chesspipe serve` over the built warehouse counts the month as a python-chess recount
+    done lila's way (50 plies, each position once per game) of the games the filter keeps."""
+    import chess
+
+    from pipelines.serve.explorer import Explorer
+    from tests.explorer_recount import counts, read_games
+
+    speeds = {speed.value for speed in GameFilter().speeds}
+    games = read_games({"2021-10": source}, 0, speeds)
+    explorer = Explorer(warehouse, cache_bytes=0)
+    try:
+        assert explorer.games is not None and explorer.games.count == len(games) > 0
+        for path in ([], ["e2e4"], ["e2e4", "e7e5"], ["d2d4", "d7d5", "c2c4"]):
+            board = chess.Board()
+            for uci in path:
+                board.push_uci(uci)
+            answer = explorer.lichess({"play": ",".join(path)})
+            fields = ("white", "draws", "black", "averageRating")
+            got = {m["uci"]: {k: m[k] for k in fields} for m in answer["moves"]}
+            assert got == counts(games, board), path
+            assert not answer.get("notes"), answer.get("notes")
+    finally:
+        explorer.close()
+
+
 def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_2021: Path) -> None:
     from prefect.artifacts import Artifact
     from prefect.client.orchestration import get_client
@@ -112,6 +138,7 @@ def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_202
     book, manifest_file = published_paths(books, "2021-10")
     manifest = json.loads(manifest_file.read_text())
     assert summary["games_kept"] == manifest["ingest"]["games_kept"]
+    served_explorer_has_the_month(warehouse, games_2021)
 
     # The same build as plain functions gives the same book and manifest.
     direct = build_month(
@@ -159,7 +186,7 @@ def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_202
             )
         )
     names = sorted(run.name.rsplit("-", 1)[0] for run in runs)
-    assert names == ["build-book", "ingest", "publish", "resolve-source"]
+    assert names == ["build-book", "explorer-index", "ingest", "publish", "resolve-source"]
     assert all(run.state is not None and run.state.is_completed() for run in runs)
     # The flow logged the progress line (bytes of the total, games per second, kept).
     from prefect.logging.handlers import APILogWorker
@@ -383,7 +410,7 @@ def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) ->
         database.close()
     assert revision == [(migrations_head(),)]
     assert [state for _, state in flows] == ["COMPLETED", "COMPLETED"]
-    steps = ["build-book", "ingest", "publish", "resolve-source"]
+    steps = ["build-book", "explorer-index", "ingest", "publish", "resolve-source"]
     assert sorted(name.rsplit("-", 1)[0] for name, _ in tasks) == sorted(2 * steps)
     assert {state for _, state in tasks} == {"COMPLETED"}
     assert sorted(months.values()) == ["2024-01", "2024-02"]

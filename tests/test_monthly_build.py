@@ -343,7 +343,13 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
     """Whatever a killed run left visible is whole: readable, and matching its manifest."""
     stats = "move_stats/month=2013-01/part-0.parquet"
     stats_manifest = "move_stats/month=2013-01.json"
-    assert visible_files(warehouse) <= {stats, stats_manifest}
+    explorer = ("explorer/month=2013-01/games.parquet", "explorer/month=2013-01/positions.parquet")
+    explorer_manifest = "explorer/month=2013-01.json"
+    assert visible_files(warehouse) <= {stats, stats_manifest, *explorer, explorer_manifest}
+    if (warehouse / explorer_manifest).exists():
+        recorded = json.loads((warehouse / explorer_manifest).read_text())
+        for path, field in zip(explorer, ("games_sha256", "positions_sha256"), strict=True):
+            assert recorded[field] == hashlib.sha256((warehouse / path).read_bytes()).hexdigest()
     if (warehouse / stats).exists():
         pq.read_table(warehouse / stats)
     if (warehouse / stats_manifest).exists():
@@ -519,3 +525,58 @@ def test_kill_9_at_each_publish_step_leaves_nothing_behind(
             assert [p for p in root.rglob("*.tmp")] == [], step
         assert check_warehouse(warehouse) == [], step
         assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
+
+
+def test_the_build_indexes_the_explorer(tmp_path: Path, games_2021: Path) -> None:
+    """The month's build runs `explorer index` after ingest (the files it writes by hand),
+    reuses them while the source and filter are unchanged, and leaves them out when asked."""
+    from dataclasses import replace
+
+    from pipelines.explorer.index import index_month
+    from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+    from pipelines.explorer.settings import ExplorerSettings
+
+    warehouse, books = tmp_path / "wh", tmp_path / "books"
+    files = (games_file(warehouse, "2021-10"), positions_file(warehouse, "2021-10"))
+    built = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+    assert built.status == "built" and built.settings.explorer
+    by_hand = index_month(
+        str(games_2021), "2021-10", tmp_path / "ref", ExplorerSettings(SETTINGS.ingest.rules)
+    )
+    reference = (
+        games_file(tmp_path / "ref", "2021-10"),
+        positions_file(tmp_path / "ref", "2021-10"),
+    )
+    assert [p.read_bytes() for p in files] == [p.read_bytes() for p in reference]
+    recorded = json.loads(explorer_manifest_path(warehouse, "2021-10").read_text())
+    assert recorded["games_kept"] == by_hand.games_kept == built.ingest.games_kept
+    assert recorded["source_sha256"] == built.source_identity.sha256
+    assert recorded["games_sha256"] == hashlib.sha256(files[0].read_bytes()).hexdigest()
+
+    # New book settings: the explorer's files stay as they are, like the partition.
+    before = {p: stamp(p) for p in (*files, explorer_manifest_path(warehouse, "2021-10"))}
+    stricter = replace(SETTINGS, book=BookSettings(min_games=5))
+    assert build_month(str(games_2021), "2021-10", warehouse, books, stricter).ingest_reused
+    assert {p: stamp(p) for p in before} == before
+    # A file that no longer has its sha256 is indexed again.
+    files[1].write_bytes(b"damaged")
+    build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
+    assert files[1].read_bytes() == reference[1].read_bytes()
+
+    # A book published before the build indexed the explorer is not up to date: the month is
+    # indexed (the partition reused).
+    _, manifest_file = published_paths(books, "2021-10")
+    older = json.loads(manifest_file.read_text())
+    del older["settings"]["explorer"]
+    manifest_file.write_text(json.dumps(older))
+    fresh = tmp_path / "wh-old"
+    ingest(str(games_2021), "2021-10", fresh, SETTINGS.ingest)
+    upgraded = build_month(str(games_2021), "2021-10", fresh, books, SETTINGS)
+    assert upgraded.status == "built" and upgraded.ingest_reused
+    assert games_file(fresh, "2021-10").read_bytes() == reference[0].read_bytes()
+
+    # Turned off: no explorer data, and recorded so.
+    off = replace(SETTINGS, explorer=False)
+    other = build_month(str(games_2021), "2021-10", tmp_path / "wh-off", tmp_path / "b-off", off)
+    assert other.status == "built" and not other.settings.explorer
+    assert not (tmp_path / "wh-off" / "explorer").exists()

@@ -128,3 +128,52 @@ def test_taking_the_lock_removes_dead_runs_leftovers(tmp_path: Path) -> None:
     with month_lock(warehouse, "2021-10"):
         assert not any(p.exists() for p in dead)
     assert all(p.exists() for p in other)  # another month's lock was not taken
+
+
+def test_the_explorers_data_is_checked_as_move_stats_are(tmp_path: Path, games_2021: Path) -> None:
+    """`explorer/` months: files against their manifest's sha256, files or manifest alone,
+    stray names, dead index runs' temp files (removed by a repair, spared while a run holds
+    the month)."""
+    import shutil
+
+    from pipelines.explorer.index import index_month
+    from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+    from pipelines.explorer.settings import ExplorerSettings
+    from pipelines.warehouse.explorer_files import explorer_lock
+
+    warehouse = tmp_path / "wh"
+    for month in ("2021-10", "2021-11", "2021-12"):
+        index_month(str(games_2021), month, warehouse, ExplorerSettings(SETTINGS.rules))
+    assert check_warehouse(warehouse) == []
+
+    damaged = positions_file(warehouse, "2021-10")
+    damaged.write_bytes(damaged.read_bytes()[:-1] + b"\0")
+    explorer_manifest_path(warehouse, "2021-11").unlink()
+    games_file(warehouse, "2021-12").unlink()
+    stray = warehouse / "explorer" / "month=2021-1"
+    stray.mkdir()
+    temp = games_file(warehouse, "2021-10").with_name(".games.parquet.0123abcd.tmp")
+    temp.write_bytes(b"x")
+    found = {(f.kind, f.month, f.path) for f in check_warehouse(warehouse)}
+    assert found == {
+        ("sha256-mismatch", "2021-10", damaged),
+        ("no-manifest", "2021-11", games_file(warehouse, "2021-11").parent),
+        ("no-partition", "2021-12", explorer_manifest_path(warehouse, "2021-12")),
+        ("not-a-month", None, stray),
+        ("temp-file", "2021-10", temp),
+    }
+    proc = run_cli("warehouse", "check", str(warehouse), check=False)
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 5, proc.stdout
+
+    # A run holding the month: its temp file is its own, left alone.
+    with explorer_lock(warehouse, "2021-10"):
+        held = check_warehouse(warehouse, repair=True)
+    assert ("in-use", "2021-10") in {(f.kind, f.month) for f in held} and temp.exists()
+    repaired = [f for f in check_warehouse(warehouse, repair=True) if f.kind == "temp-file"]
+    assert [(f.path, f.repaired) for f in repaired] == [(temp, True)] and not temp.exists()
+    # Nothing else is removed: the data and manifests are the user's to redo.
+    assert damaged.exists() and explorer_manifest_path(warehouse, "2021-12").exists()
+    shutil.rmtree(stray)
+    index_month(str(games_2021), "2021-10", warehouse, ExplorerSettings(SETTINGS.rules))
+    left = {f.kind for f in check_warehouse(warehouse)}
+    assert left == {"no-manifest", "no-partition"}

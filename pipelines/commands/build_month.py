@@ -45,6 +45,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
             ingest=IngestSettings(rules, args.plies),
             book=book,
             keep_partial=args.keep_partial,
+            explorer=not args.no_explorer,
             allow_empty=args.allow_empty,
             workers=args.workers,
         )

@@ -226,6 +226,12 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     add_ingest_options(parser)
     add_book_options(parser)
     add_download_options(parser)
+    parser.add_argument(
+        "--no-explorer",
+        action="store_true",
+        help="do not index the month for the explorer (chesspipe explorer index, which the "
+        "build runs after ingest by default, for chesspipe serve)",
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 

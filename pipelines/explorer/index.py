@@ -9,7 +9,9 @@ beside the move statistics, published whole (both files, then the manifest) or n
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,11 +22,12 @@ from pipelines.explorer.layout import explorer_manifest_path, games_file, positi
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.positions import GamePositions, replay_games
 from pipelines.explorer.settings import ExplorerSettings
-from pipelines.files import json_bytes
+from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import KeptGame, ScanStats
 from pipelines.games.scan import game_blocks, kept_games_in_blocks
 from pipelines.sources.open import open_source
+from pipelines.warehouse.explorer_files import explorer_lock, explorer_temp_files
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import OutputSet
 from schemas.explorer import GAMES_SCHEMA, POSITIONS_SCHEMA
@@ -74,11 +77,39 @@ class _Writer:
 
 
 def index_month(
-    source: str, month: str, warehouse: Path, settings: ExplorerSettings | None = None
+    source: str,
+    month: str,
+    warehouse: Path,
+    settings: ExplorerSettings | None = None,
+    *,
+    source_sha256: str | None = None,
+    http_options: Mapping[str, Any] | None = None,
 ) -> ExplorerManifest:
-    """Index a month's games for the explorer; return the manifest published with them."""
+    """Index a month's games for the explorer; return the manifest published with them.
+
+    The month's lock is held meanwhile (another run of it fails at once), and what killed
+    runs of it left is removed first. `source_sha256`, when the caller knows the source's
+    content, is recorded in the manifest (the monthly build reuses a month indexed from it);
+    `http_options` are how a URL is read (`pipelines.sources.download.open_url`'s: timeout,
+    retries, backoff, cache).
+    """
     settings = settings or ExplorerSettings()
     check_month(month)
+    with explorer_lock(warehouse, month):
+        for leftover in explorer_temp_files(warehouse, month):
+            leftover.unlink(missing_ok=True)
+        http = dict(http_options or {})
+        return _index_month(source, month, Path(warehouse), settings, source_sha256, http)
+
+
+def _index_month(
+    source: str,
+    month: str,
+    warehouse: Path,
+    settings: ExplorerSettings,
+    source_sha256: str | None,
+    http_options: dict[str, Any],
+) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
     targets = (
@@ -87,7 +118,10 @@ def index_month(
         explorer_manifest_path(warehouse, month),
     )
     chess960 = settings.rules.variant == "chess960"
-    with OutputSet(*targets) as output, open_source(source, settings.rules.variant) as opened:
+    with (
+        OutputSet(*targets) as output,
+        open_source(source, settings.rules.variant, **http_options) as opened,
+    ):
         writer = _Writer(output.path(targets[0]), output.path(targets[1]))
         try:
             texts: list[bytes] = []
@@ -115,6 +149,9 @@ def index_month(
             games_bytes=output.path(targets[0]).stat().st_size,
             positions_bytes=output.path(targets[1]).stat().st_size,
             seconds=round(time.monotonic() - started, 3),
+            games_sha256=file_sha256(output.path(targets[0])),
+            positions_sha256=file_sha256(output.path(targets[1])),
+            source_sha256=source_sha256,
         )
         output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
     return manifest

@@ -1,27 +1,35 @@
 """Where the explorer's data lives in a warehouse: `explorer/month=YYYY-MM/` with
 `games.parquet` and `positions.parquet`, and the month's manifest `explorer/month=YYYY-MM.json`
-beside it (published last: a month without one is not there)."""
+beside it (published last: a month without one is not there). The paths themselves are
+`pipelines.warehouse.explorer_files`'."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.warehouse.layout import complete_months, month_folder, month_manifest
+from pipelines.warehouse.explorer_files import (
+    GAMES_FILE,
+    POSITIONS_FILE,
+    explorer_dir,
+    explorer_manifest_path,
+    explorer_month_dir,
+)
+from pipelines.warehouse.layout import complete_months
 
-#: The files of a month's folder.
-GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
-
-
-def explorer_dir(warehouse: Path) -> Path:
-    return Path(warehouse) / "explorer"
+__all__ = [
+    "GAMES_FILE",
+    "POSITIONS_FILE",
+    "explorer_dir",
+    "explorer_manifest_path",
+    "explorer_months",
+    "games_file",
+    "month_dir",
+    "positions_file",
+]
 
 
 def month_dir(warehouse: Path, month: str) -> Path:
-    return month_folder(explorer_dir(warehouse), month)
-
-
-def explorer_manifest_path(warehouse: Path, month: str) -> Path:
-    return month_manifest(explorer_dir(warehouse), month)
+    return explorer_month_dir(warehouse, month)
 
 
 def games_file(warehouse: Path, month: str) -> Path:

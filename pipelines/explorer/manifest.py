@@ -27,6 +27,12 @@ class ExplorerManifest:
     games_bytes: int
     positions_bytes: int
     seconds: float
+    #: The files' sha256 (None in manifests written before they were recorded).
+    games_sha256: str | None = None
+    positions_sha256: str | None = None
+    #: The source's content as the caller identified it (the monthly build: a file's sha256 or
+    #: a URL's published one; None when not given).
+    source_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

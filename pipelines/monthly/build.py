@@ -16,6 +16,10 @@ from typing import ParamSpec, Protocol, TypeVar
 from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
+from pipelines.explorer.index import index_month
+from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+from pipelines.explorer.manifest import ExplorerManifest
+from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, make_folder
 from pipelines.ingest.manifest import IngestManifest, read_manifest
 from pipelines.ingest.options import Download, RunPolicy, Runtime
@@ -125,6 +129,66 @@ def ingest_step(
     return IngestResult(manifest, reused=False)
 
 
+def explorer_settings(settings: MonthSettings) -> ExplorerSettings:
+    """The explorer's index of a month's build: the ingest filter, lila's 50 plies."""
+    return ExplorerSettings(settings.ingest.rules)
+
+
+def up_to_date_explorer(
+    warehouse: Path, month: str, identity: SourceIdentity | None, settings: MonthSettings
+) -> ExplorerManifest | None:
+    """The month's explorer manifest if its files were indexed from this content with these
+    settings and still have their recorded sha256."""
+    if identity is None or identity.sha256 is None:
+        return None
+    path = explorer_manifest_path(warehouse, month)
+    try:
+        manifest = ExplorerManifest.read(path)
+    except (OSError, ValueError, TypeError):
+        return None
+    if manifest.source_sha256 != identity.sha256:
+        return None
+    if manifest.settings != explorer_settings(settings).to_json():
+        return None
+    for file, recorded in (
+        (games_file(warehouse, month), manifest.games_sha256),
+        (positions_file(warehouse, month), manifest.positions_sha256),
+    ):
+        if not file.is_file() or file_sha256(file) != recorded:
+            return None
+    return manifest
+
+
+def explorer_step(
+    resolved: ResolvedSource,
+    month: str,
+    warehouse: Path,
+    settings: MonthSettings,
+    download: DownloadOptions,
+    force: bool,
+) -> ExplorerManifest | None:
+    """Index the month for the explorer unless it already is from this content (None: a
+    source read once, standard input, is not indexed)."""
+    if resolved.kind == "stdin":
+        return None
+    if not force:
+        existing = up_to_date_explorer(warehouse, month, resolved.identity, settings)
+        if existing is not None:
+            return existing
+    digest = resolved.identity.sha256 if resolved.identity is not None else None
+    http = download.http_options()
+    if resolved.expected_sha256 is not None:  # a URL read again is checked as ingest checks it
+        http["expected_sha256"] = resolved.expected_sha256
+    return index_month(
+        resolved.source,
+        month,
+        warehouse,
+        explorer_settings(settings),
+        source_sha256=digest,
+        http_options=http,
+    )
+
+
 def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
     """Build the month's book into a hidden staging folder; return its manifest.
 
@@ -184,6 +248,17 @@ def build_month(
         ingested: IngestResult = run_step(
             "ingest", ingest_step, resolved, month, warehouse, settings, download, force, progress
         )
+        if settings.explorer:
+            run_step(
+                "explorer-index",
+                explorer_step,
+                resolved,
+                month,
+                warehouse,
+                settings,
+                download,
+                force,
+            )
         staging = books / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         staging.mkdir(parents=True)
         try:
@@ -270,8 +345,10 @@ def _build_month_remote(
             wanted = settings.ingest
             if previous is not None and previous.settings == wanted:
                 store.download_if_exists(url(warehouse, stats_file, local_wh), stats_file)
+        # `chesspipe serve` reads a local warehouse: the explorer is not indexed into scratch.
+        kept = replace(settings, explorer=False) if remote_wh else settings
         manifest = build_month(
-            source, month, local_wh, local_books, settings, download, force, progress, run_step
+            source, month, local_wh, local_books, kept, download, force, progress, run_step
         )
         if manifest.status != "built":
             return manifest

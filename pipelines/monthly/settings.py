@@ -21,6 +21,10 @@ class MonthSettings:
     ingest: IngestSettings = field(default_factory=IngestSettings)
     book: BookSettings = field(default_factory=BookSettings)
     keep_partial: bool = False
+    #: Whether the build also indexes the month for the explorer (`chesspipe explorer index`
+    #: with the ingest filter: games and positions for `chesspipe serve`), into a local
+    #: warehouse from a source that can be read twice (not standard input).
+    explorer: bool = True
     #: A month that keeps no game, or whose book no move enters, ends the build without a book
     #: (and publishes the empty month's statistics) instead of failing. Results do not depend
     #: on it (no book is ever published empty), so it is not recorded.
@@ -34,6 +38,7 @@ class MonthSettings:
             "ingest": self.ingest.to_json(),
             "book": self.book.record(),
             "keep_partial": self.keep_partial,
+            "explorer": self.explorer,
         }
 
     @classmethod
@@ -46,5 +51,7 @@ class MonthSettings:
             ingest=IngestSettings.from_json(record["ingest"]),
             book=BookSettings(**book),
             keep_partial=bool(record["keep_partial"]),
+            # Records written before the build indexed the explorer: it was not.
+            explorer=bool(record.get("explorer", False)),
             workers=workers,
         )

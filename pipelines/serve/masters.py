@@ -6,7 +6,8 @@ Collections are indexed whole (`chesspipe explorer index --plies all`), each pos
 game. `since`/`until` are years (of each game's Date); `topGames` are the games of the highest
 rating sum (both players), at most 15, ties most recent in the warehouse first (lila leaves
 their order open); a missing rating counts as 0 there and is `null` in the answer, and a
-move's `averageRating` is over the games that have the mover's rating.
+move's `averageRating` is over the games that have the mover's rating. A request sums the
+position's rows pre-counted by year (pipelines/serve/masters_index.py), not its games.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import numpy as np
 
 from pipelines.serve.explorer import Explorer, average_rating, board_of, parse_query
 from pipelines.serve.games_index import GamesIndex
+from pipelines.serve.masters_index import MAX_MASTERS_GAMES, Candidates, MastersIndex, YearCounts
 from pipelines.serve.params import BadRequest
 from schemas.polyglot import decode_move
 
-#: topGames at most (lila's MAX_MASTERS_GAMES).
-MAX_MASTERS_GAMES = 15
+__all__ = ["MAX_MASTERS_GAMES", "Masters"]
 _YEAR = re.compile(r"[0-9]{1,4}")
 _RESULT = {2: "1-0", 1: "1/2-1/2", 0: "0-1"}
 
@@ -42,6 +43,7 @@ class Masters:
 
     def __init__(self, warehouse: Path, names: Explorer) -> None:
         self.games = GamesIndex.load(Path(warehouse))
+        self.index = MastersIndex(self.games)
         self.names = names  # the opening names, and how queries are read
 
     def answer(self, args: dict[str, str]) -> dict[str, Any]:
@@ -51,48 +53,16 @@ class Masters:
         common = {k: v for k, v in args.items() if k not in ("since", "until")}
         query = parse_query(common)
         position = board_of(query)
-        games = self.games
-        rows = np.arange(games.rows(position.key).start, games.rows(position.key).stop)
-        g = games.games[rows].astype(np.int64)
-        year = games.year[g]
-        keep = np.ones(len(g), dtype=bool)
-        if since is not None:
-            keep &= year >= since
-        if until is not None:
-            keep &= (year <= until) & (year >= 0)
-        rows, g = rows[keep], g[keep]
+        counted = self.index.counts(position.key, since=since, until=until)
+        found = self.index.candidates(position.key, since=since, until=until)
         board = position.board
-        result = games.result[g].astype(np.int64)
-        white_moved = games.white_moved[rows]
-        mover = np.where(white_moved, games.white_elo[g], games.black_elo[g])
-        raw_moves = games.moves[rows]
         moves: list[dict[str, Any]] = []
         uci: dict[int, str] = {}
-        for raw in np.unique(raw_moves).tolist():
+        for raw in np.unique(counted.moves).tolist():
             move = decode_move(board, raw)
-            if move is None:
-                continue
-            uci[raw] = board.uci(move)
-            here = raw_moves == raw
-            counts = [int((result[here] == points).sum()) for points in (2, 1, 0)]
-            rated = mover[here] >= 0
-            games_rated = int(rated.sum())
-            rating = (
-                average_rating(int(mover[here][rated].sum()), games_rated) if games_rated else None
-            )
-            total = sum(counts)
-            moves.append(
-                {
-                    "uci": uci[raw],
-                    "san": board.san(move),
-                    "averageRating": rating,
-                    "white": counts[0],
-                    "draws": counts[1],
-                    "black": counts[2],
-                    "game": games.game_json(int(g[here][0]), lichess=False) if total == 1 else None,
-                    "opening": self.names.opening_after(board, move, position.key),
-                }
-            )
+            if move is not None:
+                uci[raw] = board.uci(move)
+                moves.append(self._move(board, move, raw, position.key, counted, found))
         moves.sort(key=lambda m: (-(m["white"] + m["draws"] + m["black"]), m["uci"]))
         totals = {k: sum(m[k] for m in moves) for k in ("white", "draws", "black")}
         if query.moves is not None:
@@ -100,18 +70,48 @@ class Masters:
         wanted = MAX_MASTERS_GAMES
         if query.top_games is not None:
             wanted = min(wanted, query.top_games)
-        valid = np.array([int(r) in uci for r in raw_moves.tolist()], dtype=bool)
-        sums = games.white_elo[g].clip(0) + games.black_elo[g].clip(0)
-        order = [i for i in np.lexsort((-g, -sums)).tolist() if valid[i]][:wanted]
-        top = [
-            {"uci": uci[int(raw_moves[i])], **games.game_json(int(g[i]), lichess=False)}
-            for i in order
-        ]
+        best = [
+            (raw, g)
+            for raw, g in zip(found.moves.tolist(), found.games.tolist(), strict=True)
+            if raw in uci
+        ][:wanted]
+        top = [{"uci": uci[raw], **self.games.game_json(g, lichess=False)} for raw, g in best]
         return {
             **totals,
             "moves": moves,
             "topGames": top,
             "opening": self.names.opening(query, position),
+        }
+
+    def _move(
+        self,
+        board: chess.Board,
+        move: chess.Move,
+        raw: int,
+        key: int,
+        counted: YearCounts,
+        found: Candidates,
+    ) -> dict[str, Any]:
+        """A move's line of the answer: its rows summed over the years."""
+        here = counted.moves == raw
+        white, draws, black = (
+            int(c[here].sum()) for c in (counted.white, counted.draws, counted.black)
+        )
+        rated = int(counted.rated[here].sum())
+        rating = average_rating(int(counted.rating_sum[here].sum()), rated) if rated else None
+        game = None
+        if white + draws + black == 1:
+            only = int(found.games[found.moves == raw][0])
+            game = self.games.game_json(only, lichess=False)
+        return {
+            "uci": board.uci(move),
+            "san": board.san(move),
+            "averageRating": rating,
+            "white": white,
+            "draws": draws,
+            "black": black,
+            "game": game,
+            "opening": self.names.opening_after(board, move, key),
         }
 
     def pgn(self, game_id: str) -> str | None:

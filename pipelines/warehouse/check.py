@@ -1,15 +1,25 @@
-"""Checking a warehouse folder: dead runs' leftovers, partitions and manifests that disagree."""
+"""Checking a warehouse folder: dead runs' leftovers, partitions and manifests that disagree,
+in the move statistics and in the explorer's data (`explorer/`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256
 from pipelines.warehouse.evals_files import PART_RE, eval_parts, evals_dir, evals_lock
+from pipelines.warehouse.explorer_files import (
+    SHA256_FIELDS,
+    explorer_dir,
+    explorer_lock,
+    explorer_manifest_path,
+    explorer_month_dir,
+    explorer_temp_files,
+)
 from pipelines.warehouse.layout import (
     MONTH_RE,
     manifest_path,
@@ -231,6 +241,85 @@ def _evals_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
             yield Finding("bad-eval-part", part, None, detail, repair="leaves it")
 
 
+def _explorer_months(warehouse: Path) -> Iterator[Finding | str]:
+    """The months of the explorer's folder, and a finding for each stray name in it."""
+    months = set()
+    for path in sorted(explorer_dir(warehouse).glob("month=*")):
+        month = path.name[len("month=") :].removesuffix(".json")
+        if MONTH_RE.fullmatch(month):
+            months.add(month)
+        else:
+            detail = "not a month=YYYY-MM folder or manifest of the explorer: no reader counts it"
+            yield Finding("not-a-month", path, None, f"{detail}; move it out of the warehouse")
+    yield from sorted(months)
+
+
+def _recorded(manifest: Path) -> dict[str, object] | None:
+    """An explorer manifest's fields (None: not readable as a JSON object)."""
+    try:
+        found = json.loads(manifest.read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _explorer_month_findings(warehouse: Path, month: str) -> Iterator[Finding]:
+    """A month of the explorer: files without their manifest, a manifest without its files,
+    files that no longer have the sha256 their manifest records."""
+    folder, manifest = (
+        explorer_month_dir(warehouse, month),
+        explorer_manifest_path(warehouse, month),
+    )
+    again = "index the month for the explorer again"
+    if folder.exists() and not folder.is_dir():
+        detail = f"a file where the explorer's month folder should be; move it away, then {again}"
+        yield Finding("not-a-folder", folder, month, detail)
+        return
+    files = [folder / name for name in SHA256_FIELDS]
+    present = [f for f in files if f.is_file()]
+    if present and not manifest.exists():
+        yield Finding("no-manifest", folder, month, f"explorer data without a manifest; {again}")
+        return
+    if not manifest.exists():
+        return
+    if len(present) < len(files):
+        missing = ", ".join(f.name for f in files if f not in present)
+        detail = f"explorer manifest without {missing}; {again}"
+        yield Finding("no-partition", manifest, month, detail)
+        return
+    recorded = _recorded(manifest) or {}
+    for file in files:
+        field = SHA256_FIELDS[file.name]
+        if recorded.get(field) is None:
+            continue  # written before the files' sha256 was recorded: nothing to compare
+        if recorded[field] != file_sha256(file):
+            detail = f"does not match {field} of {manifest.name}; {again}"
+            yield Finding("sha256-mismatch", file, month, detail)
+
+
+def _explorer_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
+    """The explorer's data (`explorer/`): its months as move_stats' are checked, and what
+    dead index runs left (temp files, removed by `repair` while no run holds the month)."""
+    if not explorer_dir(warehouse).is_dir():
+        return
+    for found in _explorer_months(warehouse):
+        if isinstance(found, Finding):
+            yield found
+            continue
+        month = found
+        temps = explorer_temp_files(warehouse, month)
+        if temps:
+            try:
+                with explorer_lock(warehouse, month):
+                    for finding in _temp_files(temps, repair, "left by a dead explorer index run"):
+                        yield replace(finding, month=month)
+            except ChesspipeError:
+                detail = "the explorer's month is being indexed, skipped"
+                yield Finding("in-use", explorer_dir(warehouse), month, detail)
+                continue
+        yield from _explorer_month_findings(warehouse, month)
+
+
 def _kind(warehouse: Path, path: Path) -> str:
     return "stale-staging" if path.parent == staging_root(warehouse) else "temp-file"
 
@@ -241,7 +330,9 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
     Stale staging folders and temp files are removed under their month's lock (a month whose
     lock is held is reported as in use, skipped); partitions and manifests are never touched.
     Compacted years (pipelines.warehouse.yearly) that no longer match their months are reported
-    and left: compact them again; a dead compaction's temp files are removed.
+    and left: compact them again; a dead compaction's temp files are removed. The explorer's
+    months (`explorer/`) are checked as the partitions are, against the sha256 their manifests
+    record; a dead index run's temp files are removed under the month's explorer lock.
     """
     warehouse = Path(warehouse)
     findings: list[Finding] = []
@@ -273,6 +364,7 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
     findings += _manifest_findings(warehouse)
     findings += _yearly_findings(warehouse, repair)
     findings += _evals_findings(warehouse, repair)
+    findings += _explorer_findings(warehouse, repair)
     return findings
 
 

@@ -1,0 +1,47 @@
+"""Where the explorer's data lives in a warehouse, known below `pipelines.explorer` so that
+the warehouse's check can read it: `explorer/month=YYYY-MM/` with `games.parquet` and
+`positions.parquet`, the month's manifest `explorer/month=YYYY-MM.json` beside it (published
+last: a month without one is not there), and the lock a month's index run holds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipelines.warehouse.layout import month_folder, month_manifest
+from pipelines.warehouse.locks import exclusive_lock
+
+#: The files of a month's folder.
+GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
+#: The manifest's fields that record each file's sha256.
+SHA256_FIELDS = {GAMES_FILE: "games_sha256", POSITIONS_FILE: "positions_sha256"}
+
+
+def explorer_dir(warehouse: Path) -> Path:
+    return Path(warehouse) / "explorer"
+
+
+def explorer_month_dir(warehouse: Path, month: str) -> Path:
+    return month_folder(explorer_dir(warehouse), month)
+
+
+def explorer_manifest_path(warehouse: Path, month: str) -> Path:
+    return month_manifest(explorer_dir(warehouse), month)
+
+
+def explorer_temp_files(warehouse: Path, month: str) -> list[Path]:
+    """A month's temporary files (`.NAME.XXXXXXXX.tmp`): its files' and its manifest's."""
+    found = list(explorer_month_dir(warehouse, month).glob(".*.tmp"))
+    found += explorer_dir(warehouse).glob(f".{explorer_manifest_path(warehouse, month).name}.*.tmp")
+    return sorted(found)
+
+
+@contextmanager
+def explorer_lock(warehouse: Path, month: str) -> Iterator[None]:
+    """Hold the lock of a month's explorer data (apart from its move statistics' lock),
+    failing at once if another run holds it."""
+    lock_path = Path(warehouse) / ".locks" / f"explorer-{month}.lock"
+    busy = f"the explorer's {month} is being indexed by another run (lock {lock_path}); try later"
+    with exclusive_lock(lock_path, busy):
+        yield
