@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,12 @@ def test_backfill_into_a_bucket_publishes_what_a_local_run_does_in_order(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     bucket = moto.create_bucket("backfill")
+    # (A build into object storage does not index the explorer: `chesspipe serve` reads a
+    # local warehouse. The local run to compare with leaves it out too.)
+    local_settings = replace(settings(), explorer=False)
     local = {
         month: build_month(
-            SAMPLE.format(month=month), month, tmp_path / "wh", tmp_path / "books", settings()
+            SAMPLE.format(month=month), month, tmp_path / "wh", tmp_path / "books", local_settings
         )
         for month in MONTHS
     }

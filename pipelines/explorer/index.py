@@ -98,8 +98,9 @@ def index_month(
     with explorer_lock(warehouse, month):
         for leftover in explorer_temp_files(warehouse, month):
             leftover.unlink(missing_ok=True)
-        http = dict(http_options or {})
-        return _index_month(source, month, Path(warehouse), settings, source_sha256, http)
+        return _index_month(
+            source, month, Path(warehouse), settings, source_sha256, http_options or {}
+        )
 
 
 def _index_month(
@@ -108,7 +109,7 @@ def _index_month(
     warehouse: Path,
     settings: ExplorerSettings,
     source_sha256: str | None,
-    http_options: dict[str, Any],
+    http_options: Mapping[str, Any],
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
