@@ -74,30 +74,49 @@ static int tag_of(const char *name, Py_ssize_t size) {
     return TAGS;
 }
 
+/* What read_tags returns for a tag section that is not plain, and for one whose ratings are
+ * read and low (the game is dropped as rating_low whatever the tags after them). */
+#define NOT_PLAIN (-1)
+#define LOW_RATED (-2)
+
+static long rating_of(const Tag *tag);
+
 /* Read a plain tag section at the start of `game` (its leading "[" cut); return where the
- * movetext starts, or -1 if the section is not plain. */
-static Py_ssize_t read_tags(const char *game, Py_ssize_t n, Tag tags[TAGS]) {
+ * movetext starts, NOT_PLAIN, or LOW_RATED once both ratings are read, plain and one of them
+ * below `min_rating` (then `*read` says how far the section was read: the tags before the
+ * ratings and the ratings are plain, and nothing after them is looked at). */
+static Py_ssize_t read_tags(const char *game, Py_ssize_t n, Tag tags[TAGS], long min_rating,
+                            Py_ssize_t *read) {
     memset(tags, 0, sizeof(Tag) * TAGS);
     Py_ssize_t i = 0;
     for (;;) {
         Py_ssize_t name = i;
         while (i < n && name_byte(game[i])) i++;
-        if (i == name || i + 1 >= n || game[i] != ' ' || game[i + 1] != '"') return -1;
+        if (i == name || i + 1 >= n || game[i] != ' ' || game[i + 1] != '"') return NOT_PLAIN;
         Py_ssize_t name_size = i - name;
         i += 2;
         Py_ssize_t value = i;
         while (i < n && game[i] != '"' && game[i] != '\n') i++;
-        if (i + 2 >= n || game[i] != '"' || game[i + 1] != ']' || game[i + 2] != '\n') return -1;
+        if (i + 2 >= n || game[i] != '"' || game[i + 1] != ']' || game[i + 2] != '\n')
+            return NOT_PLAIN;
         int t = tag_of(game + name, name_size);
-        if (t < 0) return -1;
+        if (t < 0) return NOT_PLAIN;
         if (t < TAGS) {
-            if (tags[t].count++) return -1;
+            if (tags[t].count++) return NOT_PLAIN;
             tags[t].start = game + value;
             tags[t].size = i - value;
         }
         i += 3;
+        if ((t == T_WHITE_ELO || t == T_BLACK_ELO) && tags[T_WHITE_ELO].count &&
+            tags[T_BLACK_ELO].count) {
+            long white = rating_of(&tags[T_WHITE_ELO]), black = rating_of(&tags[T_BLACK_ELO]);
+            if (white >= 0 && black >= 0 && (white < min_rating || black < min_rating)) {
+                *read = i;
+                return LOW_RATED;
+            }
+        }
         if (i < n && game[i] == '\n') return i + 1;
-        if (i >= n || game[i] != '[') return -1;
+        if (i >= n || game[i] != '[') return NOT_PLAIN;
         i++;
     }
 }
@@ -122,13 +141,28 @@ static long rating_of(const Tag *tag) {
 static char hand_back_marker;
 #define HAND_BACK ((PyObject *)&hand_back_marker)
 
+static PyObject *decide_read(const char *game, Py_ssize_t n, const Rules *rules, Tag tags[TAGS],
+                             Py_ssize_t movetext, Py_ssize_t counts[COUNTS]);
+
 /* Decide one game (its leading "[" cut). Return a new KeptGame, Py_None (a new reference) when
  * it is dropped (its reason counted), HAND_BACK when game_filter.py must decide it, or NULL on
  * a Python error. */
 static PyObject *decide(const char *game, Py_ssize_t n, const Rules *rules,
                         Py_ssize_t counts[COUNTS]) {
     Tag tags[TAGS];
-    Py_ssize_t movetext = read_tags(game, n, tags);
+    Py_ssize_t read = 0;
+    Py_ssize_t movetext = read_tags(game, n, tags, rules->min_rating, &read);
+    return decide_read(game, n, rules, tags, movetext, counts);
+}
+
+/* decide() of a game whose tag section read_tags has read (giving `movetext`). */
+static PyObject *decide_read(const char *game, Py_ssize_t n, const Rules *rules, Tag tags[TAGS],
+                             Py_ssize_t movetext, Py_ssize_t counts[COUNTS]) {
+    if (movetext == LOW_RATED) {
+        counts[READ]++;
+        counts[RATING_LOW]++;
+        Py_RETURN_NONE;
+    }
     long white = -1, black = -1;
     if (movetext >= 0) {
         white = rating_of(&tags[T_WHITE_ELO]);
@@ -211,13 +245,13 @@ static int is_blank(const char *text, Py_ssize_t n) {
 
 /* Where the next game boundary (a blank line, then "[") at or after `at` starts, or NULL. */
 static const char *next_boundary(const char *text, Py_ssize_t at, Py_ssize_t size) {
-    /* "[" is rarer than a line end: look for it, then at what stands before it. */
-    Py_ssize_t i = at + 2;
-    while (i < size) {
-        const char *bracket = memchr(text + i, '[', (size_t)(size - i));
-        if (!bracket) return NULL;
-        if (bracket[-1] == '\n' && bracket[-2] == '\n') return bracket - 2;
-        i = bracket - text + 1;
+    /* Movetext holds few line ends (a Lichess game's is one line), "[" many (clock comments). */
+    Py_ssize_t i = at;
+    while (i + 2 < size) {
+        const char *end = memchr(text + i, '\n', (size_t)(size - 2 - i));
+        if (!end) return NULL;
+        if (end[1] == '\n' && end[2] == '[') return end;
+        i = end - text + 1;
     }
     return NULL;
 }
@@ -288,19 +322,30 @@ static PyObject *scan_block(PyObject *self, PyObject *args) {
     memcpy(copy, text, (size_t)size);
     text = copy;
 #endif
-    /* Games are what stands between boundaries (a blank line, then "["). */
+    /* Games are what stands between boundaries (a blank line, then "["). A game's tags are read
+     * first, on the text from its start: a tag section holds no blank line but its end, so the
+     * next boundary is looked for from there on only. */
     Py_ssize_t at = 0;
     for (;;) {
-        const char *found = next_boundary(text, at, size);
-        Py_ssize_t end = found ? found - text : size;
         const char *game = text + at;
+        Tag tags[TAGS];
+        Py_ssize_t read = 0;
+        Py_ssize_t movetext = read_tags(game, size - at, tags, rules.min_rating, &read);
+        Py_ssize_t header = movetext >= 0 ? movetext : movetext == LOW_RATED ? read : 0;
+        const char *found = next_boundary(text, at + (header >= 2 ? header - 2 : 0), size);
+        Py_ssize_t end = found ? found - text : size;
         Py_ssize_t n = end - at;
+        /* What was read must lie inside the game, as reading the game alone would read it. */
+        if ((movetext >= 0 && movetext > n) || (movetext == LOW_RATED && read > n))
+            movetext = NOT_PLAIN;
         if (n > max_game_bytes) {
             counts[READ]++;
             counts[OVERSIZED]++;
             counts[UNREADABLE] += n;
         } else if (n > 0 && !is_blank(game, n)) {
-            PyObject *decided = decide(game, n, &rules, counts);
+            PyObject *decided = movetext == NOT_PLAIN
+                                    ? HAND_BACK
+                                    : decide_read(game, n, &rules, tags, movetext, counts);
             if (!decided) goto failed;
             PyObject *item = NULL; /* what the list gets for this game, if anything */
             if (decided == HAND_BACK || (with_text && decided != Py_None)) {
