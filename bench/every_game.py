@@ -47,9 +47,10 @@ POLYGLOT_HALVES_AT = 16384
 
 
 def plain_pgn(path: Path) -> Path:
-    """Decompress a source and keep the games chesspipe keeps (both ratings), for PolyGlot."""
-    tags = WORK / "elo-0.txt"
-    tags.write_text('WhiteElo >= "0"\nBlackElo >= "0"\n')
+    """Decompress a source and keep the games chesspipe keeps at --min-rating 0 (a decided
+    result, whatever the ratings), for PolyGlot (which counts a game with result * too)."""
+    tags = WORK / "decided.txt"
+    tags.write_text('Result "1-0"\nResult "0-1"\nResult "1/2-1/2"\n')
     out = path.with_suffix("").with_suffix(".kept.pgn")
     subprocess.run(
         f"zstd -dc '{path}' | pgn-extract -s -t '{tags}' 2>/dev/null > '{out}'",
