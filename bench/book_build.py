@@ -11,6 +11,7 @@ prints wall time, CPU time and peak memory.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -89,6 +90,10 @@ def main() -> int:
     grouped = grouped.rename_columns([names.get(n, n) for n in grouped.column_names])
     table = grouped.select([f.name for f in MOVE_STATS_SCHEMA]).cast(MOVE_STATS_SCHEMA)
     pq.write_table(table, partition / "part-0.parquet", compression="zstd")
+    # A month counts once its manifest is beside it (ingest publishes it last).
+    sha256 = hashlib.sha256((partition / "part-0.parquet").read_bytes()).hexdigest()
+    manifest = {"month": "2000-01", "output_sha256": sha256, "rows": table.num_rows}
+    (partition.parent / "month=2000-01.json").write_text(json.dumps(manifest))
     command = (
         f"{sys.executable} -m pipelines book build --warehouse '{warehouse}' --months 2000-01 "
         f"--out '{warehouse}/book.bin'"

@@ -130,7 +130,7 @@ def run_input(path: Path, label: str, naive_cap: float | None, min_games: int = 
             f"-min-game {min_games} -min-score 35 > /dev/null",
             "d": chesspipe(path, label, min_games=min_games),
             "d1": chesspipe(path, label + "-1", "--workers 1", min_games=min_games),
-            "f": chesspipe_ingest(path, label + "-filter", "--min-rating 99999"),
+            "f": chesspipe_ingest(path, label + "-filter", "--min-rating 99999 --allow-empty"),
         },
         repeat,
     )
@@ -398,7 +398,7 @@ def main() -> int:
             {
                 "a": f"zstd -dc '{big_dump}' > /dev/null",
                 "d": chesspipe(big_dump, "10x"),
-                "f": chesspipe_ingest(big_dump, "10x-filter", "--min-rating 99999"),
+                "f": chesspipe_ingest(big_dump, "10x-filter", "--min-rating 99999 --allow-empty"),
             }
         )
         big = {**runs, "pgn_bytes": pgn_size(big_dump)}
