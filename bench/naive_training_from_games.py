@@ -2,8 +2,8 @@
 
     python bench/naive_training_from_games.py OUT.plain --syzygy DIR [--no-require-eval] PGN.zst...
 
-`chess.pgn.read_game` on every game (no rating, speed or bot filter; games with a numeric rating
-for both players and a decisive or drawn result), python-chess's `[%eval]` reader, and
+`chess.pgn.read_game` on every game (no rating, speed or bot filter: games with a decisive or
+drawn result, whatever their ratings, as `--min-rating 0` keeps them), python-chess's `[%eval]` reader, and
 python-chess's Syzygy prober for every position the tables cover (DTZ and the halfmove clock
 under the 50-move rule, the first covered outcome carried back to the game's start), written as
 `.plain` with `Board.fen()`.
@@ -97,9 +97,7 @@ def main() -> None:
                 pgn = io.TextIOWrapper(text, encoding="utf-8")
                 while (game := chess.pgn.read_game(pgn)) is not None:
                     headers = game.headers
-                    if not (headers.get("WhiteElo", "").isdigit()
-                            and headers.get("BlackElo", "").isdigit()
-                            and headers.get("Result") in RESULTS):  # fmt: skip
+                    if headers.get("Result") not in RESULTS:
                         continue
                     lines = game_records(game, tablebase, args.require)
                     out.writelines(lines)
