@@ -253,21 +253,10 @@ static int legal(const Board *b, const Move *m, int in_check) {
     return !attacked(&after, after.king[b->white], after.white);
 }
 
-/* Whether the piece on `from` (not a pawn) reaches `to` by its own way of moving. */
-static int reaches(const Board *b, int type, int from, int to) {
-    int df = file_of(to) - file_of(from), dr = rank_of(to) - rank_of(from);
-    int adf = abs(df), adr = abs(dr);
-    if (type == KNIGHT) return (adf == 1 && adr == 2) || (adf == 2 && adr == 1);
-    if (type == KING) return adf <= 1 && adr <= 1 && (adf | adr);
-    int straight = (df == 0) != (dr == 0), diagonal = adf == adr && adf > 0;
-    if ((type == ROOK && !straight) || (type == BISHOP && !diagonal) ||
-        (type == QUEEN && !straight && !diagonal))
-        return 0;
-    int sf = (df > 0) - (df < 0), sr = (dr > 0) - (dr < 0);
-    for (int f = file_of(from) + sf, r = rank_of(from) + sr; f != file_of(to) || r != rank_of(to);
-         f += sf, r += sr)
-        if (b->square[r * 8 + f] != EMPTY) return 0;
-    return 1;
+/* Whether a king on `from` reaches `to` in one step. */
+static int king_step(int from, int to) {
+    int adf = abs(file_of(to) - file_of(from)), adr = abs(rank_of(to) - rank_of(from));
+    return adf <= 1 && adr <= 1 && (adf | adr);
 }
 
 /* A pawn's pseudo-legal move from `from` to `to`, if it has one (promotion not looked at). */
@@ -299,7 +288,9 @@ typedef struct {
 } San;
 
 /* The squares from which a piece of the SAN's type could come to its target (at most 8; each
- * is checked again by the caller): a superset of the origins of the matching moves. */
+ * is checked again by the caller): a knight's steps from the target, the first piece on each of
+ * a slider's rays from it (its path empty), the king's square (its step checked by the
+ * caller), and a pawn's squares behind the target. */
 static int candidate_origins(const Board *b, const San *san, int origins[8]) {
     int count = 0, to = san->to, f = file_of(to), r = rank_of(to);
     if (san->type == PAWN) {
@@ -308,22 +299,15 @@ static int candidate_origins(const Board *b, const San *san, int origins[8]) {
             if (on_board(f + df, r + back)) origins[count++] = (r + back) * 8 + f + df;
         if (on_board(f, r + 2 * back)) origins[count++] = (r + 2 * back) * 8 + f;
     } else if (san->type == KNIGHT) {
-        for (int i = 0; i < 8; i++)
-            if (on_board(f + KNIGHT_STEPS[i][0], r + KNIGHT_STEPS[i][1]))
-                origins[count++] = (r + KNIGHT_STEPS[i][1]) * 8 + f + KNIGHT_STEPS[i][0];
+        for (const int8_t *t = KNIGHT_TARGETS[to]; *t >= 0; t++) origins[count++] = *t;
     } else if (san->type == KING) {
         origins[count++] = b->king[b->white];
     } else {
-        /* Sliders: the first piece on each ray from the target. */
-        for (int i = 0; i < 8; i++) {
-            const int *ray = i < 4 ? ROOK_RAYS[i] : BISHOP_RAYS[i - 4];
-            if ((san->type == ROOK && i >= 4) || (san->type == BISHOP && i < 4)) continue;
-            int sf = f + ray[0], sr = r + ray[1];
-            while (on_board(sf, sr) && b->square[sr * 8 + sf] == EMPTY) {
-                sf += ray[0];
-                sr += ray[1];
-            }
-            if (on_board(sf, sr)) origins[count++] = sr * 8 + sf;
+        for (int i = san->type == BISHOP ? 4 : 0; i < (san->type == ROOK ? 4 : 8); i++) {
+            const int8_t *ray = RAYS[to][i];
+            int k = 0;
+            while (k < 8 && ray[k] >= 0 && b->square[ray[k]] == EMPTY) k++;
+            if (k < 8 && ray[k] >= 0) origins[count++] = ray[k];
         }
     }
     return count;
@@ -371,7 +355,7 @@ static int resolve(const Board *b, const San *san, Move *out) {
             if ((rank_of(san->to) == last_rank) != (san->promotion != 0)) continue;
             m.promotion = san->promotion;
         } else {
-            if (san->promotion || !reaches(b, san->type, from, san->to)) continue;
+            if (san->promotion || (san->type == KING && !king_step(from, san->to))) continue;
             memset(&m, 0, sizeof m);
             m.from = from;
             m.to = san->to;

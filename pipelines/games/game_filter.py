@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from pipelines.errors import ChesspipeError, SettingError
+from pipelines.games import _scan
 from pipelines.progress import Progress
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.movetext import has_moves
@@ -298,8 +299,6 @@ def filter_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGame | 
     (`_scan.c`), from the tags it reads at once; any other by looking for each tag on its own,
     to the same effect.
     """
-    from pipelines.games import _scan
-
     decided, counts = _scan.decide_game(game, compiled_rules(rules))
     if decided is game:
         return _filter_any_game(game, rules, stats)

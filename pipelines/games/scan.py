@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 
+from pipelines.games import _scan
 from pipelines.games.game_filter import (
     GameFilter,
     KeptGame,
@@ -227,8 +228,6 @@ def _without_boundaries_in_comments(buffer: bytes, at_end: bool) -> tuple[bytes,
     cannot be cut yet), or len(buffer). Text with no comment across a line end (almost all) is
     returned as it is.
     """
-    from pipelines.games import _scan
-
     size = len(buffer)
     # A comment holding a blank line has a "{" followed by a line end with no brace between.
     if b"{" not in buffer or not _scan.comments_span_lines(buffer):
@@ -299,8 +298,6 @@ def kept_games_in_blocks(
     whose tag section it does not read (filter_game decides those). `keep` is called with the
     text of each game that passes (without its leading "["), before it is yielded.
     """
-    from pipelines.games import _scan
-
     compiled = compiled_rules(rules)
     with_text = keep is not None
     for block in blocks:
