@@ -136,10 +136,28 @@ class MotoServer:
         if not self.recording.exists():
             return []
         found = []
-        for line in self.recording.read_text().splitlines():
-            entry = json.loads(line)
+        for entry in json_objects(self.recording.read_text()):
             headers = {k.lower(): v for k, v in entry["headers"].items()}
             path = unquote(urlsplit(entry["url"]).path).lstrip("/")
             source = headers.get("x-amz-copy-source")
             found.append(Request(entry["method"], path, unquote(source) if source else None))
         return found
+
+
+def json_objects(text: str) -> list[Any]:
+    """The JSON objects of moto's recording, in the order they were appended.
+
+    moto appends a request as two writes, its JSON and then a line end, from the thread that
+    served it; two requests served at once can leave `{...}{...}` on one line. So the objects are
+    read one after another, whatever whitespace stands between them.
+    """
+    decoder = json.JSONDecoder()
+    found = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return found
+        entry, at = decoder.raw_decode(text, at)
+        found.append(entry)

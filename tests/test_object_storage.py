@@ -28,7 +28,7 @@ from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import MonthSettings
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.conftest import ROOT, need_module, run_cli
-from tests.moto_s3 import MotoServer, Request
+from tests.moto_s3 import MotoServer, Request, json_objects
 
 SAMPLE = str(ROOT / "data" / "sample" / "lichess_sample_{month}.pgn.zst")
 MONTHS = ("2024-01", "2024-02")
@@ -478,3 +478,9 @@ def test_s3_timeouts_and_retries_are_bounded_unless_the_user_sets_them(
     monkeypatch.setitem(conf, "s3", {"use_listings_cache": True})  # fsspec's config wins
     assert storage_options("s3")["use_listings_cache"] is True
     assert storage_options("memory") == {}
+
+
+def test_the_recording_is_read_when_two_requests_were_appended_at_once() -> None:
+    # moto writes a request's JSON and its line end separately; two threads can interleave them.
+    text = '{"method": "PUT", "n": 1}{"method": "HEAD", "n": 2}\n\n{"method": "GET", "n": 3}\n'
+    assert [entry["n"] for entry in json_objects(text)] == [1, 2, 3]
