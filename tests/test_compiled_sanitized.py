@@ -1,6 +1,6 @@
-"""The compiled code (the game filter's fast path, the SAN walk) built with AddressSanitizer and
-UndefinedBehaviorSanitizer, fed real games, mangled games and random bytes: no read past a
-text, no undefined behaviour, no crash."""
+"""The compiled code (the game filter's fast path, the SAN walk, the sums of move statistics)
+built with AddressSanitizer and UndefinedBehaviorSanitizer, fed real games, mangled games and
+random bytes or rows: no read past a text, no undefined behaviour, no crash."""
 
 from __future__ import annotations
 
@@ -67,16 +67,16 @@ for rules in (GameFilter(), GameFilter(0, frozenset(Speed), True, "chess960")):
 """
 
 
-def sanitized_build(folder: Path, name: str) -> Path:
-    """Build a compiled module of games/ with the sanitizers, each text read in a buffer of
-    its exact size."""
+def sanitized_build(folder: Path, name: str, *, room: str = "games") -> Path:
+    """Build a compiled module of pipelines/`room`/ with the sanitizers, each text read in a
+    buffer of its exact size."""
     compiler = need_program("gcc")
     module = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     subprocess.run(
         [compiler, "-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer",
          "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
          "-DCHESSPIPE_EXACT_BUFFERS", "-std=c99", "-Wall", "-Wextra", "-Werror",
-         f"-I{sysconfig.get_paths()['include']}", str(ROOT / f"pipelines/games/{name}.c"),
+         f"-I{sysconfig.get_paths()['include']}", str(ROOT / f"pipelines/{room}/{name}.c"),
          "-o", str(module)],
         check=True,
     )  # fmt: skip
@@ -112,9 +112,8 @@ def escaped(texts: list[bytes]) -> str:
     return "\n".join(text.decode("latin-1").encode("unicode_escape").decode() for text in texts)
 
 
-def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
-    module = sanitized_build(tmp_path, "_sanwalk")
-    sanitized_build(tmp_path, "_scan")
+def sanitizer_runtime() -> str:
+    """The path of AddressSanitizer's runtime, preloaded into the Python that runs a test."""
     runtime = subprocess.run(
         [need_program("gcc"), "-print-file-name=libasan.so"],
         capture_output=True, text=True, check=True,
@@ -124,13 +123,11 @@ def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    texts = tmp_path / "texts.txt"
-    games = movetexts(need(GAMES_2013, "real Lichess games"), 3000)
-    texts.write_text(escaped(games), encoding="latin-1")
-    headers = tmp_path / "headers.txt"
-    tag_sections = [game.partition(b"\n\n")[0] + b"\n\n" for game in first_games(GAMES_2013, 300)]
-    headers.write_text(escaped(tag_sections), encoding="latin-1")
-    env = dict(
+    return runtime
+
+
+def sanitized_environment(runtime: str) -> dict[str, str]:
+    return dict(
         os.environ,
         LD_PRELOAD=runtime,
         ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:exitcode=99",
@@ -138,9 +135,21 @@ def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
         PYTHONMALLOC="malloc",
         PYTHONPATH=str(ROOT),
     )
+
+
+def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
+    module = sanitized_build(tmp_path, "_sanwalk")
+    sanitized_build(tmp_path, "_scan")
+    runtime = sanitizer_runtime()
+    texts = tmp_path / "texts.txt"
+    games = movetexts(need(GAMES_2013, "real Lichess games"), 3000)
+    texts.write_text(escaped(games), encoding="latin-1")
+    headers = tmp_path / "headers.txt"
+    tag_sections = [game.partition(b"\n\n")[0] + b"\n\n" for game in first_games(GAMES_2013, 300)]
+    headers.write_text(escaped(tag_sections), encoding="latin-1")
     run = subprocess.run(
         [sys.executable, "-c", FEED, str(module.parent), str(texts), str(headers)],
-        capture_output=True, text=True, env=env, timeout=600,
+        capture_output=True, text=True, env=sanitized_environment(runtime), timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-4000:]
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
@@ -152,3 +161,69 @@ def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
     assert set(lines) == {"-1", "0", "1", "20", "50", "filter"}
     assert int(lines["filter"]) > 0  # some mangled games were kept, or handed back
     assert int((whole.lengths >= 0).sum()) > len(games) * 0.9
+
+
+#: Rows of every size (each buffer its exact size), summed by the sanitized module from four
+#: threads at once, each sum checked against NumPy's; then columns of the wrong lengths.
+SUM_FEED = r"""
+import sys, threading
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import _sums
+def check(seed):
+    rng = np.random.default_rng(seed)
+    for size in [0, 1, 2, 3, 7, 24, 25, 2048, 5000, 60000, 200000]:
+        distinct = rng.integers(0, 2**64, size=max(1, size // 4), dtype=np.uint64)
+        distinct[: len(distinct) // 2] >>= np.uint64(16)  # (many in the first bucket)
+        keys = distinct[rng.zipf(1.5, size) % len(distinct)]  # (some keys in thousands of rows)
+        packed = (rng.integers(0, 2**32, size) % rng.choice([1, 3, 2**32])).astype(np.uint32)
+        points = rng.integers(0, 3, size, dtype=np.uint8)
+        ratings = rng.integers(0, 2**16, size, dtype=np.uint16)
+        summed = _sums.sum_plies(keys.tobytes(), packed.tobytes(), points.tobytes(),
+                                 ratings.tobytes())
+        out_keys = np.frombuffer(summed[0], np.uint64)
+        out_packed = np.frombuffer(summed[1], np.uint32)
+        wins, draws, losses, rating_sum = (np.frombuffer(v, dtype=np.uint64) for v in summed[2:])
+        order = np.lexsort((packed, keys))
+        change = np.ones(size, dtype=bool)
+        sorted_keys, sorted_packed = keys[order], packed[order]
+        change[1:] = sorted_keys[1:] != sorted_keys[:-1]
+        change[1:] |= sorted_packed[1:] != sorted_packed[:-1]
+        starts = np.flatnonzero(change)
+        assert out_keys.tolist() == sorted_keys[starts].tolist()
+        assert out_packed.tolist() == sorted_packed[starts].tolist()
+        for column, expected in ((wins, points == 2), (draws, points == 1),
+                                 (losses, points == 0), (rating_sum, ratings)):
+            if size:
+                sums = np.add.reduceat(expected[order].astype(np.uint64), starts)
+                assert column.tolist() == sums.tolist()
+        as_counts = [c.astype(np.uint64).tobytes()
+                     for c in (points == 2, points == 1, points == 0, ratings)]
+        assert _sums.sum_counts(keys.tobytes(), packed.tobytes(), *as_counts) == summed
+checked = []
+def checked_run(seed):
+    check(seed)
+    checked.append(seed)  # (an exception in a thread leaves the exit code at 0)
+threads = [threading.Thread(target=checked_run, args=(seed,)) for seed in range(4)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+for wrong in [(b"\0" * 8, b"\0" * 3, b"\0", b"\0\0"), (b"\0" * 7, b"", b"", b"")]:
+    try:
+        _sums.sum_plies(*wrong)
+    except ValueError as error:
+        print("refused", error, flush=True)
+print("summed", sorted(checked), flush=True)
+"""
+
+
+def test_the_sanitized_sums_read_and_write_nothing_out_of_bounds(tmp_path: Path) -> None:
+    module = sanitized_build(tmp_path, "_sums", room="ingest")
+    run = subprocess.run(
+        [sys.executable, "-c", SUM_FEED, str(module.parent)],
+        capture_output=True, text=True, env=sanitized_environment(sanitizer_runtime()),
+        timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+    assert run.stdout.splitlines()[-1] == "summed [0, 1, 2, 3]", run.stderr[-4000:]
+    assert run.stdout.count("refused") == 2

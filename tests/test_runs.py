@@ -1,16 +1,21 @@
-"""Runs of move statistics: summing and merging equal a plain Python sum of the same rows."""
+"""Runs of move statistics: summing (compiled, and with NumPy for values beyond the design's)
+and merging equal a plain Python sum of the same rows."""
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipelines.ingest.runs import StatsColumns, merge_runs, summed, write_run
+from pipelines.ingest import _sums, runs
+from pipelines.ingest.counting import MoveRows
+from pipelines.ingest.runs import StatsColumns, from_rows, merge_runs, summed, write_run
 from schemas.dimensions import MAX_RATING, RATING_GROUPS
 from schemas.speed import Speed
 
@@ -71,7 +76,10 @@ def test_summed_equals_a_python_sum(rows: list[tuple[int, ...]], laid_as_runs: b
         assert as_rows(summed(columns(rows))) == python_sum(rows)
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# (no deadline: the first example imports pyarrow's Parquet writer, seconds on a cold disk)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.lists(ROW, min_size=1, max_size=200), min_size=1, max_size=5))
 def test_merged_runs_equal_a_python_sum(tmp_path: Path, runs: list[list[tuple[int, ...]]]) -> None:
     paths = []
@@ -93,3 +101,100 @@ def test_merged_runs_equal_a_python_sum(tmp_path: Path, runs: list[list[tuple[in
         assert written == expected
         assert table["games"].to_pylist() == [sum(row[5:8]) for row in expected]
     assert len(files) == 1
+
+
+#: Rows of the design's values only: their dimensions pack into 32 bits and sum compiled.
+PACKABLE_ROW = st.tuples(
+    KEYS, st.integers(0, 0x7FFF), st.integers(0, len(SPEEDS) - 1),
+    st.sampled_from([0, 1500, 2500, MAX_RATING // 100 * 100]), st.sampled_from(RATING_GROUPS),
+    st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**40),
+)  # fmt: skip
+
+
+def counting_compiled_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record each call of the compiled sums (and still make it)."""
+    calls: list[str] = []
+    for name in ("sum_plies", "sum_counts"):
+        function = getattr(_sums, name)
+
+        def recorded(*args: object, _function: Any = function, _name: str = name) -> object:
+            calls.append(_name)
+            return _function(*args)
+
+        monkeypatch.setattr(runs._sums, name, recorded)
+    return calls
+
+
+@given(rows=st.lists(PACKABLE_ROW, min_size=1, max_size=300))
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_compiled_sums_equal_a_python_sum(
+    monkeypatch: pytest.MonkeyPatch, rows: list[tuple[int, ...]]
+) -> None:
+    calls = counting_compiled_calls(monkeypatch)
+    assert as_rows(summed(columns(rows))) == python_sum(rows)
+    assert calls[-1:] == ["sum_counts"]
+
+
+@given(
+    plies=st.lists(
+        st.tuples(
+            KEYS,
+            st.integers(0, 0x7FFF),
+            st.integers(0, len(SPEEDS) - 1),
+            st.sampled_from([0, 1500, MAX_RATING // 100 * 100]),
+            st.sampled_from(RATING_GROUPS),
+            st.integers(0, 2),
+            st.integers(0, MAX_RATING),
+        ),
+        max_size=300,
+    )  # fmt: skip
+)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_rows_of_plies_sum_as_a_python_sum(
+    monkeypatch: pytest.MonkeyPatch, plies: list[tuple[int, ...]]
+) -> None:
+    calls = counting_compiled_calls(monkeypatch)
+    rows = MoveRows()
+    as_counts = []
+    for key, move, speed, band, group, points, rating in plies:
+        for column, value in zip(
+            (rows.keys, rows.moves, rows.speeds, rows.bands, rows.groups, rows.points),
+            (key, move, speed, band, group, points),
+            strict=True,
+        ):
+            column.append(value)
+        rows.ratings.append(rating)
+        as_counts.append((key, move, speed, band, group, points == 2, points == 1, points == 0))
+        as_counts[-1] += (rating,)
+    assert as_rows(from_rows(rows)) == python_sum([tuple(map(int, row)) for row in as_counts])
+    assert calls == (["sum_plies"] if plies else [])
+
+
+def test_compiled_sums_equal_numpys_on_a_month_sized_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many rows, keys over all 64 bits (every digit of the radix sort) and heavy repeats."""
+    generator = np.random.default_rng(33)
+    distinct = generator.integers(0, 2**64, size=20_000, dtype=np.uint64)
+    size = 300_000
+    batch = StatsColumns(
+        distinct[generator.zipf(1.3, size) % len(distinct)],
+        generator.integers(0, 0x8000, size, dtype=np.uint16) % 40,
+        generator.integers(0, len(SPEEDS), size, dtype=np.uint8),
+        generator.choice(np.arange(0, MAX_RATING + 1, 100, dtype=np.uint16), size),
+        generator.choice(np.array(RATING_GROUPS, dtype=np.uint16), size),
+        *(generator.integers(0, 3, size, dtype=np.uint64) for _ in range(3)),
+        generator.integers(0, 3000, size, dtype=np.uint64),
+    )
+    compiled = summed(batch)
+    monkeypatch.setattr(runs, "_COMPILED_ROWS", 0)
+    with_numpy = summed(batch)
+    assert 10_000 < len(compiled) < size
+    for name in StatsColumns.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(compiled, name), getattr(with_numpy, name))
+        assert getattr(compiled, name).dtype == getattr(with_numpy, name).dtype
+
+
+def test_compiled_sums_name_columns_of_the_wrong_length() -> None:
+    keys = np.zeros(3, dtype=np.uint64)
+    with pytest.raises(ValueError, match="packed holds 8 bytes, not 3 rows of 4 bytes"):
+        _sums.sum_plies(keys, np.zeros(2, np.uint32), np.zeros(3, np.uint8), np.zeros(3, np.uint16))
+    assert _sums.sum_plies(b"", b"", b"", b"") == (b"",) * 6

@@ -3,7 +3,11 @@
 A run holds (key, move, speed index, rating band, rating group, wins, draws, losses, rating sum),
 summed and sorted by key,
 as raw NumPy columns with where each range of keys starts. The runs are merged a range of keys
-at a time (memory stays bounded), summed with NumPy and written with pyarrow in row groups.
+at a time (memory stays bounded), summed and written with pyarrow in row groups.
+
+Summing sorts rows by (key, move, speed, band, group) and adds up equal ones: compiled
+(`_sums.c`, a radix sort) when the dimensions pack into 32 bits, as the design's always do;
+with NumPy otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from pipelines.ingest import _sums
 from pipelines.warehouse import layout
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
 from schemas.speed import Speed
@@ -67,11 +72,18 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     """Return the columns summed per (key, move, speed, band, group), sorted as a month's file
     is.
 
-    `runs`: the columns are sorted runs laid end to end (a merge), which sorts faster.
+    `runs`: the columns are sorted runs laid end to end (a merge), which the NumPy way sorts
+    faster.
     """
     if not len(columns):
         return columns
     packed = _packed_dimensions(columns)
+    if packed is not None and len(columns) <= _COMPILED_ROWS:
+        sums = _sums.sum_counts(
+            *(np.ascontiguousarray(column) for column in (columns.key, packed)),
+            *(np.ascontiguousarray(getattr(columns, name)) for name in _COUNT_COLUMNS),
+        )
+        return _unpacked(sums)
     if packed is None:  # a value beyond the one-word sort key: sort column by column
         order = np.lexsort(
             (
@@ -97,6 +109,30 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     return StatsColumns(*(getattr(columns, name)[firsts] for name in _DIMENSIONS), *counts)
 
 
+#: Rows summed compiled at most in one call (its row numbers are 32 bits).
+_COMPILED_ROWS = (1 << 32) - 1
+
+
+def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsColumns:
+    """Return the compiled sums (keys, packed dimensions and counts) as columns."""
+    keys, packed, *counts = (
+        np.frombuffer(values, dtype=dtype)
+        for values, dtype in zip(sums, (np.uint64, np.uint32, *(np.uint64,) * 4), strict=True)
+    )
+    group = packed & ((1 << _GROUP_BITS) - 1)
+    band = (packed >> _GROUP_BITS) & ((1 << _BAND_BITS) - 1)
+    speed_rank = (packed >> (_GROUP_BITS + _BAND_BITS)) & ((1 << _SPEED_BITS) - 1)
+    move = packed >> (_GROUP_BITS + _BAND_BITS + _SPEED_BITS)
+    return StatsColumns(
+        keys,
+        move.astype(np.uint16),
+        _SPEED_OF_RANK[speed_rank],
+        _BAND_VALUES[band],
+        _GROUP_VALUES[group],
+        *counts,
+    )
+
+
 def _index_table(values: range | tuple[int, ...]) -> np.ndarray:
     """Return a table from 16-bit values to their place in `values` (_NOT_LISTED elsewhere)."""
     table = np.full(1 << 16, _NOT_LISTED, dtype=np.uint16)
@@ -116,6 +152,10 @@ _GROUP_BITS = (len(RATING_GROUPS) - 1).bit_length()
 _BAND_BITS = (len(_BANDS) - 1).bit_length()
 _SPEED_BITS = (len(Speed) - 1).bit_length()
 _MOVE_BITS = 32 - _SPEED_BITS - _BAND_BITS - _GROUP_BITS
+#: And back: the speed index, band and group of each place.
+_SPEED_OF_RANK = np.argsort(_SPEED_RANK).astype(np.uint8)
+_BAND_VALUES = np.array(_BANDS, dtype=np.uint16)
+_GROUP_VALUES = np.array(RATING_GROUPS, dtype=np.uint16)
 
 
 def _packed_dimensions(columns: StatsColumns) -> np.ndarray | None:
@@ -165,19 +205,25 @@ def _sort_order(
 def from_rows(rows: MoveRows) -> StatsColumns:
     """Return the per-ply rows of move counting, summed."""
     points = np.frombuffer(rows.points, dtype=np.uint8)
-    return summed(
-        StatsColumns(
-            np.frombuffer(rows.keys, dtype=np.uint64),
-            np.frombuffer(rows.moves, dtype=np.uint16),
-            np.frombuffer(rows.speeds, dtype=np.uint8),
-            np.frombuffer(rows.bands, dtype=np.uint16),
-            np.frombuffer(rows.groups, dtype=np.uint16),
-            (points == 2).astype(np.uint64),
-            (points == 1).astype(np.uint64),
-            (points == 0).astype(np.uint64),
-            np.frombuffer(rows.ratings, dtype=np.uint16).astype(np.uint64),
-        )
+    ratings = np.frombuffer(rows.ratings, dtype=np.uint16)
+    columns = StatsColumns(
+        np.frombuffer(rows.keys, dtype=np.uint64),
+        np.frombuffer(rows.moves, dtype=np.uint16),
+        np.frombuffer(rows.speeds, dtype=np.uint8),
+        np.frombuffer(rows.bands, dtype=np.uint16),
+        np.frombuffer(rows.groups, dtype=np.uint16),
+        (points == 2).view(np.uint8),  # (counts of one ply: widened below where summed so)
+        (points == 1).view(np.uint8),
+        (points == 0).view(np.uint8),
+        ratings,
     )
+    packed = _packed_dimensions(columns) if len(columns) else None
+    if packed is not None and len(columns) <= _COMPILED_ROWS:
+        # Compiled straight from the points and ratings: no 64-bit counts a ply.
+        return _unpacked(_sums.sum_plies(columns.key, packed, points, ratings))
+    for name in _COUNT_COLUMNS:
+        setattr(columns, name, getattr(columns, name).astype(np.uint64))
+    return summed(columns)
 
 
 def _arrow(values: np.ndarray) -> pa.Array:
@@ -376,7 +422,7 @@ class _RowGroupWriter:
         table = _month_table(columns)
         if self._held is not None:
             fill = min(self._rows - self._held.num_rows, table.num_rows)
-            self._held = pa.concat_tables([self._held, table.slice(0, fill)]).combine_chunks()
+            self._held = pa.concat_tables([self._held, table.slice(0, fill)])
             table = table.slice(fill)
             if self._held.num_rows < self._rows:
                 return
