@@ -2,7 +2,9 @@
 
 Put between a client and a server: what the client sends is forwarded as is until `trigger`
 (e.g. the start of a request line) is seen, then in small pieces with a pause between them, so a
-test can kill the client while that request's body is on its way.
+test can kill the client while that request's body is on its way. Leaving the proxy cuts every
+connection where it stands (what the proxy holds of a killed client's request is not sent on
+later: the server sees the request end mid-body, as when a killed client's connection drops).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class SlowProxy:
         self.slowed = 0
         self._lock = threading.Lock()
         self._closed = False
+        self._threads: list[threading.Thread] = []
 
     def __enter__(self) -> SlowProxy:
         threading.Thread(target=self._accept, daemon=True).start()
@@ -36,6 +39,8 @@ class SlowProxy:
     def __exit__(self, *exc: object) -> None:
         self._closed = True
         self.listener.close()
+        for thread in self._threads:  # (each stops at its next piece, or when its peer does)
+            thread.join(timeout=5)
 
     def _accept(self) -> None:
         while not self._closed:
@@ -44,7 +49,9 @@ class SlowProxy:
             except OSError:
                 return
             server = socket.create_connection(("127.0.0.1", self.target_port))
-            threading.Thread(target=self._upstream, args=(client, server), daemon=True).start()
+            upstream = threading.Thread(target=self._upstream, args=(client, server), daemon=True)
+            upstream.start()
+            self._threads.append(upstream)
             threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
 
     def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
@@ -71,6 +78,8 @@ class SlowProxy:
                     server.sendall(data[:head])
                     data = data[head:]
                 for start in range(0, len(data), self.piece):
+                    if self._closed:  # cut where it stands
+                        raise OSError("the proxy is closed")
                     server.sendall(data[start : start + self.piece])
                     with self._lock:
                         self.slowed += len(data[start : start + self.piece])
