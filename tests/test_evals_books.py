@@ -5,8 +5,10 @@ Python)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import chess
 import chess.polyglot
@@ -47,23 +49,30 @@ def stored_scores(warehouse: Path) -> dict[int, int]:
     return {key: score for key, (score, _) in stored(warehouse).items()}
 
 
-def stored(warehouse: Path) -> dict[int, tuple[int, str | None]]:
-    """Each position's deepest evaluation (one number from the side to move) and the first
-    move of its principal variation (UCI), read from the part files directly."""
-    best: dict[int, tuple[tuple[object, ...], tuple[int, str | None]]] = {}
+def deepest_rows(warehouse: Path) -> dict[int, dict[str, Any]]:
+    """Each position's deepest evaluation as a row of the part files, read directly."""
+    best: dict[int, tuple[tuple[object, ...], dict[str, Any]]] = {}
     for part in eval_parts(warehouse):
         for r in pq.read_table(part).to_pylist():
             rank = (r["source"] == "rules", r["depth"] or -1, r["nodes"] or -1)
-            if r["mate"] is None:
-                score = r["cp"]
-            elif r["mate"] > 0:
-                score = MATE_SCORE - r["mate"]
-            else:
-                score = -MATE_SCORE - r["mate"]
-            first = r["pv"].split()[0] if r["pv"] else None
             if r["key"] not in best or rank > best[r["key"]][0]:
-                best[r["key"]] = (rank, (score, first))
-    return {key: found for key, (_, found) in best.items()}
+                best[r["key"]] = (rank, r)
+    return {key: row for key, (_, row) in best.items()}
+
+
+def stored(warehouse: Path) -> dict[int, tuple[int, str | None]]:
+    """Each position's deepest evaluation (one number from the side to move) and the first
+    move of its principal variation (UCI), read from the part files directly."""
+    found = {}
+    for key, r in deepest_rows(warehouse).items():
+        if r["mate"] is None:
+            score = r["cp"]
+        elif r["mate"] > 0:
+            score = MATE_SCORE - r["mate"]
+        else:
+            score = -MATE_SCORE - r["mate"]
+        found[key] = (score, r["pv"].split()[0] if r["pv"] else None)
+    return found
 
 
 def entries(path: Path) -> dict[int, dict[chess.Move, int]]:
@@ -234,3 +243,65 @@ def test_book_check_agrees_with_a_python_chess_recount(
     table = run_cli("book", "check", str(raw), "--evals", str(warehouse), "--min-probability",
                     "0.01").stdout  # fmt: skip
     assert "mean loss" in table and f"{got['mean_loss']:.1f} cp" in table
+
+
+def mover_view(row: dict[str, Any] | None) -> str:
+    """A stored evaluation as book show gives it after a move: from the mover's view (the row
+    is from the side to move after it), with the search's depth or nodes."""
+    if row is None:
+        return "-"
+    mate = row["mate"]  # (mate 0: the side to move is mated; the mover gave mate)
+    shown = f"{-row['cp']:+d}" if mate is None else f"#{-mate:+d}" if mate else "#+0"
+    if row["depth"]:
+        return f"{shown} (d{row['depth']})"
+    return f"{shown} ({row['nodes']:,} nodes)" if row["nodes"] else shown
+
+
+def test_book_show_and_report_give_the_stored_evaluation_after_each_move(
+    judged: tuple[Path, Path], tmp_path: Path
+) -> None:
+    warehouse, raw = judged
+    rows = deepest_rows(warehouse)
+    for moves in ("", "e4", "d4 d5"):
+        board = chess.Board()
+        for san in moves.split():
+            board.push_san(san)
+        with chess.polyglot.open_reader(raw) as reader:
+            expected = {}
+            for entry in reader.find_all(board):
+                child = board.copy()
+                child.push(entry.move)
+                expected[board.san(entry.move)] = mover_view(
+                    rows.get(chess.polyglot.zobrist_hash(child))
+                )
+        assert expected and any(shown != "-" for shown in expected.values())
+        args = ["--moves", moves] if moves else []
+        # The statistics' warehouse holds the store: its evaluations are shown without asking.
+        for evals in ([], ["--evals", str(warehouse)]):
+            shown = run_cli("book", "show", str(raw), *args, *evals).stdout
+            got = {}
+            for line in shown.splitlines():
+                if "  eval " in line:
+                    got[line.split()[0]] = line.split("  eval ")[1].split("  ")[0]
+            assert got == expected
+    # Without a store: no eval column.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert "eval" not in run_cli("book", "show", str(raw), "--evals", str(bare)).stdout.replace(
+        "evaluation", ""
+    )
+    page = tmp_path / "report.html"
+    run_cli("book", "report", str(raw), "--out", str(page), "--plies", "3")
+    html = page.read_text()
+    items = re.findall(r'<li data-line="([^"]*)"([^>]*)>', html)
+    assert any(" data-eval=" in attributes for _, attributes in items)
+    for line, attributes in items:
+        found = re.search(r' data-eval="([^"]*)"', attributes)
+        score = found.group(1) if found else ""
+        board = chess.Board()
+        for san in line.split()[:-1]:
+            board.push_san(san)
+        board.push_san(line.split()[-1])
+        row = rows.get(chess.polyglot.zobrist_hash(board))
+        assert score == ("" if row is None else mover_view(row).split(" (")[0])
+    assert "the evaluation store of" in html

@@ -22,6 +22,7 @@ from pipelines.books.manifest import BookManifest, read_manifest_beside
 from pipelines.books.outcomes import BookStatistics, Outcomes
 from pipelines.books.settings import ReportSettings
 from pipelines.errors import ChesspipeError
+from pipelines.evals.after_move import MoveEvaluation, evaluations_after, has_evaluations
 from pipelines.files import write_bytes_atomic
 from pipelines.warehouse.openings import names_by_key
 from schemas.polyglot import BookMove, open_book, polyglot_key
@@ -43,6 +44,7 @@ ul.tree { padding-left: 0; } ul.tree li { margin: 2px 0; }
 #tree > ul.tree > li { break-inside: avoid; }
 .games { color: #444; font-size: 13px; margin-left: 8px; }
 .opening { color: #7a4b00; font-size: 13px; margin-left: 8px; }
+.eval { color: #1d5e2c; font-size: 13px; margin-left: 8px; }
 .boards { display: flex; flex-wrap: wrap; gap: 18px 28px; }
 .boards figure { margin: 0; width: 260px; }
 .boards figcaption { font-size: 13px; margin-top: 4px; }
@@ -87,18 +89,27 @@ def _board_after(line: tuple[str, ...]) -> chess.Board:
 
 
 class _Extras:
-    """What the page adds to a line's last move: its games and results, its opening's name."""
+    """What the page adds to a line's last move: its games and results, its evaluation, its
+    opening's name."""
 
     def __init__(
         self,
         lines: list[tuple[str, ...]],
         statistics: BookStatistics | None,
         names: Mapping[int, tuple[str, str]],
+        evals: Path | None = None,
     ) -> None:
         self.names = names
         self.outcomes: dict[str, dict[chess.Move, Outcomes]] = {}
         if statistics is not None and lines:
             self.outcomes = statistics.outcomes([_board_after(line[:-1]) for line in lines])
+        self.evaluations: dict[tuple[str, chess.Move], MoveEvaluation] | None = None
+        if evals is not None:
+            moves = []
+            for line in lines:
+                board = _board_after(line[:-1])
+                moves.append((board, board.parse_san(line[-1])))
+            self.evaluations = evaluations_after(evals, moves)
 
     def move_outcomes(self, line: tuple[str, ...]) -> Outcomes | None:
         """The games and results of a line's last move, when the statistics are at hand."""
@@ -119,6 +130,13 @@ class _Extras:
         if outcomes is not None:
             attrs += "".join(f' data-{k}="{v}"' for k, v in outcomes._asdict().items())
             html += f'<span class="games">{esc(outcomes.describe())}</span>'
+        if self.evaluations is not None:
+            board = _board_after(line[:-1])
+            judged = self.evaluations.get((board.fen(), board.parse_san(line[-1])))
+            if judged is not None:
+                attrs += f' data-eval="{judged.score}"'
+            shown = judged.describe() if judged is not None else "-"
+            html += f'<span class="eval">eval {esc(shown)}</span>'
         opening = self.opening(line)
         if opening is not None:
             attrs += f' data-eco="{esc(opening[0])}" data-opening="{esc(opening[1])}"'
@@ -276,12 +294,15 @@ def render_report(
     *,
     statistics: BookStatistics | None = None,
     names: Mapping[int, tuple[str, str]] | None = None,
+    evals: Path | None = None,
     **options: Any,
 ) -> str:
     """Return the HTML report of a Polyglot book (`options`: ReportSettings fields instead).
 
     With `statistics` (those the book was built from), each tree move shows its games and
-    White/draw/Black shares; opening names come from `names` (default: names_by_key()).
+    White/draw/Black shares; with `evals` (a warehouse holding an evaluation store), the stored
+    evaluation after it, from the mover's view; opening names come from `names` (default:
+    names_by_key()).
     """
     settings = settings or ReportSettings(**options)
     plies, max_plies, max_positions = settings.plies, settings.max_plies, settings.max_positions
@@ -291,7 +312,11 @@ def render_report(
     tree = opening_tree(book, plies=plies, width=settings.width)
     cover = coverage(book, max_plies, max_positions)
     start_moves = book.moves(chess.Board())
-    extras = _Extras(_tree_lines(tree), statistics, names_by_key() if names is None else names)
+    if evals is not None and not has_evaluations(evals):
+        evals = None
+    extras = _Extras(
+        _tree_lines(tree), statistics, names_by_key() if names is None else names, evals
+    )
     rows = _facts(book_path, facts, cover, start_moves, read_manifest_beside(book_path))
     coverage_rows = "".join(
         f"<tr><td>{ply}</td><td>{n:,}</td><td>{e:,}</td></tr>"
@@ -321,7 +346,7 @@ def render_report(
 <p>Heaviest lines, {plies} plies deep; each percentage is the move's share of the weights of
 its position (legal moves with weight above 0, as engines read the book).
 Main line (the heaviest move at each ply): <b id="main-line">{esc(_main_line(tree))}</b>.</p>
-{_statistics_note(statistics)}
+{_statistics_note(statistics)}{_evals_note(evals)}
 <div id="tree">{tree_html}</div>
 <h2>Coverage by ply</h2>
 <p>Book positions reached by following book moves from the start position (each counted once,
@@ -349,6 +374,15 @@ def _statistics_note(statistics: BookStatistics | None) -> str:
     )
 
 
+def _evals_note(evals: Path | None) -> str:
+    if evals is None:
+        return ""
+    return (
+        f"<p>Evaluations (after each move, from the side that moved, with the search's depth "
+        f"or nodes): the evaluation store of {esc(evals)} (chesspipe evals).</p>"
+    )
+
+
 def _main_line(tree: tuple[TreeNode, ...]) -> str:
     line: tuple[str, ...] = ()
     nodes = tree
@@ -364,10 +398,11 @@ def write_report(
     settings: ReportSettings | None = None,
     *,
     statistics: BookStatistics | None = None,
+    evals: Path | None = None,
     **options: Any,
 ) -> Path:
     """Write the HTML report of a book atomically; return its path."""
-    page = render_report(book_path, settings, statistics=statistics, **options)
+    page = render_report(book_path, settings, statistics=statistics, evals=evals, **options)
     out = Path(out)
     if out.parent and not out.parent.exists():
         raise ChesspipeError(f"{out.parent}: no such directory")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import chess
 
@@ -14,6 +15,9 @@ from pipelines.errors import ChesspipeError
 from pipelines.warehouse.chess_functions import ChessInputError, play_moves
 from pipelines.warehouse.openings import names_by_key
 from schemas.polyglot import open_book, polyglot_key
+
+if TYPE_CHECKING:
+    from pipelines.evals.after_move import MoveEvaluation
 
 
 def position_from(fen: str | None, moves: str | None, chess960: bool = False) -> chess.Board | None:
@@ -36,12 +40,15 @@ def describe_position(
     *,
     statistics: BookStatistics | None = None,
     names: Mapping[int, tuple[str, str]] | None = None,
+    evaluations: Mapping[tuple[str, chess.Move], MoveEvaluation] | None = None,
 ) -> str:
     """Return the position's book moves in SAN, heaviest first, with weights and percentages.
 
     With `statistics` (the ones the book was built from), each move's games and White/draw/
-    Black shares follow; each move's opening name (of the position it leads to) ends its
-    line, and the position's own name has a line, from `names` (default: names_by_key()).
+    Black shares follow; with `evaluations` (pipelines.evals.after_move), the stored evaluation
+    after each move, from the mover's view (`eval -` where the store has none); each move's
+    opening name (of the position it leads to) ends its line, and the position's own name has
+    a line, from `names` (default: names_by_key()).
     """
     book = open_book(path)
     moves = book.moves(board)
@@ -59,6 +66,9 @@ def describe_position(
         line = f"{board.san(m.move):<{width}}  weight {m.weight:>5} ({m.weight / total:6.2%})"
         if statistics is not None:
             line += "  " + outcomes.get(m.move, Outcomes(0, 0, 0, 0)).describe()
+        if evaluations is not None:
+            judged = evaluations.get((board.fen(), m.move))
+            line += f"  eval {judged.describe() if judged is not None else '-'}"
         board.push(m.move)
         after = names.get(polyglot_key(board))
         board.pop()
@@ -68,7 +78,12 @@ def describe_position(
     return "\n".join(lines)
 
 
-def describe_book(path: Path, *, statistics: BookStatistics | None = None) -> str:
+def describe_book(
+    path: Path,
+    *,
+    statistics: BookStatistics | None = None,
+    evaluations: Mapping[tuple[str, chess.Move], MoveEvaluation] | None = None,
+) -> str:
     """Return a summary: entries, positions, weight totals, and the start position's moves."""
     facts = book_facts(open_book(path), path)
     lines = [
@@ -78,9 +93,21 @@ def describe_book(path: Path, *, statistics: BookStatistics | None = None) -> st
         f"weight     total {facts.weight_total:,}, max {facts.weight_max:,}",
         f"zero-weight entries {facts.zero_weight:,}",
         "",
-        describe_position(path, chess.Board(), statistics=statistics),
+        describe_position(path, chess.Board(), statistics=statistics, evaluations=evaluations),
     ]
     return "\n".join(lines)
+
+
+def book_evaluations(
+    path: Path, board: chess.Board, warehouse: Path
+) -> dict[tuple[str, chess.Move], MoveEvaluation] | None:
+    """Return the stored evaluations after the position's book moves, None when the warehouse
+    holds no evaluation store."""
+    from pipelines.evals.after_move import evaluations_after, has_evaluations
+
+    if not has_evaluations(warehouse):
+        return None
+    return evaluations_after(warehouse, ((board, m.move) for m in open_book(path).moves(board)))
 
 
 def statistics_for(book: Path, warehouse: Path | None = None) -> BookStatistics | None:

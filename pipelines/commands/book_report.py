@@ -29,6 +29,7 @@ def register(subparsers: Any) -> None:
         description="Write one self-contained HTML page about any Polyglot book: the heaviest "
         "lines from the start position in SAN with weights and percentages, games and "
         "White/draw/Black per move (when the statistics the book was built from are at hand), "
+        "the stored evaluation after each move (when a warehouse holds evaluations), "
         "opening names, board diagrams of the top positions, book size, coverage by ply, and "
         "charts.",
     )
@@ -66,6 +67,12 @@ def register(subparsers: Any) -> None:
         help="games and White/draw/Black per move from this warehouse's statistics; by "
         "default from the one the book's manifest names, when it is at hand",
     )
+    parser.add_argument(
+        "--evals",
+        type=Path,
+        help="each move's evaluation (after it, from the mover's view) from this warehouse's "
+        "evaluation store; by default from the statistics' warehouse, when it holds one",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -78,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
         settings = ReportSettings(args.plies, args.width, args.max_plies, args.max_positions)
     try:
         statistics = statistics_for(args.book, args.warehouse)
-        print(write_report(args.book, args.out, settings, statistics=statistics))
+        if args.evals is not None and not args.evals.is_dir():
+            raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+        evals = args.evals or (statistics.warehouse if statistics is not None else None)
+        print(write_report(args.book, args.out, settings, statistics=statistics, evals=evals))
     except BookFormatError as exc:
         raise ChesspipeError(str(exc)) from None
     return 0

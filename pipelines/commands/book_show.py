@@ -14,7 +14,8 @@ def register(subparsers: Any) -> None:
         description="Without a position, summarise the book. With --fen or --moves, list the "
         "position's legal book moves in SAN with weights and percentages, heaviest first, "
         "their games and White/draw/Black shares (when the statistics the book was built "
-        "from are at hand) and opening names.",
+        "from are at hand), the stored evaluation after each move (when the warehouse holds "
+        "evaluations: chesspipe evals) and opening names.",
     )
     parser.add_argument("book", type=Path)
     where = parser.add_mutually_exclusive_group()
@@ -31,11 +32,20 @@ def register(subparsers: Any) -> None:
         help="the statistics behind the moves (games, White/draw/Black) from this warehouse; "
         "by default from the one the book's manifest names, when it is at hand",
     )
+    parser.add_argument(
+        "--evals",
+        type=Path,
+        help="each move's evaluation (after it, from the mover's view) from this warehouse's "
+        "evaluation store; by default from the statistics' warehouse, when it holds one",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    import chess
+
     from pipelines.books.show import (
+        book_evaluations,
         describe_book,
         describe_position,
         position_from,
@@ -47,10 +57,19 @@ def run(args: argparse.Namespace) -> int:
     board = position_from(args.fen, args.moves, args.chess960)
     try:
         statistics = statistics_for(args.book, args.warehouse)
+        evals_from = args.evals or (statistics.warehouse if statistics is not None else None)
+        if args.evals is not None and not args.evals.is_dir():
+            raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+        shown = board if board is not None else chess.Board()
+        evaluations = None
+        if evals_from is not None:
+            evaluations = book_evaluations(args.book, shown, evals_from)
         if board is None:
-            text = describe_book(args.book, statistics=statistics)
+            text = describe_book(args.book, statistics=statistics, evaluations=evaluations)
         else:
-            text = describe_position(args.book, board, statistics=statistics)
+            text = describe_position(
+                args.book, board, statistics=statistics, evaluations=evaluations
+            )
     except BookFormatError as exc:
         raise ChesspipeError(str(exc)) from None
     print(text)
