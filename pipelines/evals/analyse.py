@@ -13,8 +13,10 @@ import asyncio
 import contextlib
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -290,6 +292,17 @@ async def _run_workers(run: _Run, program: str) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _import_writers() -> None:
+    """Import what saving a batch needs (DuckDB, pyarrow's Parquet writer and, where it is
+    installed, pandas, which pyarrow imports on making its first array from a list: 1.5-2 s
+    cold) while the engines start and search, so the first save does not hold them up."""
+    import importlib
+
+    for name in ("duckdb", "pyarrow.parquet", "pandas"):
+        with contextlib.suppress(ImportError):  # (the save itself says what is missing)
+            importlib.import_module(name)
+
+
 def analyse_positions(
     warehouse: Path,
     boards: Sequence[chess.Board],
@@ -320,18 +333,29 @@ def analyse_positions(
                 todo.append(board)
         pending: list[Evaluation] = list(rules)
         parts = 0
+        # Parts of half a batch, each written by a thread while the engines go on searching:
+        # a kill loses at most the half being written and the half being gathered.
+        half = max(1, settings.batch // 2)
+        writer = ThreadPoolExecutor(1, thread_name_prefix="evals-writer")
+        writing: Future[Path | None] | None = None
 
-        def flush() -> None:
-            nonlocal parts
+        def flush(*, wait: bool = True) -> None:
+            nonlocal parts, writing
+            if writing is not None:
+                writing.result()  # (the last part is whole, or its error is raised here)
+                writing = None
             if pending:
-                write_part(Path(warehouse), pending)
+                writing = writer.submit(write_part, Path(warehouse), list(pending))
                 parts += 1
                 pending.clear()
+            if wait and writing is not None:
+                writing.result()
+                writing = None
 
         def save(evaluation: Evaluation) -> None:
             pending.append(evaluation)
-            if len(pending) >= settings.batch:
-                flush()
+            if len(pending) >= half:
+                flush(wait=False)
 
         def report(finished: bool = False) -> None:
             if progress is not None:
@@ -342,9 +366,13 @@ def analyse_positions(
         run = _Run(todo, settings, save, report)
         try:
             if todo:
+                threading.Thread(target=_import_writers, daemon=True).start()
                 asyncio.run(_run_workers(run, program))
         finally:
-            flush()
+            try:
+                flush()
+            finally:
+                writer.shutdown()
             compact_if_many(Path(warehouse))
         report(True)
     analysed = run.done - len(run.failures)
