@@ -97,10 +97,14 @@ typedef struct {
     size_t n;
 } Input;
 
+/* Whether sorted record i starts a group of equal (key, packed). */
+static inline int starts_group(const Record *sorted, size_t i) {
+    return i == 0 || sorted[i].key != sorted[i - 1].key || sorted[i].packed != sorted[i - 1].packed;
+}
+
 static size_t count_groups(const Record *sorted, size_t n) {
-    size_t groups = n > 0;
-    for (size_t i = 1; i < n; i++)
-        groups += sorted[i].key != sorted[i - 1].key || sorted[i].packed != sorted[i - 1].packed;
+    size_t groups = 0;
+    for (size_t i = 0; i < n; i++) groups += starts_group(sorted, i);
     return groups;
 }
 
@@ -110,7 +114,7 @@ static void sum_groups(const Input *in, const Record *sorted, uint64_t *keys, ui
     size_t g = (size_t)-1;
     for (size_t i = 0; i < in->n; i++) {
         const Record *r = &sorted[i];
-        if (i == 0 || r->key != sorted[i - 1].key || r->packed != sorted[i - 1].packed) {
+        if (starts_group(sorted, i)) {
             g++;
             keys[g] = r->key;
             packed[g] = r->packed;

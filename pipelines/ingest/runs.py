@@ -6,8 +6,8 @@ as raw NumPy columns with where each range of keys starts. The runs are merged a
 at a time (memory stays bounded), summed and written with pyarrow in row groups.
 
 Summing sorts rows by (key, move, speed, band, group) and adds up equal ones: compiled
-(`_sums.c`, a radix sort) when the dimensions pack into 32 bits, as the design's always do;
-with NumPy otherwise.
+(`_sums.c`) when the dimensions pack into 32 bits, as the design's always do; with NumPy
+otherwise.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     """
     if not len(columns):
         return columns
-    packed = _packed_dimensions(columns)
+    packed = _packed_dimensions(
+        columns.move, columns.speed, columns.rating_band, columns.rating_group
+    )
     if packed is not None and len(columns) <= _COMPILED_ROWS:
         sums = _sums.sum_counts(
             *(np.ascontiguousarray(column) for column in (columns.key, packed)),
@@ -158,21 +160,23 @@ _BAND_VALUES = np.array(_BANDS, dtype=np.uint16)
 _GROUP_VALUES = np.array(RATING_GROUPS, dtype=np.uint16)
 
 
-def _packed_dimensions(columns: StatsColumns) -> np.ndarray | None:
+def _packed_dimensions(
+    move: np.ndarray, speed: np.ndarray, rating_band: np.ndarray, rating_group: np.ndarray
+) -> np.ndarray | None:
     """Return (move, speed, band, group) packed in 32 bits that sort as the month's file sorts
     them, or None when a value does not fit (a move beyond 15 bits, a band or group not one of
     the design's)."""
-    band = _BAND_INDEX[columns.rating_band]
-    group = _GROUP_INDEX[columns.rating_group]
+    band = _BAND_INDEX[rating_band]
+    group = _GROUP_INDEX[rating_group]
     if (
-        int(columns.move.max()) >> _MOVE_BITS
+        int(move.max()) >> _MOVE_BITS
         or int(band.max()) == _NOT_LISTED
-        or int(group.max()) == _NOT_LISTED
+        or int(group.max()) == (_NOT_LISTED)
     ):
         return None
-    packed = columns.move.astype(np.uint32)
+    packed = move.astype(np.uint32)
     packed <<= _SPEED_BITS
-    packed |= _SPEED_RANK[columns.speed]
+    packed |= _SPEED_RANK[speed]
     packed <<= _BAND_BITS
     packed |= band
     packed <<= _GROUP_BITS
@@ -204,26 +208,29 @@ def _sort_order(
 
 def from_rows(rows: MoveRows) -> StatsColumns:
     """Return the per-ply rows of move counting, summed."""
-    points = np.frombuffer(rows.points, dtype=np.uint8)
-    ratings = np.frombuffer(rows.ratings, dtype=np.uint16)
-    columns = StatsColumns(
-        np.frombuffer(rows.keys, dtype=np.uint64),
+    keys = np.frombuffer(rows.keys, dtype=np.uint64)
+    dimensions = (
         np.frombuffer(rows.moves, dtype=np.uint16),
         np.frombuffer(rows.speeds, dtype=np.uint8),
         np.frombuffer(rows.bands, dtype=np.uint16),
         np.frombuffer(rows.groups, dtype=np.uint16),
-        (points == 2).view(np.uint8),  # (counts of one ply: widened below where summed so)
-        (points == 1).view(np.uint8),
-        (points == 0).view(np.uint8),
-        ratings,
     )
-    packed = _packed_dimensions(columns) if len(columns) else None
-    if packed is not None and len(columns) <= _COMPILED_ROWS:
+    points = np.frombuffer(rows.points, dtype=np.uint8)
+    ratings = np.frombuffer(rows.ratings, dtype=np.uint16)
+    packed = _packed_dimensions(*dimensions) if len(keys) else None
+    if packed is not None and len(keys) <= _COMPILED_ROWS:
         # Compiled straight from the points and ratings: no 64-bit counts a ply.
-        return _unpacked(_sums.sum_plies(columns.key, packed, points, ratings))
-    for name in _COUNT_COLUMNS:
-        setattr(columns, name, getattr(columns, name).astype(np.uint64))
-    return summed(columns)
+        return _unpacked(_sums.sum_plies(keys, packed, points, ratings))
+    return summed(
+        StatsColumns(
+            keys,
+            *dimensions,
+            (points == 2).astype(np.uint64),
+            (points == 1).astype(np.uint64),
+            (points == 0).astype(np.uint64),
+            ratings.astype(np.uint64),
+        )
+    )
 
 
 def _arrow(values: np.ndarray) -> pa.Array:
