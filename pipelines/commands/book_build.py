@@ -12,6 +12,7 @@ from pipelines.books.settings import BookSettings
 from pipelines.commands.options import (
     SETTING_FLAGS,
     add_book_options,
+    existing_warehouse,
     integer,
     non_negative_int,
     settings_as_flags,
@@ -88,8 +89,7 @@ def pruning_from_args(args: argparse.Namespace) -> Any:
     from pipelines.books.build import EvalPruning
     from pipelines.evals.settings import PruneSettings
 
-    if not args.evals.is_dir():
-        raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+    existing_warehouse(args.evals)
     with settings_as_flags():
         return EvalPruning(args.evals, PruneSettings(args.max_loss, args.min_eval))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
+    existing_warehouse,
     fraction,
     non_negative_int,
     positive_int,
@@ -58,8 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.evals.settings import CheckSettings
     from schemas.polyglot import BookFormatError, open_book
 
-    if not args.evals.is_dir():
-        raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+    existing_warehouse(args.evals)
     with settings_as_flags():
         settings = CheckSettings(args.min_probability, args.losing, args.plies)
     try:

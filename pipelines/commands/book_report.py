@@ -7,7 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import ReportSettings
-from pipelines.commands.options import non_negative_int, positive_int, settings_as_flags
+from pipelines.commands.options import (
+    add_evals_view_option,
+    evals_view_warehouse,
+    non_negative_int,
+    positive_int,
+    settings_as_flags,
+)
 from pipelines.errors import ChesspipeError
 
 
@@ -67,12 +73,7 @@ def register(subparsers: Any) -> None:
         help="games and White/draw/Black per move from this warehouse's statistics; by "
         "default from the one the book's manifest names, when it is at hand",
     )
-    parser.add_argument(
-        "--evals",
-        type=Path,
-        help="each move's evaluation (after it, from the mover's view) from this warehouse's "
-        "evaluation store; by default from the statistics' warehouse, when it holds one",
-    )
+    add_evals_view_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -85,9 +86,7 @@ def run(args: argparse.Namespace) -> int:
         settings = ReportSettings(args.plies, args.width, args.max_plies, args.max_positions)
     try:
         statistics = statistics_for(args.book, args.warehouse)
-        if args.evals is not None and not args.evals.is_dir():
-            raise ChesspipeError(f"{args.evals}: no such warehouse folder")
-        evals = args.evals or (statistics.warehouse if statistics is not None else None)
+        evals = evals_view_warehouse(args, statistics)
         print(write_report(args.book, args.out, settings, statistics=statistics, evals=evals))
     except BookFormatError as exc:
         raise ChesspipeError(str(exc)) from None

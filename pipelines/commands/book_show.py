@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import add_evals_view_option, evals_view_warehouse
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -32,12 +34,7 @@ def register(subparsers: Any) -> None:
         help="the statistics behind the moves (games, White/draw/Black) from this warehouse; "
         "by default from the one the book's manifest names, when it is at hand",
     )
-    parser.add_argument(
-        "--evals",
-        type=Path,
-        help="each move's evaluation (after it, from the mover's view) from this warehouse's "
-        "evaluation store; by default from the statistics' warehouse, when it holds one",
-    )
+    add_evals_view_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -57,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
     board = position_from(args.fen, args.moves, args.chess960)
     try:
         statistics = statistics_for(args.book, args.warehouse)
-        evals_from = args.evals or (statistics.warehouse if statistics is not None else None)
-        if args.evals is not None and not args.evals.is_dir():
-            raise ChesspipeError(f"{args.evals}: no such warehouse folder")
+        evals_from = evals_view_warehouse(args, statistics)
         shown = board if board is not None else chess.Board()
         evaluations = None
         if evals_from is not None:

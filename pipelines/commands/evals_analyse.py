@@ -14,6 +14,7 @@ from pipelines.commands.options import (
     add_book_options,
     add_engine_options,
     add_progress_options,
+    existing_warehouse,
     settings_from_args,
 )
 from pipelines.errors import ChesspipeError
@@ -72,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.evals.analyse import analyse_positions, format_progress
     from pipelines.evals.settings import AnalysisSettings
 
-    if not args.warehouse.is_dir():
-        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    existing_warehouse(args.warehouse)
     limits = ("nodes", "depth", "movetime", "workers")
     settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     boards = _book_positions(args)

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.errors import ChesspipeError
-
 
 def register(subparsers: Any) -> None:
     from pipelines.evals.settings import ImportSettings
@@ -35,12 +33,11 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.options import settings_as_flags
+    from pipelines.commands.options import existing_warehouse, settings_as_flags
     from pipelines.evals.lichess_import import import_dump
     from pipelines.evals.settings import ImportSettings
 
-    if not args.warehouse.is_dir():
-        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    existing_warehouse(args.warehouse)
     with settings_as_flags():
         settings = ImportSettings(point_of_view=args.point_of_view)
     result = import_dump(args.warehouse, args.dump, settings)

@@ -105,6 +105,31 @@ def add_action(actions: Any, name: str, handler: Callable[..., int], **about: st
 # Groups of options several subcommands add.
 
 
+def existing_warehouse(path: Path) -> Path:
+    """Return `path` when it is a folder (a warehouse), else raise an error naming it."""
+    if not path.is_dir():
+        raise ChesspipeError(f"{path}: no such warehouse folder")
+    return path
+
+
+def add_evals_view_option(parser: argparse.ArgumentParser) -> None:
+    """`--evals DIR` of the commands that show a book's moves (`book show`, `book report`)."""
+    parser.add_argument(
+        "--evals",
+        type=Path,
+        help="each move's evaluation (after it, from the mover's view) from this warehouse's "
+        "evaluation store; by default from the statistics' warehouse, when it holds one",
+    )
+
+
+def evals_view_warehouse(args: argparse.Namespace, statistics: Any) -> Path | None:
+    """The warehouse whose evaluations a book view shows: `--evals`, else the statistics'
+    (a BookStatistics, or None)."""
+    if args.evals is not None:
+        return existing_warehouse(args.evals)
+    return statistics.warehouse if statistics is not None else None
+
+
 def add_month_source(
     parser: argparse.ArgumentParser, month_help: str, *, metavar: str | None = None
 ) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_action, add_actions
+from pipelines.commands.options import add_action, add_actions, existing_warehouse
 
 
 def register(subparsers: Any) -> None:
@@ -62,8 +62,7 @@ def run_check(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
     from pipelines.warehouse.check import check_warehouse, clean_line
 
-    if not args.warehouse.is_dir():
-        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    existing_warehouse(args.warehouse)
     if args.books is not None and not args.books.is_dir():
         raise ChesspipeError(f"{args.books}: no such books folder")
     findings = check_warehouse(args.warehouse, repair=args.repair)
@@ -77,11 +76,9 @@ def run_check(args: argparse.Namespace) -> int:
 def run_compact(args: argparse.Namespace) -> int:
     import json
 
-    from pipelines.errors import ChesspipeError
     from pipelines.warehouse.yearly import compact_year
 
-    if not args.warehouse.is_dir():
-        raise ChesspipeError(f"{args.warehouse}: no such warehouse folder")
+    existing_warehouse(args.warehouse)
     manifest = compact_year(args.warehouse, args.year)
     record = manifest.to_json()
     summary = {k: record[k] for k in ("year", "output", "rows", "month_rows", "seconds")}
