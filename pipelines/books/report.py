@@ -103,13 +103,19 @@ class _Extras:
         self.outcomes: dict[str, dict[chess.Move, Outcomes]] = {}
         if statistics is not None and lines:
             self.outcomes = statistics.outcomes([_board_after(line[:-1]) for line in lines])
-        self.evaluations: dict[tuple[str, chess.Move], MoveEvaluation] | None = None
+        #: The stored evaluation after each line's last move (None: no store to read).
+        self.evaluations: dict[tuple[str, ...], MoveEvaluation] | None = None
         if evals is not None:
-            moves = []
+            places = {}
             for line in lines:
                 board = _board_after(line[:-1])
-                moves.append((board, board.parse_san(line[-1])))
-            self.evaluations = evaluations_after(evals, moves)
+                places[line] = (board, board.parse_san(line[-1]))
+            found = evaluations_after(evals, places.values())
+            self.evaluations = {
+                line: found[(board.fen(), move)]
+                for line, (board, move) in places.items()
+                if (board.fen(), move) in found
+            }
 
     def move_outcomes(self, line: tuple[str, ...]) -> Outcomes | None:
         """The games and results of a line's last move, when the statistics are at hand."""
@@ -131,8 +137,7 @@ class _Extras:
             attrs += "".join(f' data-{k}="{v}"' for k, v in outcomes._asdict().items())
             html += f'<span class="games">{esc(outcomes.describe())}</span>'
         if self.evaluations is not None:
-            board = _board_after(line[:-1])
-            judged = self.evaluations.get((board.fen(), board.parse_san(line[-1])))
+            judged = self.evaluations.get(line)
             if judged is not None:
                 attrs += f' data-eval="{judged.score}"'
             shown = judged.describe() if judged is not None else "-"
