@@ -290,6 +290,12 @@ def test_book_show_and_report_give_the_stored_evaluation_after_each_move(
     assert "eval" not in run_cli("book", "show", str(raw), "--evals", str(bare)).stdout.replace(
         "evaluation", ""
     )
+    for command in (["show"], ["report", "--out", str(tmp_path / "no.html")]):
+        missing = run_cli("book", *command, str(raw), "--evals", str(tmp_path / "missing"),
+                          check=False)  # fmt: skip
+        assert missing.returncode == 1 and "Traceback" not in missing.stderr
+        assert missing.stderr.strip().endswith(f"{tmp_path / 'missing'}: no such warehouse folder")
+    assert not (tmp_path / "no.html").exists()
     page = tmp_path / "report.html"
     run_cli("book", "report", str(raw), "--out", str(page), "--plies", "3")
     html = page.read_text()
