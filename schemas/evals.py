@@ -16,10 +16,31 @@ MATE_SCORE = 100_000
 #: Moves of the principal variation kept after the best move.
 PV_MOVES = 8
 
+#: The most principal variations a position's `lines` keep (`evals analyse --multipv K`; the
+#: Lichess dump gives up to 5).
+MOST_LINES = 16
+
+#: Columns a part may lack: parts written before the column came read it as null.
+LATER_COLUMNS = ("lines",)
+
 #: Where an evaluation came from: an engine run (`chesspipe evals analyse`), the Lichess
-#: evaluation dump (`chesspipe evals import`), or the rules (a position with no legal move:
-#: checkmate, mate 0; stalemate, cp 0), which no search can deepen.
-SOURCES = ("analyse", "lichess", "rules")
+#: evaluation dump (`chesspipe evals import`), the `[%eval]` comments of kept games
+#: (`chesspipe evals from-games`), or the rules (a position with no legal move: checkmate,
+#: mate 0; stalemate, cp 0), which no search can deepen.
+SOURCES = ("analyse", "lichess", "games", "rules")
+
+
+def _line_type() -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.struct(
+        [
+            pa.field("move", pa.uint16(), nullable=False),
+            pa.field("cp", pa.int32()),
+            pa.field("mate", pa.int16()),
+            pa.field("pv", pa.string()),
+        ]
+    )
 
 
 @cache
@@ -46,6 +67,7 @@ def evals_schema() -> pa.Schema:
             pa.field("engine", pa.string()),
             pa.field("source", pa.string(), nullable=False),
             pa.field("analysed_at", pa.timestamp("s", tz="UTC"), nullable=False),
+            pa.field("lines", pa.list_(_line_type())),
         ],
         metadata={
             b"description": b"Polyglot key and FEN (no clocks) of a position; its evaluation "
@@ -54,17 +76,29 @@ def evals_schema() -> pa.Schema:
             b"move (castling as king takes rook), the principal variation's first moves in UCI; "
             b"the depth and nodes "
             b"reached, the limit asked (`nodes N`, `depth D`, `movetime MS`; null when imported), "
-            b"the engine's name and version, the source (analyse, lichess, rules) and when.",
+            b"the engine's name and version, the source (analyse, lichess, games, rules) and when; "
+            b"lines: the principal variations of a search of several (in MultiPV order; "
+            b"the first is the row's own evaluation), each its first move (Polyglot), cp or "
+            b"mate from the side to move and its moves in UCI; null for a search of one line.",
         },
     )
 
 
 #: The order in which one position's evaluations are ranked, best first, as DuckDB SQL over
 #: the store's columns: the rules' (exact), then the deepest, then the most nodes, then the
-#: newest; ties broken by source and engine so that the choice never depends on file order.
+#: newest; ties broken by source, engine and score (two games' comments on one position) so
+#: that the choice never depends on file order.
 EVALS_ORDER = (
     "(source = 'rules') DESC, depth DESC NULLS LAST, nodes DESC NULLS LAST, "
-    "analysed_at DESC, source, engine NULLS LAST, fen"
+    "analysed_at DESC, source, engine NULLS LAST, fen, cp DESC NULLS LAST, mate DESC NULLS LAST"
+)
+
+#: The `lines` a position is read with, as DuckDB SQL over its rows: those of its search of the
+#: most lines, then of the best-ranked such search. A deeper search of fewer lines keeps the
+#: row's evaluation, and the lines of a search of more are not lost to it (nor analysed again
+#: and again): the lines may then come from another search than the row's own evaluation.
+LINES_SQL = (
+    f"first_value(lines) OVER (PARTITION BY key ORDER BY len(lines) DESC NULLS LAST, {EVALS_ORDER})"
 )
 
 #: The evaluation as one number from the side to move (a mate on MATE_SCORE's scale).

@@ -24,7 +24,13 @@ from pipelines.evals.analyse import EngineProblem, analyse_positions
 from pipelines.evals.lichess_import import import_dump
 from pipelines.evals.positions import book_moves, walk
 from pipelines.evals.settings import AnalysisSettings
-from pipelines.evals.store import Evaluation, compact, read_evaluations, write_part
+from pipelines.evals.store import (
+    EngineLine,
+    Evaluation,
+    compact,
+    read_evaluations,
+    write_part,
+)
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
@@ -146,6 +152,98 @@ def test_analyse_agrees_with_a_fresh_engine_run_and_a_rerun_skips(
                                str(book), "--engine", stockfish, "--nodes", str(NODES // 2),
                                "--quiet").stdout)  # fmt: skip
     assert again["skipped"] == len(boards) and again["analysed"] == 0
+
+
+def fresh_lines(
+    stockfish: str, boards: list[chess.Board], multipv: int, nodes: int = NODES
+) -> list[list[tuple[int, int | None, int | None]]]:
+    """A fresh Stockfish's principal variations at a node limit (Threads 1, Hash 16, a new
+    game each): each line's first move (Polyglot) and score from the side to move."""
+    with chess.engine.SimpleEngine.popen_uci(stockfish) as engine:
+        engine.configure({"Threads": 1, "Hash": 16})
+        found = []
+        for board in boards:
+            infos = engine.analyse(board, chess.engine.Limit(nodes=nodes), multipv=multipv,
+                                   game=object())  # fmt: skip
+            lines = []
+            for info in infos:
+                score = info["score"].pov(board.turn)
+                lines.append((_polyglot_move(board, info["pv"][0]), score.score(), score.mate()))
+            found.append(lines)
+        return found
+
+
+def _polyglot_move(board: chess.Board, move: chess.Move) -> int:
+    """A move as Polyglot writes it, computed here: to, from, promotion; castling as the king
+    taking its rook."""
+    if board.is_castling(move):
+        rook = chess.H1 if board.is_kingside_castling(move) else chess.A1
+        to = chess.square(chess.square_file(rook), chess.square_rank(move.from_square))
+    else:
+        to = move.to_square
+    promotion = (move.promotion - 1) if move.promotion else 0
+    return to | move.from_square << 6 | promotion << 12
+
+
+def test_multipv_keeps_each_line_as_a_fresh_engine_run_gives_it(
+    tmp_path: Path, book: Path, stockfish: str
+) -> None:
+    boards = book_boards(book)[:12]
+    one_move = chess.Board("4k3/8/8/8/8/8/4q3/4K3 w - - 0 1")  # Kxe2 only
+    boards.append(one_move)
+    warehouse = tmp_path / "w"
+    warehouse.mkdir()
+    three = AnalysisSettings(nodes=NODES, multipv=3)
+    first = analyse_positions(warehouse, boards, stockfish, three)
+    assert first.analysed == len(boards) and not first.failed
+    stored = read_evaluations(warehouse)
+    sampled = boards[::3]
+    for board, fresh in zip(sampled, fresh_lines(stockfish, sampled, 3), strict=True):
+        got = stored[chess.polyglot.zobrist_hash(board)]
+        if board is one_move:
+            assert got.lines is None and len(fresh) == 1
+            continue
+        assert got.lines is not None and len(got.lines) == 3
+        assert [(line.move, line.cp, line.mate) for line in got.lines] == fresh, board.fen()
+        assert (got.cp, got.mate, got.best) == (got.lines[0].cp, got.lines[0].mate,
+                                                got.lines[0].move)  # fmt: skip
+        assert got.lines[0].pv == got.pv
+        assert len({line.move for line in got.lines}) == 3
+    # One line is within three: all skipped; four lines are not, except where every legal
+    # move already has its line (the position with one legal move).
+    settings = AnalysisSettings(nodes=NODES)
+    assert analyse_positions(warehouse, boards, stockfish, settings).skipped == len(boards)
+    more = analyse_positions(warehouse, boards, stockfish, AnalysisSettings(nodes=NODES, multipv=4))
+    assert more.skipped == 1 and more.analysed == len(boards) - 1
+    # The four lines are read with each position (a search of four reaches less deep at one
+    # node count than one of three, whose evaluation stays the row's), so a rerun skips.
+    fours = read_evaluations(warehouse)
+    assert {len(e.lines or ()) for e in fours.values()} == {0, 4}
+    assert all((fours[k].depth or 0) >= (e.depth or 0) for k, e in stored.items())
+    again = AnalysisSettings(nodes=NODES, multipv=4)
+    assert analyse_positions(warehouse, boards, stockfish, again).skipped == len(boards)
+    compact(warehouse)
+    assert read_evaluations(warehouse) == fours
+    # In SQL: the lines as a column of the `evals` view.
+    _, rows = run_query(warehouse, "SELECT count(*), sum(len(lines)) FROM evals "
+                        "WHERE lines IS NOT NULL")  # fmt: skip
+    assert rows == [(len(boards) - 1, 4 * (len(boards) - 1))]
+    # The command line asks for the same.
+    proc = run_cli("evals", "analyse", "--warehouse", str(warehouse), "--book", str(book),
+                   "--engine", stockfish, "--multipv", "17", check=False)  # fmt: skip
+    assert proc.returncode == 2 and "--multipv" in proc.stderr
+
+
+def test_parts_written_before_the_lines_column_still_read(tmp_path: Path) -> None:
+    write_part(tmp_path, [row(1, 10, 8), row(2, 20, 12)])
+    old = eval_parts(tmp_path)[0]
+    pq.write_table(pq.read_table(old).drop_columns(["lines"]), old)
+    line = EngineLine(0x031C, 30, None, "e2e4 e7e5")
+    write_part(tmp_path, [row(2, 25, 20)._replace(lines=(line, line._replace(cp=10)))])
+    stored = read_evaluations(tmp_path)
+    assert stored[1].lines is None and stored[2].lines == (line, line._replace(cp=10))
+    assert not list(check_warehouse(tmp_path))
+    assert compact(tmp_path).positions == 2 and read_evaluations(tmp_path) == stored
 
 
 def test_a_killed_run_keeps_its_batches_and_a_rerun_resumes(
@@ -312,6 +410,17 @@ def test_import_takes_the_deepest_first_line_from_the_side_to_move(
         move = board.parse_uci(first)  # king takes rook, read as castling
         assert got.best is not None and decode_move(board, got.best) == move
         assert got.pv is not None and got.pv.split()[0] == move.uci()
+        # Its other line beside it, from the side to move, castling as python-chess reads it.
+        deepest = max(by_fen[got.fen]["evals"], key=lambda e: (e["depth"], e["knodes"]))
+        sign = 1 if board.turn == chess.WHITE else -1
+        expected = [
+            (_polyglot_move(board, board.parse_uci(pv["line"].split()[0])),
+             None if "cp" not in pv else sign * pv["cp"],
+             None if "mate" not in pv else sign * pv["mate"])
+            for pv in deepest["pvs"]
+        ]  # fmt: skip
+        assert got.lines is not None and len(expected) == 2
+        assert [(line.move, line.cp, line.mate) for line in got.lines] == expected
     # The sign: a fresh search from the side to move agrees in direction where it is clear.
     mated = boards[-2]  # Qxf7# is on the board for White
     assert stored[chess.polyglot.zobrist_hash(mated)].mate == 1

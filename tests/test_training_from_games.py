@@ -18,7 +18,7 @@ import chess.syzygy
 import pytest
 import zstandard
 
-from pipelines.training.evals import parse_eval
+from pipelines.games.eval_comments import parse_eval
 from pipelines.training.files import read_training
 from pipelines.training.lineage import iter_lineage
 from pipelines.training.manifest import FromGamesManifest, read_manifest

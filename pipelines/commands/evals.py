@@ -16,6 +16,6 @@ def register(subparsers: Any) -> None:
         description="Fill the warehouse's evaluation store (DIR/evals/, the `evals` view in "
         "SQL): by a UCI engine on a book's positions, or from the Lichess evaluation dump.",
     )
-    for name in ("analyse", "import"):
+    for name in ("analyse", "import", "from_games"):
         module = __import__(f"pipelines.commands.evals_{name}", fromlist=["register"])
         module.register(actions)

@@ -15,9 +15,11 @@ from pipelines.commands.options import (
     add_engine_options,
     add_progress_options,
     existing_warehouse,
+    int_range,
     settings_from_args,
 )
 from pipelines.errors import ChesspipeError
+from schemas.evals import MOST_LINES
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +42,13 @@ def register(subparsers: Any) -> None:
     )
     add_book_options(parser)
     add_engine_options(parser)
+    parser.add_argument(
+        "--multipv",
+        type=int_range(1, MOST_LINES),
+        default=1,
+        help="principal variations per position (1): with more, the store keeps each one's "
+        "first move and score as the position's lines (the first is its evaluation)",
+    )
     add_progress_options(parser)
     parser.set_defaults(handler=run)
 
@@ -74,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.evals.settings import AnalysisSettings
 
     existing_warehouse(args.warehouse)
-    limits = ("nodes", "depth", "movetime", "workers")
+    limits = ("nodes", "depth", "movetime", "multipv", "workers")
     settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     boards = _book_positions(args)
     with progress_shown(args) as bar:

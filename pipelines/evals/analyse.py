@@ -28,7 +28,13 @@ import chess.engine
 from pipelines.errors import ChesspipeError
 from pipelines.evals.positions import fen_without_clocks
 from pipelines.evals.settings import AnalysisSettings
-from pipelines.evals.store import Evaluation, compact_if_many, read_evaluations, write_part
+from pipelines.evals.store import (
+    EngineLine,
+    Evaluation,
+    compact_if_many,
+    read_evaluations,
+    write_part,
+)
 from pipelines.progress import bar
 from pipelines.warehouse.evals_files import evals_lock
 from schemas.evals import PV_MOVES
@@ -160,13 +166,16 @@ class _Engine:
             await protocol.configure(options)
         return str(protocol.id.get("name", Path(self.program).name))
 
-    async def analyse(self, board: chess.Board) -> dict[str, Any]:
+    async def analyse(self, board: chess.Board) -> list[chess.engine.InfoDict]:
+        """The engine's answer about a board: one info per principal variation, in MultiPV order."""
         assert self.protocol is not None
         limit = self.settings.engine_limit()
         wait = self.settings.timeout + (limit.time or 0)
         # A new game for each position: nothing of the last search is carried over.
-        info = await asyncio.wait_for(self.protocol.analyse(board, limit, game=object()), wait)
-        return dict(info)
+        multipv = self.settings.multipv if self.settings.multipv > 1 else None
+        search = self.protocol.analyse(board, limit, game=object(), multipv=multipv)
+        infos = await asyncio.wait_for(search, wait)
+        return infos if isinstance(infos, list) else [infos]
 
     def kill(self) -> None:
         if self.transport is not None:
@@ -182,26 +191,54 @@ class _Engine:
         self.kill()
 
 
+def _pv_text(pv: Sequence[chess.Move]) -> str | None:
+    return " ".join(m.uci() for m in pv[: PV_MOVES + 1]) or None
+
+
+def _line(board: chess.Board, info: chess.engine.InfoDict) -> EngineLine | None:
+    """A principal variation of a search of several, or None where it has no legal first
+    move or no score."""
+    pv: list[chess.Move] = list(info.get("pv") or [])
+    if not pv or "score" not in info or not board.is_legal(pv[0]):
+        return None
+    score = info["score"].pov(board.turn)
+    cp, mate = (None, score.mate()) if score.is_mate() else (score.score(), None)
+    return EngineLine(encode_move(board, pv[0]), cp, mate, _pv_text(pv))
+
+
 def evaluation_from(
-    board: chess.Board, info: dict[str, Any], *, engine: str, limit: str, when: datetime
+    board: chess.Board,
+    infos: chess.engine.InfoDict | Sequence[chess.engine.InfoDict],
+    *,
+    engine: str,
+    limit: str,
+    when: datetime,
 ) -> Evaluation:
-    """A store row from an engine's answer about a board (its score from the side to move)."""
+    """A store row from an engine's answer about a board (its score from the side to move):
+    one info, or one per principal variation, in MultiPV order (then kept as the row's `lines`)."""
+    answers = [infos] if isinstance(infos, dict) else list(infos)
+    info = answers[0]
     score = info["score"].pov(board.turn)
     pv: list[chess.Move] = list(info.get("pv") or [])
     best = encode_move(board, pv[0]) if pv and board.is_legal(pv[0]) else None
+    lines = None
+    if len(answers) > 1:
+        found = [_line(board, answer) for answer in answers]
+        lines = tuple(line for line in found if line is not None) or None
     return Evaluation(
         key=polyglot_key(board),
         fen=fen_without_clocks(board),
         cp=score.score() if not score.is_mate() else None,
         mate=score.mate() if score.is_mate() else None,
         best=best,
-        pv=" ".join(m.uci() for m in pv[: PV_MOVES + 1]) or None,
+        pv=_pv_text(pv),
         depth=info.get("depth"),
         nodes=info.get("nodes"),
         limit=limit,
         engine=engine,
         source="analyse",
         analysed_at=when,
+        lines=lines,
     )
 
 
@@ -249,7 +286,7 @@ async def _work(run: _Run, program: str) -> None:
                     await engine.start()
                 started = time.monotonic()
                 try:
-                    info = await engine.analyse(board)
+                    infos = await engine.analyse(board)
                 except TimeoutError:
                     reason = f"no answer within {run.settings.timeout:g} s (hung)"
                 except chess.engine.EngineTerminatedError:
@@ -258,12 +295,12 @@ async def _work(run: _Run, program: str) -> None:
                     reason = f"engine error: {exc}"
                 else:
                     run.search_seconds += time.monotonic() - started
-                    run.engine_seconds += float(info.get("time") or 0.0)
-                    if "score" not in info:
+                    run.engine_seconds += float(infos[0].get("time") or 0.0)
+                    if "score" not in infos[0]:
                         reason = "the engine gave no score"
                     else:
                         when = datetime.now(UTC).replace(microsecond=0)
-                        run.save(evaluation_from(board, info, engine=run.engine, limit=limit,
+                        run.save(evaluation_from(board, infos, engine=run.engine, limit=limit,
                                                  when=when))  # fmt: skip
                         run.in_a_row = 0
                         break
@@ -325,9 +362,10 @@ def analyse_positions(
         todo, skipped, rules = [], 0, []
         now = datetime.now(UTC).replace(microsecond=0)
         for key, board in unique:
-            if key in stored and settings.satisfied_by(stored[key]):
+            legal = board.legal_moves.count()
+            if key in stored and settings.satisfied_by(stored[key], legal_moves=legal):
                 skipped += 1
-            elif not any(board.generate_legal_moves()):
+            elif not legal:
                 rules.append(rules_evaluation(board, now))
             else:
                 todo.append(board)

@@ -5,8 +5,9 @@
 of `cp` when a mate is certain, lines in UCI with castling as king takes rook, the FEN without
 clocks. Its Parquet form (`fen, line, depth, knodes, cp, mate`: one row per line of each
 evaluation, a position's rows together) reads the same. Of each position the deepest
-evaluation's first line is taken (its documentation's advice). Lichess's scores are from
-White's view (`point_of_view`), the store's from the side to move.
+evaluation's first line is taken (its documentation's advice), its other lines kept beside it
+(the row's `lines`, up to the first that has no integer score or no legal first move).
+Lichess's scores are from White's view (`point_of_view`), the store's from the side to move.
 
 Lines that cannot be used are counted by reason, never stored: `not_json`, `bad_fen`,
 `no_evaluation`, `bad_value` (a score that is no integer, or beyond the mate scale),
@@ -31,9 +32,9 @@ import chess
 from pipelines.errors import ChesspipeError
 from pipelines.evals.positions import fen_without_clocks
 from pipelines.evals.settings import ImportSettings
-from pipelines.evals.store import Evaluation, compact_if_many, write_part
+from pipelines.evals.store import EngineLine, Evaluation, compact_if_many, write_part
 from pipelines.warehouse.evals_files import evals_lock
-from schemas.evals import MATE_SCORE, PV_MOVES
+from schemas.evals import MATE_SCORE, MOST_LINES, PV_MOVES
 from schemas.polyglot import encode_move, polyglot_key
 
 #: Why a line of the dump is not stored.
@@ -136,6 +137,45 @@ def _mates(board: chess.Board, mate: int, moves: list[chess.Move]) -> bool:
     return played.is_checkmate()
 
 
+def _line_moves(board: chess.Board, line: Line) -> list[chess.Move]:
+    """A line's moves as far as they are legal (king takes rook is read as castling)."""
+    moves: list[chess.Move] = []
+    played = board.copy(stack=False)
+    for text in line.moves.split() if isinstance(line.moves, str) else ():
+        try:
+            move = played.parse_uci(text)
+        except ValueError:
+            break
+        moves.append(move)
+        played.push(move)
+    return moves
+
+
+def _other_lines(
+    board: chess.Board, first: EngineLine, lines: list[Line], *, flip: bool
+) -> tuple[EngineLine, ...] | None:
+    """The store's `lines` of an evaluation with several: the first (already checked), then
+    the others as long as each has one integer score and a legal first move."""
+    if len(lines) < 2:
+        return None
+    kept = [first]
+    for line in lines[1:MOST_LINES]:
+        moves = _line_moves(board, line)
+        if not moves or (line.cp is None) == (line.mate is None):
+            break
+        try:
+            value = _integer(line.mate if line.cp is None else line.cp)
+        except Skip:
+            break
+        value = -value if flip else value
+        if line.cp is not None and abs(value) >= MATE_SCORE:
+            break
+        cp, mate = (value, None) if line.cp is not None else (None, value)
+        pv = " ".join(m.uci() for m in moves[: PV_MOVES + 1])
+        kept.append(EngineLine(encode_move(board, moves[0]), cp, mate, pv))
+    return tuple(kept) if len(kept) > 1 else None
+
+
 def evaluation_of(
     fen: Any,
     evaluations: list[DumpEvaluation],
@@ -143,23 +183,15 @@ def evaluation_of(
     settings: ImportSettings,
     when: datetime,
 ) -> Evaluation:
-    """The store's row for a position of the dump (its deepest evaluation's first line), or
-    Skip with the reason."""
+    """The store's row for a position of the dump (its deepest evaluation's first line, and
+    its other lines as the row's `lines`), or Skip with the reason."""
     board = _board(fen)
     chosen = _deepest(evaluations)
     first = chosen.lines[0]
     if (first.cp is None) == (first.mate is None):
         raise Skip("bad_value")
     flip = settings.point_of_view == "white" and board.turn == chess.BLACK
-    moves: list[chess.Move] = []
-    played = board.copy(stack=False)
-    for text in first.moves.split() if isinstance(first.moves, str) else ():
-        try:
-            move = played.parse_uci(text)  # king takes rook is read as castling
-        except ValueError:
-            break
-        moves.append(move)
-        played.push(move)
+    moves = _line_moves(board, first)
     if not moves and any(board.generate_legal_moves()):
         raise Skip("illegal_line")
     cp = mate = None
@@ -177,19 +209,25 @@ def evaluation_of(
             raise Skip("bad_value")  # a stalemate is 0
     knodes = chosen.knodes if isinstance(chosen.knodes, int) and chosen.knodes >= 0 else None
     depth = chosen.depth if 0 <= chosen.depth < 1 << 16 else None
+    pv = " ".join(m.uci() for m in moves[: PV_MOVES + 1]) or None
+    best = encode_move(board, moves[0]) if moves else None
+    lines = None
+    if best is not None:
+        lines = _other_lines(board, EngineLine(best, cp, mate, pv), chosen.lines, flip=flip)
     return Evaluation(
         key=polyglot_key(board),
         fen=fen_without_clocks(board),
         cp=cp,
         mate=mate,
-        best=encode_move(board, moves[0]) if moves else None,
-        pv=" ".join(m.uci() for m in moves[: PV_MOVES + 1]) or None,
+        best=best,
+        pv=pv,
         depth=depth,
         nodes=None if knodes is None else knodes * 1000,
         limit=None,
         engine=None,
         source="lichess",
         analysed_at=when,
+        lines=lines,
     )
 
 

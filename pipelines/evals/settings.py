@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pipelines.errors import SettingError
+from schemas.evals import MOST_LINES
 
 if TYPE_CHECKING:
     import chess.engine
@@ -26,12 +27,14 @@ WALK_PLIES = 60
 @dataclass(frozen=True)
 class AnalysisSettings:
     """How positions are analysed: one limit (nodes, depth or movetime in milliseconds; nodes
-    DEFAULT_NODES when none is given), workers (one engine each), positions per saved batch,
+    DEFAULT_NODES when none is given), the principal variations asked for (`multipv`: one, or
+    several kept as the row's `lines`), workers (one engine each), positions per saved batch,
     the engine's hash, and how long an engine may stay silent before it is called hung."""
 
     nodes: int | None = None
     depth: int | None = None
     movetime: int | None = None
+    multipv: int = 1
     workers: int = 1
     batch: int = 200
     hash_mb: int = 16
@@ -53,6 +56,8 @@ class AnalysisSettings:
                 raise SettingError("AnalysisSettings", name, "must be at least 1")
         if self.depth is not None and self.depth > 245:
             raise SettingError("AnalysisSettings", "depth", "must be at most 245")
+        if not 1 <= self.multipv <= MOST_LINES:
+            raise SettingError("AnalysisSettings", "multipv", f"must be 1 to {MOST_LINES}")
         if not (self.timeout > 0 and self.start_timeout > 0 and self.give_up_after >= 1):
             says = "{timeout} and {start_timeout} must be above 0"
             raise SettingError("AnalysisSettings", "timeout", says=says, also=("start_timeout",))
@@ -84,12 +89,17 @@ class AnalysisSettings:
             return chess.engine.Limit(time=self.amount / 1000)
         return chess.engine.Limit(nodes=self.amount)
 
-    def satisfied_by(self, evaluation: Evaluation) -> bool:
+    def satisfied_by(self, evaluation: Evaluation, *, legal_moves: int | None = None) -> bool:
         """Whether a stored evaluation is at this limit or deeper (then it is not analysed
         again): the rules' always; at a node limit one that searched as many nodes; at a depth
-        limit one as deep; at a movetime one asked as long or longer."""
+        limit one as deep; at a movetime one asked as long or longer. Asking for several lines,
+        it must also have as many (or every legal move's, of a position with `legal_moves`)."""
         if evaluation.source == "rules":
             return True
+        if self.multipv > 1:
+            wanted = min(self.multipv, legal_moves or self.multipv)
+            if wanted > 1 and len(evaluation.lines or ()) < wanted:
+                return False
         asked_kind, _, asked = (evaluation.limit or "").partition(" ")
         if asked_kind == self.kind and asked.isdigit() and int(asked) >= self.amount:
             return True
@@ -100,7 +110,10 @@ class AnalysisSettings:
         return False
 
     def record(self) -> dict[str, Any]:
-        return {"limit": self.limit_text(), "workers": self.workers, "batch": self.batch}
+        record: dict[str, Any] = {"limit": self.limit_text(), "workers": self.workers}
+        if self.multipv > 1:
+            record["multipv"] = self.multipv
+        return {**record, "batch": self.batch}
 
 
 @dataclass(frozen=True)

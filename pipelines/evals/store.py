@@ -12,11 +12,36 @@ from typing import Any, NamedTuple
 from pipelines.warehouse.evals_files import eval_parts, new_part_path
 from pipelines.warehouse.layout import ROW_GROUP_ROWS, sql_paths, write_row_groups
 from schemas.atomic_files import atomic_path
-from schemas.evals import EVALS_ORDER, MATE_SCORE, evals_schema
+from schemas.evals import EVALS_ORDER, LINES_SQL, MATE_SCORE, evals_schema
+
+
+def _score(cp: int | None, mate: int | None) -> int:
+    if mate is None:
+        assert cp is not None
+        return cp
+    return MATE_SCORE - mate if mate > 0 else -MATE_SCORE - mate
+
+
+class EngineLine(NamedTuple):
+    """One principal variation of a search of several (MultiPV): its first move (a Polyglot
+    move), `cp` or `mate` from the side to move, its moves in UCI."""
+
+    move: int
+    cp: int | None
+    mate: int | None
+    pv: str | None
+
+    @property
+    def score(self) -> int:
+        """The line's evaluation as one number from the side to move (mates as
+        MATE_SCORE's scale has them)."""
+        return _score(self.cp, self.mate)
 
 
 class Evaluation(NamedTuple):
-    """A position's evaluation, as a row of the store: `cp` or `mate` from the side to move."""
+    """A position's evaluation, as a row of the store: `cp` or `mate` from the side to move;
+    `lines`, where the search gave several, its principal variations in the engine's MultiPV
+    order (the first is the row's own)."""
 
     key: int
     fen: str
@@ -30,14 +55,12 @@ class Evaluation(NamedTuple):
     engine: str | None
     source: str
     analysed_at: datetime
+    lines: tuple[EngineLine, ...] | None = None
 
     @property
     def score(self) -> int:
         """The evaluation as one number from the side to move (a mate on MATE_SCORE's scale)."""
-        if self.mate is None:
-            assert self.cp is not None
-            return self.cp
-        return MATE_SCORE - self.mate if self.mate > 0 else -MATE_SCORE - self.mate
+        return _score(self.cp, self.mate)
 
     def describe(self) -> str:
         """`+35` or `#3` / `#-2`, from the side to move."""
@@ -47,9 +70,15 @@ class Evaluation(NamedTuple):
 #: Columns a part's writer gives dictionaries (few values each).
 _DICTIONARY = ["limit", "engine", "source"]
 
+#: The store's columns in its order, as DuckDB names them (a position's `lines` as LINES_SQL
+#: chooses them).
+_NAMES = ", ".join(
+    f"{LINES_SQL} AS lines" if name == "lines" else f'"{name}"' for name in Evaluation._fields
+)
+
 #: One row per position, its deepest evaluation, sorted by key (the rows of a part).
 _RANKED = (
-    "SELECT * FROM {source} "
+    f"SELECT {_NAMES} FROM {{source}} "
     f"QUALIFY row_number() OVER (PARTITION BY key ORDER BY {EVALS_ORDER}) = 1 ORDER BY key"
 )
 
@@ -62,6 +91,9 @@ def _table(evaluations: Sequence[Evaluation]) -> Any:
     for evaluation in evaluations:
         for column, value in zip(columns, evaluation, strict=True):
             column.append(value)
+    columns[-1] = [
+        None if lines is None else [line._asdict() for line in lines] for lines in columns[-1]
+    ]
     return pa.Table.from_arrays(
         [pa.array(values, type=f.type) for values, f in zip(columns, schema, strict=True)],
         schema=schema,
@@ -124,7 +156,8 @@ def compact(warehouse: Path) -> Compaction:
     con = _duckdb()
     try:
         with atomic_path(target, sync=True) as staged:
-            positions = _write_ranked(con, f"read_parquet({sql_paths(parts)})", staged)
+            source = f"read_parquet({sql_paths(parts)}, union_by_name = true)"
+            positions = _write_ranked(con, source, staged)
     finally:
         con.close()
     for part in parts:
@@ -149,7 +182,14 @@ _COLUMNS = ", ".join(
 
 
 def _evaluation(row: tuple[Any, ...]) -> Evaluation:
-    return Evaluation._make([*row[:-1], datetime.fromtimestamp(row[-1], UTC)])
+    *fields, seconds, lines = row
+    return Evaluation._make(
+        [
+            *fields,
+            datetime.fromtimestamp(seconds, UTC),
+            None if lines is None else tuple(EngineLine(**line) for line in lines),
+        ]
+    )
 
 
 def read_evaluations(warehouse: Path, keys: Iterable[int] | None = None) -> dict[int, Evaluation]:

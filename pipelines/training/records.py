@@ -25,8 +25,8 @@ from typing import Protocol
 
 import chess
 
+from pipelines.games.eval_comments import BadEval, moves_and_evals
 from pipelines.games.game_filter import may_reach
-from pipelines.training.evals import BadEval, moves_and_evals
 from pipelines.training.settings import FromGamesSettings
 from schemas.binpack import fen_prefix
 from schemas.plain import PlainRecord

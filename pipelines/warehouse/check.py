@@ -196,13 +196,17 @@ def _part_problem(part: Path) -> str | None:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from schemas.evals import evals_schema
+    from schemas.evals import LATER_COLUMNS, evals_schema
 
     try:
         table = pq.read_table(part)
     except (OSError, ValueError) as exc:
         return f"not readable as Parquet ({str(exc).splitlines()[0]})"
-    missing = [f.name for f in evals_schema() if f.name not in table.schema.names]
+    missing = [
+        f.name
+        for f in evals_schema()
+        if f.name not in table.schema.names and f.name not in LATER_COLUMNS
+    ]
     if missing:
         return f"lacks the column(s) {', '.join(missing)} of the evaluation store"
     keys = table.column("key").combine_chunks()

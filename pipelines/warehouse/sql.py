@@ -20,7 +20,7 @@ from pipelines.warehouse.layout import (
 )
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.yearly import fresh_yearly_files
-from schemas.evals import EVALS_ORDER, SCORE_SQL
+from schemas.evals import EVALS_ORDER, LINES_SQL, SCORE_SQL
 
 if TYPE_CHECKING:
     import duckdb
@@ -353,17 +353,21 @@ _EMPTY_EVALS = (
     "NULL::SMALLINT AS mate, NULL::USMALLINT AS best, NULL::VARCHAR AS pv, "
     'NULL::USMALLINT AS depth, NULL::UBIGINT AS nodes, NULL::VARCHAR AS "limit", '
     "NULL::VARCHAR AS engine, NULL::VARCHAR AS source, "
-    "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at WHERE false)"
+    "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at, "
+    "NULL::STRUCT(move USMALLINT, cp INTEGER, mate SMALLINT, pv VARCHAR)[] AS lines WHERE false)"
 )
 
 
 def _evals_view(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> None:
     """Create the view `evals`: one row per position of the evaluation store, its deepest
     evaluation (schemas.evals.EVALS_ORDER) over every part, with `score`, the evaluation as
-    one number from the side to move (a mate on schemas.evals.MATE_SCORE's scale)."""
-    source = f"read_parquet({sql_paths(parts)})" if parts else _EMPTY_EVALS
+    one number from the side to move (a mate on schemas.evals.MATE_SCORE's scale), and the lines
+    schemas.evals.LINES_SQL chooses. Parts
+    written before a column of schemas.evals.LATER_COLUMNS came read it as null."""
+    source = f"read_parquet({sql_paths(parts)}, union_by_name = true)" if parts else _EMPTY_EVALS
     con.execute(
-        f"CREATE VIEW evals AS SELECT *, ({SCORE_SQL}) AS score FROM {source} "
+        f"CREATE VIEW evals AS SELECT * REPLACE ({LINES_SQL} AS lines), ({SCORE_SQL}) AS score "
+        f"FROM {source} "
         f"QUALIFY row_number() OVER (PARTITION BY key ORDER BY {EVALS_ORDER}) = 1"
     )
 
