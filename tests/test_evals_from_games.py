@@ -17,8 +17,6 @@ import zstandard
 from pipelines.evals.game_comments import game_evaluations, import_game_evals
 from pipelines.evals.store import read_evaluations, write_part
 from pipelines.games.game_filter import GameFilter
-from pipelines.ingest.run import ingest
-from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.conftest import GAMES_2021, need, run_cli
 
@@ -84,16 +82,26 @@ def test_the_default_filter_reads_the_games_ingest_keeps_and_engines_rank_above(
     tmp_path: Path,
 ) -> None:
     need(GAMES_2021, "real Lichess games (2021-10 sample)")
-    warehouse = tmp_path / "w"
+    warehouse, by_ingest = tmp_path / "w", tmp_path / "kept"
     warehouse.mkdir()
-    ingested = ingest(str(GAMES_2021), "2021-10", warehouse, IngestSettings())
+    by_ingest.mkdir()
+    kept = tmp_path / "kept.pgn"
+    ingested = run_cli("ingest", str(GAMES_2021), "--month", "2021-10", "--warehouse",
+                       str(tmp_path / "stats"), "--write-kept", str(kept), "--quiet")  # fmt: skip
+    assert ingested.returncode == 0 and kept.stat().st_size > 0
     proc = run_cli("evals", "from-games", str(GAMES_2021), "--warehouse", str(warehouse),
                    "--quiet")  # fmt: skip
     counts = json.loads(proc.stdout)
-    assert counts["games_kept"] == ingested.games_kept > 0
-    assert counts["games_read"] == ingested.games_read
+    # The default filter's games with comments are those of ingest's kept games.
+    every = import_game_evals(by_ingest, str(kept), EVERY_GAME, plies=PLIES)
+    assert counts["with_evals"] == every.with_evals > 0
+    assert counts["comments"] == every.comments
+    assert counts["games_read"] == json.loads(ingested.stdout)["games_read"]
+    strip = lambda e: e._replace(analysed_at=None)  # noqa: E731
     stored = read_evaluations(warehouse)
-    assert stored and counts["comments"] >= len(stored)
+    assert {k: strip(e) for k, e in stored.items()} == {
+        k: strip(e) for k, e in read_evaluations(by_ingest).items()
+    }
     # An engine's evaluation of a position (a depth, an engine) ranks above a comment.
     key, comment = next(iter(stored.items()))
     deeper = comment._replace(cp=(comment.cp or 0) + 1, mate=None, depth=12, nodes=5000,

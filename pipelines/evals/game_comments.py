@@ -48,11 +48,11 @@ GAME_REASONS = ("bad_eval", "illegal_move")
 
 @dataclass(frozen=True)
 class GameEvalsResult:
-    """What a read of games did: games read and kept by the filter, kept games with comments,
-    the comments stored (positions, once per game), games by reason, parts, seconds."""
+    """What a read of games did: games read, games with comments the filter keeps, the comments
+    stored (positions, once per game), games by reason, parts, seconds. Only games with a
+    comment are filtered (and only their drops are in `dropped`)."""
 
     games_read: int
-    games_kept: int
     with_evals: int
     comments: int
     skipped: dict[str, int]
@@ -62,7 +62,6 @@ class GameEvalsResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "games_read": self.games_read,
-            "games_kept": self.games_kept,
             "with_evals": self.with_evals,
             "comments": self.comments,
             "skipped": dict(self.skipped),
@@ -134,7 +133,7 @@ def import_game_evals(
     when = datetime.now(UTC).replace(microsecond=0)
     stats = ScanStats()
     skipped: Counter[str] = Counter()
-    kept = with_evals = comments = parts = 0
+    with_evals = comments = parts = 0
     with evals_lock(Path(warehouse)), open_source(source) as opened:
         pending: list[Evaluation] = []
 
@@ -149,11 +148,11 @@ def import_game_evals(
 
         try:
             for raw in games_in_order(opened, stats, started=started, progress=progress):
-                game = keep_game(raw, rules, stats)
-                if game is None:
+                if b"%eval" not in raw:
+                    stats.games_read += 1  # (most games: read, not even filtered)
                     continue
-                kept += 1
-                if b"%eval" not in game.movetext:
+                game = keep_game(raw, rules, stats)
+                if game is None or b"%eval" not in game.movetext:
                     continue
                 rows, reason = game_evaluations(
                     game.fen, game.movetext, plies=plies, when=when,
@@ -171,7 +170,7 @@ def import_game_evals(
             save()
             compact_if_many(Path(warehouse))
     return GameEvalsResult(
-        games_read=stats.games_read, games_kept=kept, with_evals=with_evals, comments=comments,
+        games_read=stats.games_read, with_evals=with_evals, comments=comments,
         skipped={r: skipped[r] for r in GAME_REASONS if skipped[r]},
         parts=parts, seconds=time.monotonic() - started,
     )  # fmt: skip
