@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import chess
@@ -84,6 +85,26 @@ def keeps(headers: chess.pgn.Headers, min_rating: int, speeds: set[str], allow_b
     return headers.get("Result") in ("1-0", "0-1", "1/2-1/2")
 
 
+def games_where(
+    stream: io.StringIO, wanted: Callable[[chess.pgn.Headers], bool]
+) -> Iterator[chess.pgn.Game]:
+    """The games of a PGN text whose headers `wanted` takes, each read whole by python-chess;
+    the others have only their headers read (python-chess's read_headers, then a seek back)."""
+    while True:
+        offset = stream.tell()
+        headers = chess.pgn.read_headers(stream)
+        if headers is None:
+            return
+        if not wanted(headers):
+            continue
+        after = stream.tell()
+        stream.seek(offset)
+        game = chess.pgn.read_game(stream)
+        assert game is not None
+        stream.seek(after)
+        yield game
+
+
 def recount(
     path: Path, min_rating: int, speeds: set[str], allow_bots: bool = False, plies: int = 20
 ) -> tuple[Counter[tuple[int, int, str, int, str]], int]:
@@ -91,10 +112,8 @@ def recount(
     counts: Counter[tuple[int, int, str, int, str]] = Counter()
     kept = 0
     stream = io.StringIO(read_text(path))
-    while (game := chess.pgn.read_game(stream)) is not None:
+    for game in games_where(stream, lambda h: keeps(h, min_rating, speeds, allow_bots)):
         headers = game.headers
-        if not keeps(headers, min_rating, speeds, allow_bots):
-            continue
         moves = list(game.mainline_moves())[:plies]
         if not moves:
             continue

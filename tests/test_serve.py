@@ -40,7 +40,7 @@ from schemas.speed import Speed
 from tests.browser import chromium_driver
 from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
 from tests.legacy_partition import write_legacy_partition, write_manifest_for
-from tests.recount import keeps, read_text, speed
+from tests.recount import games_where, keeps, read_text, speed
 from tests.serving import free_port, served_in_thread
 
 berserk = pytest.importorskip("berserk")
@@ -76,10 +76,8 @@ def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def recount(path: Path, month: str, truth: Truth, lines: list[list[str]]) -> None:
     """Count the first plies of every kept game with python-chess, from White's view."""
     stream = io.StringIO(read_text(path))
-    while (game := chess.pgn.read_game(stream)) is not None:
+    for game in games_where(stream, lambda h: keeps(h, MIN_RATING, ALL_SPEEDS, allow_bots=False)):
         headers = game.headers
-        if not keeps(headers, MIN_RATING, ALL_SPEEDS, allow_bots=False):
-            continue
         moves = list(game.mainline_moves())[:PLIES]
         if not moves:
             continue
