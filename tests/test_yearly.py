@@ -22,7 +22,9 @@ from pipelines.warehouse.check import check_warehouse
 from pipelines.warehouse.layout import manifest_path, partition_file
 from pipelines.warehouse.sql import run_query
 from pipelines.warehouse.yearly import (
+    CompactProgress,
     compact_year,
+    format_compact_progress,
     year_state,
     yearly_dir,
     yearly_file,
@@ -243,3 +245,30 @@ def test_compaction_refuses_partitions_that_disagree_or_lack_columns(
         compact_year(warehouse, YEAR)
     assert not yearly_file(warehouse, YEAR).exists()
     assert not list(yearly_dir(warehouse).rglob("*.tmp"))
+
+
+def test_compaction_tells_how_far_it_is_and_draws_a_bar_on_a_terminal(
+    tmp_path: Path, year_warehouse: tuple[Path, Path, list[Path]]
+) -> None:
+    from tests.test_build_month_output import on_a_terminal
+
+    warehouse = copy_of(year_warehouse, tmp_path)
+    reports: list[CompactProgress] = []
+    manifest = compact_year(warehouse, YEAR, progress=reports.append)
+    stages = [r.stage for r in reports]
+    assert stages[:12] == ["checking"] * 12 and [r.done for r in reports[:12]] == list(range(12))
+    assert set(stages[12:]) <= {"summing", "writing"} and stages[-1] == "writing"
+    written = [r.done for r in reports if r.stage == "writing"]
+    assert written == sorted(written) and written[-1] == manifest.rows and reports[-1].finished
+    assert not any(r.finished for r in reports[:-1])
+    assert all(0 <= r.done <= 100 for r in reports if r.stage == "summing")
+    line = format_compact_progress(CompactProgress("summing", 50.0, 75.0))
+    assert line == f"[{'#' * 10}{' ' * 10}] summing 50%  1:15"
+    # The command: the same on a terminal, ending on the manifest's rows.
+    again = copy_of(year_warehouse, tmp_path / "again")
+    out, terminal = on_a_terminal("warehouse", "compact", str(again), "--year", YEAR)
+    summary = json.loads(out)
+    drawn = [p for line in terminal.replace("\r\n", "\n").split("\n") for p in line.split("\r")]
+    drawn = [p.replace("\x1b[K", "") for p in drawn if p.strip()]
+    assert any("checking 0 of 12 months" in p for p in drawn), terminal
+    assert drawn[-1].startswith(f"[{'#' * 20}] writing {summary['rows']:,} rows"), terminal

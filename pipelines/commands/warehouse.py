@@ -8,7 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_action, add_actions, existing_warehouse
+from pipelines.commands.options import (
+    add_action,
+    add_actions,
+    add_progress_options,
+    existing_warehouse,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -56,6 +61,7 @@ def register(subparsers: Any) -> None:
     )
     compact.add_argument("warehouse", type=Path, metavar="DIR")
     compact.add_argument("--year", required=True, metavar="YYYY", help="the year to compact")
+    add_progress_options(compact)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -76,10 +82,17 @@ def run_check(args: argparse.Namespace) -> int:
 def run_compact(args: argparse.Namespace) -> int:
     import json
 
-    from pipelines.warehouse.yearly import compact_year
+    from pipelines.commands.ingest import progress_shown
+    from pipelines.warehouse.yearly import CompactProgress, compact_year, format_compact_progress
 
     existing_warehouse(args.warehouse)
-    manifest = compact_year(args.warehouse, args.year)
+    with progress_shown(args) as shown:
+
+        def progress(report: CompactProgress) -> None:
+            if shown is not None:
+                shown.show(format_compact_progress(report), report.seconds, force=report.finished)
+
+        manifest = compact_year(args.warehouse, args.year, progress=progress)
     record = manifest.to_json()
     summary = {k: record[k] for k in ("year", "output", "rows", "month_rows", "seconds")}
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")

@@ -11,14 +11,17 @@ this folder (no double counting).
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
+from pipelines.progress import bar
 from pipelines.warehouse.layout import (
     PARQUET_OPTIONS,
     ROW_GROUP_ROWS,
@@ -217,8 +220,38 @@ _SUMMED = """
 """
 
 
-def _write_summed(files: list[Path], target: Path, *, memory_limit: str) -> tuple[int, int]:
-    """Write the summed rows of month files to target; return (rows written, rows read)."""
+class CompactProgress(NamedTuple):
+    """How far a compaction is: its stage (`checking` the months' files against their
+    manifests, `summing` them in DuckDB, `writing` the year's rows), how far in that stage
+    (months checked of twelve, DuckDB's percent, rows written), seconds since it started."""
+
+    stage: str
+    done: float
+    seconds: float
+    finished: bool = False
+
+
+def format_compact_progress(report: CompactProgress) -> str:
+    """One line: a bar over the stages (checking a tenth, summing most, writing the rest)."""
+    if report.stage == "checking":
+        fraction, said = 0.1 * report.done / 12, f"checking {int(report.done)} of 12 months"
+    elif report.stage == "summing":
+        fraction, said = 0.1 + 0.8 * report.done / 100, f"summing {report.done:.0f}%"
+    else:
+        fraction, said = (1.0 if report.finished else 0.9), f"writing {int(report.done):,} rows"
+    seconds = int(report.seconds)
+    return f"{bar(fraction)} {said}  {seconds // 60}:{seconds % 60:02d}"
+
+
+def _write_summed(
+    files: list[Path],
+    target: Path,
+    *,
+    memory_limit: str,
+    progress: Callable[[str, float], None] | None = None,
+) -> tuple[int, int]:
+    """Write the summed rows of month files to target; return (rows written, rows read).
+    `progress` hears DuckDB's percent while it sums, then the rows written."""
     import duckdb
     import pyarrow.parquet as pq
 
@@ -227,10 +260,39 @@ def _write_summed(files: list[Path], target: Path, *, memory_limit: str) -> tupl
     listed = sql_paths(files)
     month_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     con = duckdb.connect(config={"memory_limit": memory_limit})
+    summed = threading.Event()
+
+    def poll() -> None:  # DuckDB answers query_progress from another thread mid-query
+        assert progress is not None
+        while not summed.wait(0.25):
+            percent = con.query_progress()
+            if percent >= 0:
+                progress("summing", percent)
+
+    written = 0
+
+    def cast(table: Any) -> Any:
+        nonlocal written
+        stats = _as_stats(table, MOVE_STATS_SCHEMA)
+        written += table.num_rows
+        if progress is not None:
+            progress("writing", written)
+        return stats
+
     try:
-        reader = con.sql(_SUMMED.format(files=listed)).to_arrow_reader(ROW_GROUP_ROWS)
+        poller = None
+        if progress is not None:
+            con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
+            poller = threading.Thread(target=poll, daemon=True)
+            poller.start()
+        try:
+            reader = con.sql(_SUMMED.format(files=listed)).to_arrow_reader(ROW_GROUP_ROWS)
+        finally:
+            summed.set()
+            if poller is not None:
+                poller.join()
         with pq.ParquetWriter(target, MOVE_STATS_SCHEMA, **PARQUET_OPTIONS) as writer:
-            rows = write_row_groups(reader, writer, lambda t: _as_stats(t, MOVE_STATS_SCHEMA))
+            rows = write_row_groups(reader, writer, cast)
     finally:
         con.close()
     return rows, int(month_rows)
@@ -255,14 +317,18 @@ class CompactSettings:
 
 
 def compact_year(
-    warehouse: Path, year: str, *, settings: CompactSettings | None = None
+    warehouse: Path,
+    year: str,
+    *,
+    settings: CompactSettings | None = None,
+    progress: Callable[[CompactProgress], None] | None = None,
 ) -> YearlyManifest:
     """Sum a year's twelve months into its compacted file and manifest; return the manifest.
 
     All twelve months must be in the warehouse; their locks are held while they are read, so
     that no month is re-ingested half-way through (a month being built fails the compaction at
     once). The file and then its manifest appear atomically; a reader checks the file against
-    the manifest, and the manifest against the months.
+    the manifest, and the manifest against the months. `progress` hears how far it is.
     """
     import time
 
@@ -270,6 +336,11 @@ def compact_year(
     warehouse = Path(warehouse)
     months = year_months(year)
     started = time.monotonic()
+
+    def report(stage: str, done: float, finished: bool = False) -> None:
+        if progress is not None:
+            progress(CompactProgress(stage, done, time.monotonic() - started, finished))
+
     have = set(available_months(warehouse))
     missing = [m for m in months if m not in have]
     if missing:
@@ -281,7 +352,8 @@ def compact_year(
         for month in months:
             locks.enter_context(month_lock(warehouse, month, clean=False))
         sources: dict[str, MonthSource] = {}
-        for month in months:
+        for checked, month in enumerate(months):
+            report("checking", checked)
             source = month_source(warehouse, month)
             part = partition_file(warehouse, month)
             if source is None or source.sha256 != file_sha256(part):
@@ -297,6 +369,7 @@ def compact_year(
                 [partition_file(warehouse, m) for m in months],
                 tmp,
                 memory_limit=settings.memory_limit,
+                progress=report if progress is not None else None,
             )
             manifest = YearlyManifest(
                 chesspipe_version=__version__,
@@ -311,4 +384,5 @@ def compact_year(
                 finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
             )
             write_json(outputs.path(manifest_file), manifest.to_json())
+    report("writing", rows, finished=True)
     return manifest
