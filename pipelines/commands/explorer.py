@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
     add_action,
     add_actions,
     add_filter_options,
-    add_partition_options,
     settings_as_flags,
 )
 
@@ -40,7 +40,17 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/explorer/month=YYYY-MM/.",
     )
     index = add_action(actions, "index", run, help="index a month of games (the ingest filter)")
-    add_partition_options(index)
+    index.add_argument("source")
+    where = index.add_mutually_exclusive_group(required=True)
+    where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
+    where.add_argument(
+        "--month-by",
+        choices=["date"],
+        help="date: each game into the month its Date tag names (a year only: the year's "
+        "January; no year: 0000-01), as for a player's own export (`/player` with since and "
+        "until) or a collection spanning years",
+    )
+    index.add_argument("--warehouse", required=True, type=Path)
     add_filter_options(index)
     index.add_argument(
         "--plies",
@@ -53,19 +63,33 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args
-    from pipelines.explorer.index import index_month
+    from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
 
     rules = filter_from_args(args)
     with settings_as_flags():
         settings = ExplorerSettings(rules, args.plies)
+    if args.month is not None:
         manifest = index_month(args.source, args.month, args.warehouse, settings)
-    print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
+        print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
+        manifests = [manifest]
+    else:
+        manifests, stats = index_by_date(args.source, args.warehouse, settings)
+        summary = {
+            "games_read": stats.games_read,
+            "games_kept": stats.games_kept,
+            "games_dropped": dict(sorted(stats.dropped.items())),
+            "months": [m.to_json() for m in manifests],
+        }
+        print(json.dumps(summary, indent=2, sort_keys=True))
     if not args.quiet:
+        games = sum(m.games_kept for m in manifests)
+        positions = sum(m.positions for m in manifests)
+        size = sum(m.games_bytes + m.positions_bytes for m in manifests) / 1e6
+        where = manifests[0].month if args.month is not None else f"{len(manifests)} months"
         print(
-            f"chesspipe: indexed {manifest.games_kept:,} games of {manifest.month} for the "
-            f"explorer ({manifest.positions:,} positions, "
-            f"{(manifest.games_bytes + manifest.positions_bytes) / 1e6:.1f} MB)",
+            f"chesspipe: indexed {games:,} games of {where} for the explorer "
+            f"({positions:,} positions, {size:.1f} MB)",
             file=sys.stderr,
         )
     return 0

@@ -138,13 +138,6 @@ def add_month_source(
     parser.add_argument("--month", required=True, help=month_help)
 
 
-def add_partition_options(parser: argparse.ArgumentParser) -> None:
-    """Add SOURCE, --month and --warehouse of the commands that write a month of the
-    warehouse from a month's games (ingest, explorer index)."""
-    add_month_source(parser, "YYYY-MM partition to write")
-    parser.add_argument("--warehouse", required=True, type=Path)
-
-
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """Add the game filter's options (defaults: GameFilter) and the progress options."""
     from pipelines.games.game_filter import VARIANTS, GameFilter

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +158,112 @@ def _index_month(
         )
         output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
     return manifest
+
+
+def index_by_date(
+    source: str,
+    warehouse: Path,
+    settings: ExplorerSettings | None = None,
+    *,
+    http_options: Mapping[str, Any] | None = None,
+) -> tuple[list[ExplorerManifest], ScanStats]:
+    """Index a source's games for the explorer, each game into the month its Date tag names
+    (pipelines.ingest.dates: a year alone in its January, no year in UNDATED), as for a
+    player's own export or a collection spanning years; return the months' manifests in month
+    order and the run's counts (the filter's drops are the run's, not a month's).
+
+    Each month's lock is taken when its first game comes (another run of that month fails at
+    once); each month is published whole, its two files then its manifest, once the whole
+    source is read: a failure before publishes none. A month's manifest counts the games that
+    passed the filter into it (`games_read`), those kept and those its replay dropped.
+    """
+    from pipelines.ingest.dates import game_month
+
+    settings = settings or ExplorerSettings()
+    warehouse = Path(warehouse)
+    started = time.monotonic()
+    stats = ScanStats()
+    chess960 = settings.rules.variant == "chess960"
+    months: dict[str, _DatedMonth] = {}
+    with (
+        ExitStack() as held,
+        open_source(source, settings.rules.variant, **(http_options or {})) as opened,
+    ):
+
+        def month_of(text: bytes) -> _DatedMonth:
+            month = game_month(text)
+            found = months.get(month)
+            if found is None:
+                held.enter_context(explorer_lock(warehouse, month))
+                for leftover in explorer_temp_files(warehouse, month):
+                    leftover.unlink(missing_ok=True)
+                targets = (
+                    games_file(warehouse, month),
+                    positions_file(warehouse, month),
+                    explorer_manifest_path(warehouse, month),
+                )
+                output = held.enter_context(OutputSet(*targets))
+                writer = _Writer(output.path(targets[0]), output.path(targets[1]))
+                held.callback(writer.close)
+                found = months[month] = _DatedMonth(month, targets, output, writer)
+            return found
+
+        def flush() -> None:
+            for dated in months.values():
+                if dated.pending:
+                    dated.writer.add(_replayed(dated.pending, settings, dated.stats, chess960))
+                    dated.pending = []
+
+        texts: list[bytes] = []
+        chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
+        blocks = game_blocks(iter(chunks), stats, check_end=True)
+        waiting = 0
+        for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
+            text = texts.pop()
+            dated = month_of(text)
+            dated.pending.append((kept, text))
+            dated.stats.games_read += 1
+            waiting += 1
+            if waiting >= BATCH_GAMES:
+                flush()
+                waiting = 0
+        flush()
+        manifests = []
+        for dated in sorted(months.values(), key=lambda d: d.month):
+            dated.writer.close()
+            games_path, positions_path = (dated.output.path(t) for t in dated.targets[:2])
+            manifest = ExplorerManifest(
+                chesspipe_version=__version__,
+                month=dated.month,
+                source=source,
+                settings={**settings.to_json(), "month_by": "date"},
+                games_read=dated.stats.games_read,
+                games_kept=dated.stats.games_kept,
+                games_dropped=dict(sorted(dated.stats.dropped.items())),
+                positions=dated.writer.rows,
+                ends_inside_game=stats.ends_inside_game,
+                games_bytes=games_path.stat().st_size,
+                positions_bytes=positions_path.stat().st_size,
+                seconds=round(time.monotonic() - started, 3),
+                games_sha256=file_sha256(games_path),
+                positions_sha256=file_sha256(positions_path),
+            )
+            dated.output.path(dated.targets[2]).write_bytes(json_bytes(manifest.to_json()))
+            manifests.append(manifest)
+        stats.games_kept = sum(m.games_kept for m in manifests)
+    return manifests, stats
+
+
+@dataclass
+class _DatedMonth:
+    """A month of an index by date while the source is read: its files and its games."""
+
+    month: str
+    targets: tuple[Path, Path, Path]
+    output: OutputSet
+    writer: _Writer
+    pending: list[tuple[KeptGame, bytes]] = field(default_factory=list)
+    stats: ScanStats = field(default_factory=ScanStats)
 
 
 def _replayed(
