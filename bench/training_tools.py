@@ -1,12 +1,16 @@
 """Records per second and memory of `chesspipe training filter|rescore|dedupe|to-pgn`.
 
-    python bench/training_tools.py [--copies 10] [--syzygy DIR]
+    python bench/training_tools.py [--copies 10] [--syzygy DIR] [--stockfish-tools PATH]
 
 Input: Stockfish's fixture (`games-eval.plain` and the `games-eval.binpack` Stockfish's tools
 wrote: 9,958 records of whole games) repeated `--copies` times. Each tool runs as a process of
 its own through `bench/measure.py` (wall and CPU seconds, peak memory), one after another in
-the same run, beside `training convert` of the same input for scale. Stockfish's own tools are
-not run (the Stockfish at hand, Debian's, is built without them).
+the same run, beside `training convert` of the same input for scale.
+
+With `--stockfish-tools PATH`, a Stockfish built from the `tools` branch (Debian's is built
+without them; bench/RESULTS.md says how it was built), its `convert` runs on the same inputs
+both ways beside `training convert`, and the outputs are compared: the `.binpack` each writes
+from the `.plain` must be the same bytes, and so must the `.plain` each writes back.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=10)
     parser.add_argument("--syzygy", type=Path, default=SHARED / "syzygy" / "3-4")
     parser.add_argument("--stockfish", type=Path, default=SHARED / "stockfish")
+    parser.add_argument("--stockfish-tools", type=Path, help="a Stockfish built with its tools")
     args = parser.parse_args()
     chesspipe = [sys.executable, "-m", "pipelines", "training"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,12 +74,37 @@ def main() -> None:
         print(f"{records:,} records ({args.copies} copies of the fixture); "
               f".plain {inputs['plain'].stat().st_size:,} bytes, "
               f".binpack {inputs['binpack'].stat().st_size:,} bytes")  # fmt: skip
+        if args.stockfish_tools is not None:
+            steps = _conversions(args.stockfish_tools, chesspipe, inputs, work)
         print("| tool | records/s (CPU) | records/s (wall) | peak memory |")
         print("|---|---|---|---|")
         for name, command in steps:
             got = measure(command)
             print(f"| {name} | {records / got['cpu']:,.0f} | {records / got['wall']:,.0f} | "
                   f"{got['max_rss_mb']:.0f} MB |", flush=True)  # fmt: skip
+        if args.stockfish_tools is not None:
+            for ours, theirs in (("c.binpack", "s.binpack"), ("c.plain", "s.plain")):
+                same = (work / ours).read_bytes() == (work / theirs).read_bytes()
+                print(f"{ours} and {theirs}: {'the same bytes' if same else 'DIFFERENT'}")
+                if not same:
+                    raise SystemExit(1)
+
+
+def _conversions(
+    tools: Path, chesspipe: list[str], inputs: dict[str, Path], work: Path
+) -> list[tuple[str, list[str]]]:
+    """Stockfish's `convert` and chesspipe's, both ways, taking turns on the same inputs (the
+    `.binpack` back to `.plain` is each one's own `.binpack`, so that both read the same)."""
+    plain, binpack = inputs["plain"], inputs["binpack"]
+    sf = [str(tools.resolve())]
+    return [
+        ("Stockfish convert plain -> binpack", [*sf, "convert", str(plain), str(work / "s.binpack")]),
+        ("chesspipe convert plain -> binpack",
+         [*chesspipe, "convert", str(plain), str(work / "c.binpack")]),
+        ("Stockfish convert binpack -> plain", [*sf, "convert", str(binpack), str(work / "s.plain")]),
+        ("chesspipe convert binpack -> plain",
+         [*chesspipe, "convert", str(binpack), str(work / "c.plain")]),
+    ]  # fmt: skip
 
 
 if __name__ == "__main__":
