@@ -36,6 +36,8 @@ class RunCounter:
 
     `lines` leaves out a game whose main line repeats one it saw before (dedupe), shared by the
     counters that hand it to each other; `tree` likewise (None: a new one when a game comes).
+    `unit`: the unit of parallel work counted, in source order, for the first-play ranks
+    (schemas.first_play; None: this counter sees the whole source, or a month's share of it).
     """
 
     def __init__(
@@ -48,6 +50,7 @@ class RunCounter:
         flush_rows: int = FLUSH_ROWS,
         tree: OpeningTree | None = None,
         lines: MainLines | None = None,
+        unit: int | None = None,
     ) -> None:
         self.settings = settings
         self.stats = stats
@@ -56,6 +59,7 @@ class RunCounter:
         self.flush_rows = flush_rows
         self.tree = tree
         self.lines = lines
+        self.unit = unit
         self.runs: list[Path] = []
         self._counter: MoveCounter | None = None
 
@@ -66,7 +70,9 @@ class RunCounter:
             from pipelines.ingest.counting import MoveCounter
 
             chess960 = self.settings.rules.variant == "chess960"
-            counter = MoveCounter(self.settings.plies, self.stats, self.tree, chess960)
+            counter = MoveCounter(
+                self.settings.plies, self.stats, self.tree, chess960, unit=self.unit
+            )
             self._counter = counter
             self.tree = counter.tree
         if self.lines is not None and self.lines.repeats(kept):
@@ -99,9 +105,11 @@ def count_kept(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
+    unit: int | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of games that passed the filter into run files under staging
-    (those whose main line repeats one before left out, with the settings' dedupe).
+    (those whose main line repeats one before left out, with the settings' dedupe); `unit` as
+    RunCounter takes it.
 
         Return the run files and the opening tree used (None if no game came and none was given).
     """
@@ -113,6 +121,7 @@ def count_kept(
         flush_rows=flush_rows,
         tree=tree,
         lines=MainLines() if settings.dedupe else None,
+        unit=unit,
     )
     for kept in games:
         counter.add(kept)
@@ -143,6 +152,7 @@ def count_games(
     tree: OpeningTree | None = None,
     kept_elsewhere: Iterable[KeptGame] = (),
     kept_text_file: Path | None = None,
+    unit: int | None = None,
 ) -> tuple[list[Path], OpeningTree | None]:
     """Count the first plies of the games of blocks (from game_blocks) that pass the filter,
     after `kept_elsewhere` (games that passed it where they were read), into run files under
@@ -150,7 +160,8 @@ def count_games(
 
     Return the run files and the opening tree used (None if no game was kept and none given).
     With `kept_text_file`, the text of the games of blocks that pass is staged there (KeptText);
-    the scan counts then name those counting dropped (ScanStats.rejected).
+    the scan counts then name those counting dropped (ScanStats.rejected). `unit`: the unit of
+    parallel work these blocks are, for the first-play ranks (None: the whole source).
     """
     text = KeptText(kept_text_file) if kept_text_file is not None else None
     try:
@@ -165,6 +176,7 @@ def count_games(
             prefix=prefix,
             flush_rows=flush_rows,
             tree=tree,
+            unit=unit,
         )
     finally:
         if text is not None:

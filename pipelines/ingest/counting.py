@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import chess
 
 from pipelines.games.game_filter import KeptGame, ScanStats
+from schemas import first_play
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
@@ -113,7 +114,7 @@ class OpeningTree:
 @dataclass
 class MoveRows:
     """Growing columns of per-ply rows: key, move, speed, rating band, mover's points, rating
-    group of the game and the mover's rating."""
+    group of the game, the mover's rating and the ply's first-play rank (schemas.first_play)."""
 
     keys: array[int] = field(default_factory=lambda: array("Q"))
     moves: array[int] = field(default_factory=lambda: array("H"))
@@ -122,6 +123,7 @@ class MoveRows:
     points: array[int] = field(default_factory=lambda: array("B"))
     groups: array[int] = field(default_factory=lambda: array("H"))
     ratings: array[int] = field(default_factory=lambda: array("H"))
+    first_plays: array[int] = field(default_factory=lambda: array("Q"))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -134,8 +136,13 @@ def count_game(
     rows: MoveRows,
     chess960: bool = False,
     sans: list[bytes] | None = None,
+    *,
+    rank: int = 0,
 ) -> int:
-    """Append the first plies of a kept game to rows; return how many were added."""
+    """Append the first plies of a kept game to rows; return how many were added.
+
+    `rank`: the first-play rank of the game's first ply (schemas.first_play.game_rank).
+    """
     if sans is None:
         sans = san_tokens(game.movetext, plies)
     if not sans:
@@ -148,7 +155,9 @@ def count_game(
     band = game.rating_band
     group = game.rating_group
     white_points = game.result
-    for key, raw in walked:
+    last = rank + first_play.LAST_PLY
+    for ply, (key, raw) in enumerate(walked):
+        rows.first_plays.append(min(rank + ply, last))
         rows.keys.append(key)
         rows.moves.append(raw)
         rows.speeds.append(speed)
@@ -175,6 +184,8 @@ class MoveCounter:
         chess960: bool = False,
         batch_size: int = 2048,
         batched: bool | None = None,
+        *,
+        unit: int | None = None,
     ) -> None:
         self.plies = plies
         self.stats = stats
@@ -190,6 +201,8 @@ class MoveCounter:
         self._numbers: array[int] = array("q")
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
+        #: The unit of parallel work counted, for the first-play ranks (None: the whole source).
+        self.unit = unit
 
     def add(self, game: KeptGame) -> None:
         """Count a kept game (perhaps later, in a batch)."""
@@ -220,8 +233,11 @@ class MoveCounter:
         self.stats.rejected.append(place)
 
     def _count_one(self, game: KeptGame, sans: list[bytes] | None, place: int) -> None:
+        rank = first_play.game_rank(place, self.unit)
         try:
-            added = count_game(game, self.plies, self.tree, self.rows, self.chess960, sans)
+            added = count_game(
+                game, self.plies, self.tree, self.rows, self.chess960, sans, rank=rank
+            )
         except IllegalMove:
             self._reject("illegal_move", place)
             return
@@ -256,7 +272,10 @@ class MoveCounter:
         numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
         self._numbers = array("q")
         walked = walk_openings([game.movetext for game, _ in pending], plies=self.plies)
-        self._add_walked(walked.keys, walked.moves, walked.lengths, numbers)
+        ranks = np.array(
+            [first_play.game_rank(place, self.unit) for _, place in pending], dtype=np.uint64
+        )
+        self._add_walked(walked.keys, walked.moves, walked.lengths, numbers, ranks)
         redo = [int(i) for i in np.flatnonzero(walked.lengths <= 0)]
         tokens = [san_tokens(pending[i][0].movetext, self.plies) for i in redo]
         again = [i for i, sans in zip(redo, tokens, strict=True) if sans]
@@ -268,7 +287,7 @@ class MoveCounter:
             if not walked_all.all():  # (a walk accepts only what it reads whole)
                 rows = np.repeat(walked_all, np.maximum(lengths, 0))
                 keys, moves, lengths = keys[rows], moves[rows], np.where(walked_all, lengths, 0)
-            self._add_walked(keys, moves, lengths, numbers[again])
+            self._add_walked(keys, moves, lengths, numbers[again], ranks[again])
             decided = set(np.array(again)[walked_all].tolist())
             redo = [i for i in redo if i not in decided]
         self.stats.games_kept += len(pending) - len(redo)
@@ -277,11 +296,16 @@ class MoveCounter:
             self._count_one(game, None, place)  # python-chess decides
 
     def _add_walked(
-        self, keys: np.ndarray, moves: np.ndarray, lengths: np.ndarray, numbers: np.ndarray
+        self,
+        keys: np.ndarray,
+        moves: np.ndarray,
+        lengths: np.ndarray,
+        numbers: np.ndarray,
+        ranks: np.ndarray,
     ) -> None:
         """Add the rows a walk gave the games whose numbers are given (one row per game of
-        `numbers`: ratings, speed ordinal, White's points), `lengths` rows a game (none where
-        not above 0)."""
+        `numbers`: ratings, speed ordinal, White's points; `ranks`: the first-play rank of each
+        one's first ply), `lengths` rows a game (none where not above 0)."""
         import numpy as np
 
         games = np.repeat(np.arange(len(lengths)), np.maximum(lengths, 0))
@@ -289,7 +313,8 @@ class MoveCounter:
             return
         starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
         first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
-        white_moves = (np.arange(len(games)) - first_row) % 2 == 0
+        ply = np.arange(len(games)) - first_row
+        white_moves = ply % 2 == 0
         white_elo, black_elo, ordinal, white_points = numbers.T
         band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
         # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top group
@@ -306,3 +331,6 @@ class MoveCounter:
         self.rows.points.frombytes(points.tobytes())
         self.rows.groups.frombytes(group.tobytes())
         self.rows.ratings.frombytes(rating.tobytes())
+        np.minimum(ply, first_play.LAST_PLY, out=ply)
+        ranked = ranks[games] + ply.astype(np.uint64)
+        self.rows.first_plays.frombytes(ranked.tobytes())

@@ -95,7 +95,8 @@ def _count_unit(
     games: Iterable[KeptGame] = (),
 ) -> UnitCounts:
     """Count `games` that passed the filter, then those of `blocks` that pass it, into run files
-    named after unit `index` under staging (count_runs.count_games).
+    named after unit `index` under staging (count_runs.count_games), their first-play ranks
+    those of unit `index` (units are numbered in source order, with gaps where they are frames).
 
     With `write_kept`, the text of the games of `blocks` kept is staged in the unit's `.kept`
     file under staging (_kept_path), and the scan counts name those counting dropped
@@ -115,6 +116,7 @@ def _count_unit(
         tree=_TREE,
         kept_elsewhere=games,
         kept_text_file=_kept_path(staging, index) if write_kept else None,
+        unit=index,
     )
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
     return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])

@@ -1,13 +1,13 @@
 """Runs of move statistics: partial counts written while ingesting, merged into a month's file.
 
-A run holds (key, move, speed index, rating band, rating group, wins, draws, losses, rating sum),
-summed and sorted by key,
+A run holds (key, move, speed index, rating band, rating group, first-play rank, wins, draws,
+losses, rating sum), summed and sorted by key,
 as raw NumPy columns with where each range of keys starts. The runs are merged a range of keys
 at a time (memory stays bounded), summed and written with pyarrow in row groups.
 
-Summing sorts rows by (key, move, speed, band, group) and adds up equal ones: compiled
-(`_sums.c`) when the dimensions pack into 32 bits, as the design's always do; with NumPy
-otherwise.
+Summing sorts rows by (key, move, speed, band, group) and adds up equal ones, each row's
+first-play rank the least of theirs (schemas.move_stats, FIRST_PLAY_*): compiled (`_sums.c`)
+when the dimensions pack into 32 bits, as the design's always do; with NumPy otherwise.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ class StatsColumns:
     speed: np.ndarray
     rating_band: np.ndarray
     rating_group: np.ndarray
+    #: The least first-play rank of the plies summed (schemas.move_stats.first_play_rank).
+    first_play: np.ndarray
     wins: np.ndarray
     draws: np.ndarray
     losses: np.ndarray
@@ -61,6 +63,7 @@ _DTYPES = {
     "speed": np.uint8,
     "rating_band": np.uint16,
     "rating_group": np.uint16,
+    "first_play": np.uint64,
     "wins": np.uint64,
     "draws": np.uint64,
     "losses": np.uint64,
@@ -83,6 +86,7 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     if packed is not None and len(columns) <= _COMPILED_ROWS:
         sums = _sums.sum_counts(
             *(np.ascontiguousarray(column) for column in (columns.key, packed)),
+            np.ascontiguousarray(columns.first_play),
             *(np.ascontiguousarray(getattr(columns, name)) for name in _COUNT_COLUMNS),
         )
         return _unpacked(sums)
@@ -108,18 +112,22 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     starts = np.flatnonzero(change)
     firsts = order[starts]
     counts = [np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS]
-    return StatsColumns(*(getattr(columns, name)[firsts] for name in _DIMENSIONS), *counts)
+    first_play = np.minimum.reduceat(columns.first_play[order], starts)
+    return StatsColumns(
+        *(getattr(columns, name)[firsts] for name in _DIMENSIONS), first_play, *counts
+    )
 
 
 #: Rows summed compiled at most in one call (its row numbers are 32 bits).
 _COMPILED_ROWS = (1 << 32) - 1
 
 
-def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsColumns:
-    """Return the compiled sums (keys, packed dimensions and counts) as columns."""
-    keys, packed, *counts = (
+def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsColumns:
+    """Return the compiled sums (keys, packed dimensions, first-play ranks and counts) as
+    columns."""
+    keys, packed, first_play, *counts = (
         np.frombuffer(values, dtype=dtype)
-        for values, dtype in zip(sums, (np.uint64, np.uint32, *(np.uint64,) * 4), strict=True)
+        for values, dtype in zip(sums, (np.uint64, np.uint32, *(np.uint64,) * 5), strict=True)
     )
     group = packed & ((1 << _GROUP_BITS) - 1)
     band = (packed >> _GROUP_BITS) & ((1 << _BAND_BITS) - 1)
@@ -131,6 +139,7 @@ def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsCol
         _SPEED_OF_RANK[speed_rank],
         _BAND_VALUES[band],
         _GROUP_VALUES[group],
+        first_play,
         *counts,
     )
 
@@ -215,16 +224,18 @@ def from_rows(rows: MoveRows) -> StatsColumns:
         np.frombuffer(rows.bands, dtype=np.uint16),
         np.frombuffer(rows.groups, dtype=np.uint16),
     )
+    first_play = np.frombuffer(rows.first_plays, dtype=np.uint64)
     points = np.frombuffer(rows.points, dtype=np.uint8)
     ratings = np.frombuffer(rows.ratings, dtype=np.uint16)
     packed = _packed_dimensions(*dimensions) if len(keys) else None
     if packed is not None and len(keys) <= _COMPILED_ROWS:
         # Compiled straight from the points and ratings: no 64-bit counts a ply.
-        return _unpacked(_sums.sum_plies(keys, packed, points, ratings))
+        return _unpacked(_sums.sum_plies(keys, packed, first_play, points, ratings))
     return summed(
         StatsColumns(
             keys,
             *dimensions,
+            first_play,
             (points == 2).astype(np.uint64),
             (points == 1).astype(np.uint64),
             (points == 0).astype(np.uint64),
@@ -264,7 +275,7 @@ BUCKET_BITS = 8
 ROW_GROUP_ROWS = layout.ROW_GROUP_ROWS
 _PARQUET_OPTIONS = layout.PARQUET_OPTIONS
 
-_RUN_MAGIC = b"CPRUN1\0\0"
+_RUN_MAGIC = b"CPRUN2\0\0"
 
 
 def _bucket_starts(key: np.ndarray) -> np.ndarray:
@@ -309,6 +320,7 @@ def _month_table(columns: StatsColumns) -> pa.Table:
         _arrow(columns.draws),
         _arrow(columns.losses),
         _arrow(columns.rating_sum),
+        _arrow(columns.first_play),
     ]
     return pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
 
