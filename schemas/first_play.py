@@ -2,52 +2,44 @@
 order a move was first played, so that a book orders moves of equal weight as PolyGlot's
 make-book does (docs/books.md, "Entry order").
 
-A ply's rank is one uint64 of four fields, from the top:
+A ply's rank is one uint64 of three fields, from the top:
 
 - the month within the year: 0 in a month's file, the month's number - 1 in a compacted year's
   (pipelines.warehouse.yearly), so that a year's ranks order its months first;
-- the unit of parallel work (a unit of zstd frames or a block of games), in source order: 0
-  when one process counts the whole source;
-- the game's place in its unit, in order (games that passed the filter, those that counting
-  then dropped included);
-- the ply within the game, from 0 (so that a game reaching a position twice ranks its moves
-  by ply); a ply beyond LAST_PLY counts as LAST_PLY.
+- the game's place in the source (from 0, in file order), among the games that passed the
+  filter (those that counting then dropped included: the places have gaps);
+- the ply within the game, from 0, so that a game reaching a position twice ranks its moves by
+  ply; a ply beyond LAST_PLY counts as LAST_PLY.
 
-Where one process counts the whole source (`unit` None) the game's place may also take the
-unit's bits. The ranks are not dense: they increase in file order, which is all a book needs.
-A row's rank is the least of the plies it sums.
+A row's rank is the least of the plies it sums. Games counted in units (of zstd frames, or of
+blocks of games) by worker processes are placed in their unit first; the merge then adds the
+games of the units before (`rebase`), so that a month's file is the same however it was read.
 """
 
 from __future__ import annotations
 
 PLY_BITS = 12
-GAME_BITS = 26
-UNIT_BITS = 22
+GAME_BITS = 48
 MONTH_BITS = 4
 
-GAME_SHIFT = PLY_BITS
-UNIT_SHIFT = PLY_BITS + GAME_BITS
-MONTH_SHIFT = PLY_BITS + GAME_BITS + UNIT_BITS
+MONTH_SHIFT = PLY_BITS + GAME_BITS
 LAST_PLY = (1 << PLY_BITS) - 1
 
 assert MONTH_SHIFT + MONTH_BITS == 64
 
 
 class RankOverflow(ValueError):
-    """A unit or a game's place does not fit its field of the first-play rank."""
+    """A game's place does not fit its field of the first-play rank."""
 
 
-def game_rank(place: int, unit: int | None) -> int:
-    """Return the rank of ply 0 of the game at `place` (from 0) in `unit` (None: the one
-    process counting the whole source); its ply p ranks game_rank + min(p, LAST_PLY)."""
-    if unit is None:
-        if place >> (MONTH_SHIFT - GAME_SHIFT):
-            raise RankOverflow(f"game {place:,} of one source is beyond the first-play rank")
-        return place << GAME_SHIFT
-    if unit >> UNIT_BITS:
-        raise RankOverflow(f"unit {unit:,} is beyond the first-play rank's {UNIT_BITS} bits")
+def game_rank(place: int) -> int:
+    """Return the rank of ply 0 of the game at `place` (from 0); its ply p ranks
+    game_rank + min(p, LAST_PLY)."""
     if place >> GAME_BITS:
-        raise RankOverflow(
-            f"game {place:,} of unit {unit:,} is beyond the first-play rank's {GAME_BITS} bits"
-        )
-    return unit << UNIT_SHIFT | place << GAME_SHIFT
+        raise RankOverflow(f"game {place:,} is beyond the first-play rank's {GAME_BITS} bits")
+    return place << PLY_BITS
+
+
+def rebase(games_before: int) -> int:
+    """Return what a rank counted in a unit gains when `games_before` games came before it."""
+    return game_rank(games_before)

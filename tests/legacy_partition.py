@@ -18,7 +18,9 @@ COUNTS = ["games", "wins", "draws", "losses"]
 def write_legacy_partition(source: Path, target: Path) -> None:
     """Rewrite a partition without `rating_group` and `rating_sum`: one row per (key, move,
     speed, band), sorted, as earlier versions wrote it (no `first_play` either)."""
-    table = pq.read_table(source).drop_columns(["rating_group", "rating_sum", "first_play"])
+    table = pq.read_table(source)
+    later = [c for c in ("rating_group", "rating_sum", "first_play") if c in table.column_names]
+    table = table.drop_columns(later)
     summed = table.group_by(DIMENSIONS).aggregate([(c, "sum") for c in COUNTS])
     summed = summed.rename_columns([n.removesuffix("_sum") for n in summed.column_names])
     summed = summed.select(DIMENSIONS + COUNTS).sort_by([(d, "ascending") for d in DIMENSIONS])

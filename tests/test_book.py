@@ -478,10 +478,12 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     path = partition_file(tmp_path, "2024-01")
     path.parent.mkdir(parents=True)
     wins = rng.integers(20, 40, n)
+    moves = np.tile(np.array([1, 2], dtype=np.uint16), n // 2)
+    ranks = rng.permutation(n).astype(np.uint64)
     table = pa.table(
         {
             "key": keys,
-            "move": np.tile(np.array([1, 2], dtype=np.uint16), n // 2),
+            "move": moves,
             "speed": ["blitz"] * n,
             "rating_band": np.full(n, 2200, dtype=np.uint16),
             "rating_group": np.full(n, 2200, dtype=np.uint16),
@@ -490,6 +492,7 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
             "draws": np.zeros(n, dtype=np.uint64),
             "losses": np.zeros(n, dtype=np.uint64),
             "rating_sum": 2250 * wins.astype(np.uint64),
+            "first_play": ranks,
         },
         schema=MOVE_STATS_SCHEMA,
     )
@@ -501,6 +504,12 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     assert len(entries) == n
     same_key = entries["key"][1:] == entries["key"][:-1]
     assert np.all(entries["weight"][1:][same_key] <= entries["weight"][:-1][same_key])
+    # Moves of equal weight by their first-play rank.
+    rank_of = dict(zip(zip(keys.tolist(), moves.tolist()), ranks.tolist()))
+    pairs = zip(entries["key"].tolist(), entries["move"].tolist())
+    entry_ranks = np.array([rank_of[pair] for pair in pairs])
+    tied = same_key & (entries["weight"][1:] == entries["weight"][:-1])
+    assert tied.any() and np.all(entry_ranks[1:][tied] > entry_ranks[:-1][tied])
 
 
 @pytest.mark.parametrize(

@@ -70,13 +70,15 @@ def assert_books_equal_polyglot(warehouse: Path, months: str, pgn: Path, folder:
 def test_parallel_ingest_ranks_as_in_process(
     tmp_path: Path, capablanca: Path, london: Path
 ) -> None:
-    """Units of frames and blocks of games read by two worker processes give the ranks (and
-    books) of one process: PolyGlot's, and python-chess's first plays."""
+    """Units of frames and blocks of games read by two worker processes give the month file
+    of one process (the units' ranks moved on by the games before them), whose ranks are
+    python-chess's first plays and whose books are PolyGlot's."""
     both = tmp_path / "both.pgn"
     both.write_text(read_text(capablanca) + "\n" + read_text(london))
     framed = tmp_path / "both.pgn.zst"
     write_framed_zstd(framed, both.read_bytes(), frame_size=20_000, level=1)
     expected = moves_by_first_play(first_plays(both))
+    files = set()
     runs = {
         "in process": (both, 1, Strategy.IN_PROCESS),
         "units of frames": (framed, 2, Strategy.UNITS),
@@ -104,6 +106,8 @@ def test_parallel_ingest_ranks_as_in_process(
         assert ranks.null_count == 0
         assert rank_order(partition_file(warehouse, "1901-01")) == expected, name
         assert_books_equal_polyglot(warehouse, "1901-01", both, tmp_path)
+        files.add(partition_file(warehouse, "1901-01").read_bytes())
+    assert len(files) == 1
 
 
 def test_books_over_two_months_equal_polyglot_on_their_games_in_month_order(

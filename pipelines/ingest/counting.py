@@ -184,8 +184,6 @@ class MoveCounter:
         chess960: bool = False,
         batch_size: int = 2048,
         batched: bool | None = None,
-        *,
-        unit: int | None = None,
     ) -> None:
         self.plies = plies
         self.stats = stats
@@ -201,8 +199,6 @@ class MoveCounter:
         self._numbers: array[int] = array("q")
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
-        #: The unit of parallel work counted, for the first-play ranks (None: the whole source).
-        self.unit = unit
 
     def add(self, game: KeptGame) -> None:
         """Count a kept game (perhaps later, in a batch)."""
@@ -233,7 +229,7 @@ class MoveCounter:
         self.stats.rejected.append(place)
 
     def _count_one(self, game: KeptGame, sans: list[bytes] | None, place: int) -> None:
-        rank = first_play.game_rank(place, self.unit)
+        rank = first_play.game_rank(place)
         try:
             added = count_game(
                 game, self.plies, self.tree, self.rows, self.chess960, sans, rank=rank
@@ -272,9 +268,7 @@ class MoveCounter:
         numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
         self._numbers = array("q")
         walked = walk_openings([game.movetext for game, _ in pending], plies=self.plies)
-        ranks = np.array(
-            [first_play.game_rank(place, self.unit) for _, place in pending], dtype=np.uint64
-        )
+        ranks = np.array([first_play.game_rank(place) for _, place in pending], dtype=np.uint64)
         self._add_walked(walked.keys, walked.moves, walked.lengths, numbers, ranks)
         redo = [int(i) for i in np.flatnonzero(walked.lengths <= 0)]
         tokens = [san_tokens(pending[i][0].movetext, self.plies) for i in redo]

@@ -12,6 +12,7 @@ when the dimensions pack into 32 bits, as the design's always do; with NumPy oth
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -20,6 +21,7 @@ import numpy as np
 
 from pipelines.ingest import _sums
 from pipelines.warehouse import layout
+from schemas.first_play import rebase
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
 from schemas.speed import Speed
 
@@ -349,8 +351,13 @@ def merge_runs(
     *,
     in_memory_rows: int,
     row_group_rows: int = ROW_GROUP_ROWS,
+    games_before: Sequence[int] | None = None,
 ) -> int:
     """Sum run files into one sorted month file at target; return its row count.
+
+    `games_before`: for each run, the games counted before its unit's in the source, which
+    its first-play ranks (placed in the unit) are moved on by (schemas.first_play.rebase);
+    none: the ranks are the source's already.
 
     The runs are summed a range of keys at a time, three ranges holding at most `in_memory_rows`
     rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
@@ -366,8 +373,12 @@ def merge_runs(
     # Three ranges at a time in memory: two being summed, one being written.
     steps = _steps(index, max(1, min(in_memory_rows // 3, _MERGE_STEP_ROWS))) if len(runs) else []
 
+    bases = [rebase(games) for games in games_before or [0] * len(runs)]
+    if len(bases) != len(runs):
+        raise ValueError(f"{len(bases)} counts of games before for {len(runs)} run files")
+
     def summed_range(first: int, stop: int) -> StatsColumns:
-        merged = _read_range(runs, index, first, stop)
+        merged = _read_range(runs, index, first, stop, bases)
         return summed(merged, runs=True) if len(runs) > 1 else merged
 
     total = 0
@@ -395,13 +406,16 @@ def merge_runs(
 _MERGE_STEP_ROWS = 1 << 19
 
 
-def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> StatsColumns:
-    """Read key ranges first:stop of all runs, one after the other, as one set of columns."""
+def _read_range(
+    runs: list[Path], index: np.ndarray, first: int, stop: int, bases: list[int]
+) -> StatsColumns:
+    """Read key ranges first:stop of all runs, one after the other, as one set of columns,
+    each run's first-play ranks moved on by its base."""
     starts, stops = index[:, first], index[:, stop]
     size = int((stops - starts).sum())
     columns = {name: np.empty(size, dtype=dtype) for name, dtype in _DTYPES.items()}
     at = 0
-    for path, row, start, stop_row in zip(runs, index, starts, stops, strict=True):
+    for path, row, start, stop_row, base in zip(runs, index, starts, stops, bases, strict=True):
         count = int(stop_row - start)
         if not count:
             continue
@@ -415,6 +429,8 @@ def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> S
                 if handle.readinto(view) != view.nbytes:
                     raise ValueError(f"run file {path} is shorter than its index says")
                 offset += rows * size_of
+        if base:
+            columns["first_play"][at : at + count] += np.uint64(base)
         at += count
     return StatsColumns(**columns)
 
