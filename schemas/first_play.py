@@ -8,22 +8,26 @@ A ply's rank is one uint64 of three fields, from the top:
   (pipelines.warehouse.yearly), so that a year's ranks order its months first;
 - the game's place in the source (from 0, in file order), among the games that passed the
   filter (those that counting then dropped included: the places have gaps);
-- the ply within the game, from 0, so that a game reaching a position twice ranks its moves by
-  ply; a ply beyond LAST_PLY counts as LAST_PLY.
+- the visit: how many times the game reached the ply's position before (0 but for a position
+  repeated within the plies counted), so that a game playing two moves from one position ranks
+  them by ply; a visit beyond LAST_VISIT counts as LAST_VISIT.
 
-A row's rank is the least of the plies it sums. Games counted in units (of zstd frames, or of
-blocks of games) by worker processes are placed in their unit first; the merge then adds the
-games of the units before (`rebase`), so that a month's file is the same however it was read.
+Ranks are compared only between moves of one position, so the visit stands in for the ply, and
+costs next to nothing in a file (it is nearly always 0, where a ply would be noise in every
+row). A row's rank is the least of the plies it sums. Games counted in units (of zstd frames,
+or of blocks of games) by worker processes are placed in their unit first; the merge then adds
+the games of the units before (`rebase`), so that a month's file is the same however it was
+read.
 """
 
 from __future__ import annotations
 
-PLY_BITS = 12
-GAME_BITS = 48
+VISIT_BITS = 3
+GAME_BITS = 57
 MONTH_BITS = 4
 
-MONTH_SHIFT = PLY_BITS + GAME_BITS
-LAST_PLY = (1 << PLY_BITS) - 1
+MONTH_SHIFT = VISIT_BITS + GAME_BITS
+LAST_VISIT = (1 << VISIT_BITS) - 1
 
 assert MONTH_SHIFT + MONTH_BITS == 64
 
@@ -33,11 +37,11 @@ class RankOverflow(ValueError):
 
 
 def game_rank(place: int) -> int:
-    """Return the rank of ply 0 of the game at `place` (from 0); its ply p ranks
-    game_rank + min(p, LAST_PLY)."""
+    """Return the rank of a first visit of the game at `place` (from 0); its visit v of a
+    position ranks game_rank + min(v, LAST_VISIT)."""
     if place >> GAME_BITS:
         raise RankOverflow(f"game {place:,} is beyond the first-play rank's {GAME_BITS} bits")
-    return place << PLY_BITS
+    return place << VISIT_BITS
 
 
 def rebase(games_before: int) -> int:

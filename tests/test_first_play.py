@@ -28,6 +28,7 @@ from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.open import open_source
 from pipelines.warehouse.layout import partition_file
 from pipelines.warehouse.yearly import compact_year, yearly_file
+from schemas.first_play import LAST_VISIT
 from tests.conftest import SHARED_DATA, need
 from tests.legacy_partition import write_manifest_for, write_unranked_partition
 from tests.polyglot_order import first_plays, moves_by_first_play, rank_order, ties_by_move
@@ -243,3 +244,62 @@ def test_months_without_ranks_build_the_books_they_built_before(
             ours = folder / f"year-{settings.min_games}.bin"
             build_book(copy, "1901-01..1901-12", ours, settings)
             assert ours.read_bytes() == ties_by_move(reference)
+
+
+#: Games that come back to a position and play another move from it: by ply (Nh3 before Nc3,
+#: then d4 in the next game), not by move (Nc3, Nh3, d4).
+REPEATING = """[Event "a"]
+[Result "1-0"]
+
+1. Nh3 Nf6 2. Ng1 Ng8 3. Nc3 e5 4. Nb1 Nc6 5. Nf3 1-0
+
+[Event "b"]
+[Result "1-0"]
+
+1. d4 d5 2. Nc3 Nc6 3. Nb1 Nb8 4. c4 Nf6 1-0
+
+[Event "c"]
+[Result "0-1"]
+
+{shuffle} """ + " ".join(
+    f"{n * 2 + 1}. Nf3 Nf6 {n * 2 + 2}. Ng1 Ng8" for n in range(20)
+) + """ 41. c4 0-1
+"""
+
+
+@pytest.mark.parametrize("plies", [20, 80])
+def test_a_game_coming_back_to_a_position_ranks_its_moves_by_ply(
+    tmp_path: Path, plies: int
+) -> None:
+    """Both ways of counting (the compiled walk in batches, python-chess a game at a time)
+    give the same ranks, a position's visits counted (the third game's more than the field
+    holds too: longer than the compared plies at 80); the book at -min-game 1 is PolyGlot's."""
+    from pipelines.games.game_filter import ScanStats
+    from pipelines.games.scan import kept_games_in_blocks, split_games
+    from pipelines.ingest.counting import MoveCounter
+
+    pgn = tmp_path / "repeating.pgn"
+    pgn.write_text(REPEATING)
+    stats = ScanStats()
+    games = list(split_games([pgn.read_bytes()], stats))
+    kept = list(kept_games_in_blocks([b"".join(b"\n\n[" + g for g in games)], EVERY_GAME, stats))
+    assert len(kept) == 3
+    rows = []
+    for batched in (True, False):
+        counter = MoveCounter(plies, ScanStats(), batched=batched)
+        for game in kept:
+            counter.add(game)
+        counted = counter.take_rows()
+        rows.append({name: list(getattr(counted, name)) for name in counted.__dataclass_fields__})
+    assert rows[0] == rows[1]
+    visits = [rank & LAST_VISIT for rank in rows[0]["first_plays"]]
+    assert max(visits) == (LAST_VISIT if plies == 80 else 4)  # (game c: plies 0, 4, ..., 16)
+    warehouse = tmp_path / f"w-{plies}"
+    ingest(str(pgn), "1901-01", warehouse, IngestSettings(EVERY_GAME, plies))
+    ranks = rank_order(partition_file(warehouse, "1901-01"))
+    assert ranks == moves_by_first_play(first_plays(pgn, plies=plies))
+    if plies == 20:  # PolyGlot's -max-ply 20
+        ours = tmp_path / "ours.bin"
+        build_book(warehouse, "1901-01", ours, BookSettings(1, 0.0))
+        assert ours.read_bytes() == make_book(pgn, tmp_path, 1, 0.0).read_bytes()
+        assert ours.read_bytes() != ties_by_move(ours)

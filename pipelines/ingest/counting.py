@@ -141,7 +141,8 @@ def count_game(
 ) -> int:
     """Append the first plies of a kept game to rows; return how many were added.
 
-    `rank`: the first-play rank of the game's first ply (schemas.first_play.game_rank).
+    `rank`: the game's first-play rank (schemas.first_play.game_rank), which each ply's
+    visit of its position adds to.
     """
     if sans is None:
         sans = san_tokens(game.movetext, plies)
@@ -155,9 +156,11 @@ def count_game(
     band = game.rating_band
     group = game.rating_group
     white_points = game.result
-    last = rank + first_play.LAST_PLY
-    for ply, (key, raw) in enumerate(walked):
-        rows.first_plays.append(min(rank + ply, last))
+    visits: dict[int, int] = {}
+    for key, raw in walked:
+        visit = visits.get(key, 0)
+        visits[key] = visit + 1
+        rows.first_plays.append(rank + min(visit, first_play.LAST_VISIT))
         rows.keys.append(key)
         rows.moves.append(raw)
         rows.speeds.append(speed)
@@ -298,8 +301,8 @@ class MoveCounter:
         ranks: np.ndarray,
     ) -> None:
         """Add the rows a walk gave the games whose numbers are given (one row per game of
-        `numbers`: ratings, speed ordinal, White's points; `ranks`: the first-play rank of each
-        one's first ply), `lengths` rows a game (none where not above 0)."""
+        `numbers`: ratings, speed ordinal, White's points; `ranks`: each one's first-play rank),
+        `lengths` rows a game (none where not above 0)."""
         import numpy as np
 
         games = np.repeat(np.arange(len(lengths)), np.maximum(lengths, 0))
@@ -307,8 +310,7 @@ class MoveCounter:
             return
         starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
         first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
-        ply = np.arange(len(games)) - first_row
-        white_moves = ply % 2 == 0
+        white_moves = (np.arange(len(games)) - first_row) % 2 == 0
         white_elo, black_elo, ordinal, white_points = numbers.T
         band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
         # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top group
@@ -325,6 +327,33 @@ class MoveCounter:
         self.rows.points.frombytes(points.tobytes())
         self.rows.groups.frombytes(group.tobytes())
         self.rows.ratings.frombytes(rating.tobytes())
-        np.minimum(ply, first_play.LAST_PLY, out=ply)
-        ranked = ranks[games] + ply.astype(np.uint64)
+        ranked = ranks[games] + _visits(keys, games, int(lengths.max()))
         self.rows.first_plays.frombytes(ranked.tobytes())
+
+
+#: Games up to this many plies have their repeated positions found by comparing each ply with
+#: those 4, 6, ... plies before it; longer ones by a sort.
+_COMPARED_PLIES = 64
+
+
+def _visits(keys: np.ndarray, games: np.ndarray, longest: int) -> np.ndarray:
+    """Return for each row (a ply: its position's key and its game, the rows of a game
+    together and in order) how many earlier plies of its game reached its position, at most
+    schemas.first_play.LAST_VISIT, as uint64."""
+    import numpy as np
+
+    visits = np.zeros(len(keys), dtype=np.uint64)
+    if longest <= _COMPARED_PLIES:
+        # A position comes back 4 plies later at the soonest, with the same side to move.
+        for back in range(4, longest, 2):
+            same = keys[back:] == keys[:-back]
+            same &= games[back:] == games[:-back]
+            visits[back:] += same
+    else:
+        order = np.lexsort((keys, games))  # (stable: a game's visits of a position by ply)
+        ordered = np.column_stack((games[order], keys[order].astype(np.int64)))
+        starts = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)]
+        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+        visits[order] = np.arange(len(order)) - run_start
+    np.minimum(visits, first_play.LAST_VISIT, out=visits)
+    return visits
