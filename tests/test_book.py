@@ -505,8 +505,10 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     same_key = entries["key"][1:] == entries["key"][:-1]
     assert np.all(entries["weight"][1:][same_key] <= entries["weight"][:-1][same_key])
     # Moves of equal weight by their first-play rank.
-    rank_of = dict(zip(zip(keys.tolist(), moves.tolist()), ranks.tolist()))
-    pairs = zip(entries["key"].tolist(), entries["move"].tolist())
+    rank_of = dict(
+        zip(zip(keys.tolist(), moves.tolist(), strict=True), ranks.tolist(), strict=True)
+    )
+    pairs = zip(entries["key"].tolist(), entries["move"].tolist(), strict=True)
     entry_ranks = np.array([rank_of[pair] for pair in pairs])
     tied = same_key & (entries["weight"][1:] == entries["weight"][:-1])
     assert tied.any() and np.all(entry_ranks[1:][tied] > entry_ranks[:-1][tied])

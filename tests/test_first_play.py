@@ -248,23 +248,15 @@ def test_months_without_ranks_build_the_books_they_built_before(
 
 #: Games that come back to a position and play another move from it: by ply (Nh3 before Nc3,
 #: then d4 in the next game), not by move (Nc3, Nh3, d4).
-REPEATING = """[Event "a"]
-[Result "1-0"]
-
-1. Nh3 Nf6 2. Ng1 Ng8 3. Nc3 e5 4. Nb1 Nc6 5. Nf3 1-0
-
-[Event "b"]
-[Result "1-0"]
-
-1. d4 d5 2. Nc3 Nc6 3. Nb1 Nb8 4. c4 Nf6 1-0
-
-[Event "c"]
-[Result "0-1"]
-
-{shuffle} """ + " ".join(
-    f"{n * 2 + 1}. Nf3 Nf6 {n * 2 + 2}. Ng1 Ng8" for n in range(20)
-) + """ 41. c4 0-1
-"""
+SHUFFLE = " ".join(f"{n * 2 + 1}. Nf3 Nf6 {n * 2 + 2}. Ng1 Ng8" for n in range(20))
+REPEATING = "".join(
+    f'[Event "{event}"]\n[Result "{result}"]\n\n{moves} {result}\n\n'
+    for event, result, moves in (
+        ("a", "1-0", "1. Nh3 Nf6 2. Ng1 Ng8 3. Nc3 e5 4. Nb1 Nc6 5. Nf3"),
+        ("b", "1-0", "1. d4 d5 2. Nc3 Nc6 3. Nb1 Nb8 4. c4 Nf6"),
+        ("c", "0-1", f"{{shuffle}} {SHUFFLE} 41. c4"),
+    )
+)
 
 
 @pytest.mark.parametrize("plies", [20, 80])

@@ -72,9 +72,7 @@ def _book_rows(
     rank among them (`rank`, HUGEINT; null where the file has none)."""
     where, params = stats_filter(months, settings)
     columns = "key, move, speed, rating_band, games, wins, draws"
-    sql = (
-        f"SELECT {columns}, {_MONTH_RANK} AS rank FROM move_stats WHERE {' AND '.join(where)}"
-    )
+    sql = f"SELECT {columns}, {_MONTH_RANK} AS rank FROM move_stats WHERE {' AND '.join(where)}"
     if not yearly:
         return sql, params
     # Years compacted before the ranks were kept have no first_play column: null, by name.

@@ -21,8 +21,8 @@ import numpy as np
 
 from pipelines.ingest import _sums
 from pipelines.warehouse import layout
-from schemas.first_play import rebase
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
+from schemas.first_play import rebase
 from schemas.speed import Speed
 
 if TYPE_CHECKING:
@@ -86,10 +86,15 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
         columns.move, columns.speed, columns.rating_band, columns.rating_group
     )
     if packed is not None and len(columns) <= _COMPILED_ROWS:
+        contiguous = np.ascontiguousarray
         sums = _sums.sum_counts(
-            *(np.ascontiguousarray(column) for column in (columns.key, packed)),
-            np.ascontiguousarray(columns.first_play),
-            *(np.ascontiguousarray(getattr(columns, name)) for name in _COUNT_COLUMNS),
+            contiguous(columns.key),
+            contiguous(packed),
+            contiguous(columns.first_play),
+            contiguous(columns.wins),
+            contiguous(columns.draws),
+            contiguous(columns.losses),
+            contiguous(columns.rating_sum),
         )
         return _unpacked(sums)
     if packed is None:  # a value beyond the one-word sort key: sort column by column
@@ -113,11 +118,12 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     change[0] = True
     starts = np.flatnonzero(change)
     firsts = order[starts]
-    counts = [np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS]
+    dimensions = {name: getattr(columns, name)[firsts] for name in _DIMENSIONS}
+    counts = {
+        name: np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS
+    }
     first_play = np.minimum.reduceat(columns.first_play[order], starts)
-    return StatsColumns(
-        *(getattr(columns, name)[firsts] for name in _DIMENSIONS), first_play, *counts
-    )
+    return StatsColumns(**dimensions, first_play=first_play, **counts)
 
 
 #: Rows summed compiled at most in one call (its row numbers are 32 bits).
