@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import chess.pgn
@@ -84,25 +85,31 @@ def test_parallel_ingest_ranks_as_in_process(
         "in process": (both, 1, Strategy.IN_PROCESS),
         "units of frames": (framed, 2, Strategy.UNITS),
         "blocks of games": (both, 2, Strategy.BLOCKS),
+        # (as on Dask's: the units scanned there, the runs merged here)
+        "units of frames on an executor": (framed, 2, Strategy.UNITS),
     }
     for name, (source, workers, strategy) in runs.items():
-        tuning = Tuning(parallel_min_bytes=0)
+        executor = ProcessPoolExecutor(2) if "executor" in name else None
         with open_source(str(source), "standard") as opened:
             plan = plan_read(
-                opened, workers=workers, executor=None, keep_partial=False, parallel_min_bytes=0
+                opened, workers=workers, executor=executor, keep_partial=False, parallel_min_bytes=0
             )
             assert plan.strategy is strategy, name
             assert strategy is not Strategy.UNITS or len(plan.units) > 4
         warehouse = tmp_path / name.replace(" ", "-")
-        manifest = ingest(
-            str(source),
-            "1901-01",
-            warehouse,
-            SETTINGS,
-            runtime=Runtime(workers=workers),
-            tuning=tuning,
-        )
-        assert manifest.workers == workers, name
+        try:
+            manifest = ingest(
+                str(source),
+                "1901-01",
+                warehouse,
+                SETTINGS,
+                runtime=Runtime(workers=workers, executor=executor),
+                tuning=Tuning(parallel_min_bytes=0),
+            )
+        finally:
+            if executor is not None:
+                executor.shutdown()
+        assert manifest.workers == (workers if executor is None else "executor"), name
         ranks = pq.read_table(partition_file(warehouse, "1901-01"))["first_play"]
         assert ranks.null_count == 0
         assert rank_order(partition_file(warehouse, "1901-01")) == expected, name
