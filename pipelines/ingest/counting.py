@@ -197,8 +197,8 @@ class MoveCounter:
         self.batched = not chess960 if batched is None else batched
         #: Games waiting for a batch, each with its place.
         self._pending: list[tuple[KeptGame, int]] = []
-        #: The pending games' ratings (at most MAX_RATING), speed ordinals and White's points,
-        #: four numbers a game.
+        #: The pending games' ratings (at most MAX_RATING), speed ordinals, White's points and
+        #: places, five numbers a game.
         self._numbers: array[int] = array("q")
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
@@ -224,7 +224,7 @@ class MoveCounter:
         self._pending.append((game, place))
         white, black, speed, result = game[:4]
         self._numbers.extend(
-            (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result)
+            (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result, place)
         )
 
     def _reject(self, reason: str, place: int) -> None:
@@ -268,10 +268,11 @@ class MoveCounter:
         from pipelines.games.sanwalk import walk_openings
 
         pending, self._pending = self._pending, []
-        numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
+        numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 5).copy()
         self._numbers = array("q")
         walked = walk_openings([game.movetext for game, _ in pending], plies=self.plies)
-        ranks = np.array([first_play.game_rank(place) for _, place in pending], dtype=np.uint64)
+        first_play.game_rank(int(numbers[-1, 4]))  # (the last place is the largest: it fits)
+        ranks = numbers[:, 4].astype(np.uint64) << np.uint64(first_play.VISIT_BITS)
         self._add_walked(walked.keys, walked.moves, walked.lengths, numbers, ranks)
         redo = [int(i) for i in np.flatnonzero(walked.lengths <= 0)]
         tokens = [san_tokens(pending[i][0].movetext, self.plies) for i in redo]
@@ -301,7 +302,8 @@ class MoveCounter:
         ranks: np.ndarray,
     ) -> None:
         """Add the rows a walk gave the games whose numbers are given (one row per game of
-        `numbers`: ratings, speed ordinal, White's points; `ranks`: each one's first-play rank),
+        `numbers`: ratings, speed ordinal, White's points, place; `ranks`: each one's first-play
+        rank),
         `lengths` rows a game (none where not above 0)."""
         import numpy as np
 
@@ -311,7 +313,7 @@ class MoveCounter:
         starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
         first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
         white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-        white_elo, black_elo, ordinal, white_points = numbers.T
+        white_elo, black_elo, ordinal, white_points, _ = numbers.T
         band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
         # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top group
         # either way.)
@@ -327,7 +329,10 @@ class MoveCounter:
         self.rows.points.frombytes(points.tobytes())
         self.rows.groups.frombytes(group.tobytes())
         self.rows.ratings.frombytes(rating.tobytes())
-        ranked = ranks[games] + _visits(keys, games, int(lengths.max()))
+        ranked = ranks[games]
+        visits = _visits(keys, games, int(lengths.max()))
+        if visits is not None:
+            ranked += visits
         self.rows.first_plays.frombytes(ranked.tobytes())
 
 
@@ -336,20 +341,26 @@ class MoveCounter:
 _COMPARED_PLIES = 64
 
 
-def _visits(keys: np.ndarray, games: np.ndarray, longest: int) -> np.ndarray:
+def _visits(keys: np.ndarray, games: np.ndarray, longest: int) -> np.ndarray | None:
     """Return for each row (a ply: its position's key and its game, the rows of a game
     together and in order) how many earlier plies of its game reached its position, at most
-    schemas.first_play.LAST_VISIT, as uint64."""
+    schemas.first_play.LAST_VISIT, as uint64; None when no game comes back to a position."""
     import numpy as np
 
-    visits = np.zeros(len(keys), dtype=np.uint64)
+    visits = None
     if longest <= _COMPARED_PLIES:
         # A position comes back 4 plies later at the soonest, with the same side to move.
         for back in range(4, longest, 2):
-            same = keys[back:] == keys[:-back]
-            same &= games[back:] == games[:-back]
-            visits[back:] += same
+            again = np.flatnonzero(keys[back:] == keys[:-back])
+            again = again[games[again + back] == games[again]] + back
+            if len(again):
+                if visits is None:
+                    visits = np.zeros(len(keys), dtype=np.uint64)
+                visits[again] += np.uint64(1)
+        if visits is None:
+            return None
     else:
+        visits = np.zeros(len(keys), dtype=np.uint64)
         order = np.lexsort((keys, games))  # (stable: a game's visits of a position by ply)
         ordered = np.column_stack((games[order], keys[order].astype(np.int64)))
         starts = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)]
