@@ -69,10 +69,14 @@ def _book_rows(
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) of the statistics rows a book sums: the months' rows,
     and those of compacted yearly files standing in for whole years, each with its first-play
-    rank among them (`rank`, HUGEINT; null where the file has none)."""
+    rank among them (`rank`; null where the file has none). One month, or one year, is ranked
+    by its own ranks (UBIGINT); several by (year, rank within the year) (HUGEINT), which costs
+    more to sum."""
     where, params = stats_filter(months, settings)
     columns = "key, move, speed, rating_band, games, wins, draws"
-    sql = f"SELECT {columns}, {_MONTH_RANK} AS rank FROM move_stats WHERE {' AND '.join(where)}"
+    alone = len(months) + len(yearly) == 1
+    month_rank, year_rank = ("first_play", "first_play") if alone else (_MONTH_RANK, _YEAR_RANK)
+    sql = f"SELECT {columns}, {month_rank} AS rank FROM move_stats WHERE {' AND '.join(where)}"
     if not yearly:
         return sql, params
     # Years compacted before the ranks were kept have no first_play column: null, by name.
@@ -82,7 +86,7 @@ def _book_rows(
         "UNION ALL BY NAME SELECT NULL::UBIGINT AS first_play WHERE false)"
     )
     # The same conditions but the month's (the first).
-    year_sql = f"SELECT {columns}, {_YEAR_RANK} AS rank FROM {years} WHERE true"
+    year_sql = f"SELECT {columns}, {year_rank} AS rank FROM {years} WHERE true"
     year_sql += "".join(f" AND {condition}" for condition in where[1:])
     if not months:  # the months' files are not even opened
         return year_sql, params[1:]
