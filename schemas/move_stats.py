@@ -6,7 +6,9 @@ import pyarrow as pa
 
 #: One row per (key, move, speed, rating band, rating group) in a month; results from the
 #: mover's view. Months ingested before `rating_group` and `rating_sum` existed lack both
-#: columns (readers take them as null); books use neither.
+#: columns (readers take them as null); books use neither. Months ingested before `first_play`
+#: existed lack it (null): their books order moves of equal weight by move. A compacted year
+#: whose months do not all have it holds it as null.
 MOVE_STATS_SCHEMA = pa.schema(
     [
         pa.field("key", pa.uint64(), nullable=False),
@@ -19,12 +21,16 @@ MOVE_STATS_SCHEMA = pa.schema(
         pa.field("draws", pa.uint64(), nullable=False),
         pa.field("losses", pa.uint64(), nullable=False),
         pa.field("rating_sum", pa.uint64(), nullable=False),
+        pa.field("first_play", pa.uint64(), nullable=True),
     ],
     metadata={
         b"description": b"Polyglot key of the position before the move, Polyglot move, "
         b"speed category, rating band of the lower-rated player, Lichess rating group of the "
         b"players' average rating (schemas.dimensions.RATING_GROUPS), game counts with "
-        b"wins/draws/losses for the side that played the move, and the sum of the mover's "
-        b"rating over the games (Lichess's averageRating is rating_sum / games).",
+        b"wins/draws/losses for the side that played the move, the sum of the mover's "
+        b"rating over the games (Lichess's averageRating is rating_sum / games), and the "
+        b"first-play rank: the least place in the source's file order of the plies counted "
+        b"(schemas.first_play), by which books order moves of equal weight as "
+        b"PolyGlot's make-book does.",
     },
 )

@@ -1,4 +1,5 @@
-"""Partitions as chesspipe wrote them before the statistics kept rating groups and sums."""
+"""Partitions as chesspipe wrote them before the statistics kept rating groups and sums, or
+first-play ranks."""
 
 from __future__ import annotations
 
@@ -16,13 +17,22 @@ COUNTS = ["games", "wins", "draws", "losses"]
 
 def write_legacy_partition(source: Path, target: Path) -> None:
     """Rewrite a partition without `rating_group` and `rating_sum`: one row per (key, move,
-    speed, band), sorted, as earlier versions wrote it."""
-    table = pq.read_table(source).drop_columns(["rating_group", "rating_sum"])
+    speed, band), sorted, as earlier versions wrote it (no `first_play` either)."""
+    table = pq.read_table(source)
+    later = [c for c in ("rating_group", "rating_sum", "first_play") if c in table.column_names]
+    table = table.drop_columns(later)
     summed = table.group_by(DIMENSIONS).aggregate([(c, "sum") for c in COUNTS])
     summed = summed.rename_columns([n.removesuffix("_sum") for n in summed.column_names])
     summed = summed.select(DIMENSIONS + COUNTS).sort_by([(d, "ascending") for d in DIMENSIONS])
     target.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(summed, target)
+
+
+def write_unranked_partition(source: Path, target: Path) -> None:
+    """Rewrite a partition without `first_play`, as chesspipe wrote it before the ranks."""
+    table = pq.read_table(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.drop_columns(["first_play"]), target)
 
 
 def write_manifest_for(partition: Path) -> None:

@@ -28,8 +28,11 @@ from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.polyglot import read_entries
 from schemas.speed import Speed
 from tests.conftest import need_program, run_cli
-from tests.legacy_partition import write_legacy_partition, write_manifest_for
-from tests.polyglot_order import ties_by_first_play, ties_by_move
+from tests.legacy_partition import (
+    write_legacy_partition,
+    write_manifest_for,
+    write_unranked_partition,
+)
 from tests.random_moves import chess960_games
 from tests.recount import pgn_extract_elo, read_text
 
@@ -104,11 +107,8 @@ def test_book_equals_polyglot_make_book(
         ours = tmp_path / f"ours-{games}-{score}.bin"
         manifest = build_book(tmp_path, "2020-01", ours, BookSettings(games, score))
         reference = make_book_reference(tmp_path, source, rating, games, score)
-        # Byte for byte, but for the order of a position's moves of equal points, which
-        # PolyGlot takes from the games (tests/polyglot_order.py).
-        assert ours.read_bytes() == ties_by_move(reference)
-        kept = tmp_path / f"kept-{rating}.pgn"  # the games make_book_reference gave PolyGlot
-        assert ties_by_first_play(ours, kept) == reference.read_bytes()
+        # Byte for byte, moves of equal points in the order the games first played them.
+        assert ours.read_bytes() == reference.read_bytes()
         assert manifest.entries == len(entry_set(reference)) > 0
 
 
@@ -153,6 +153,7 @@ def synthetic_month(
             "draws": [r[3] for r in rows],
             "losses": [r[4] for r in rows],
             "rating_sum": [2250 * sum(r[2:]) for r in rows],
+            "first_play": [None] * len(rows),  # (no ranks: equal weights go by move)
         },
         schema=MOVE_STATS_SCHEMA,
     )
@@ -332,11 +333,15 @@ def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_
 
 def test_rating_groups_and_sums_leave_books_unchanged(tmp_path: Path, games_2021: Path) -> None:
     """A month written with rating groups and sums gives the same book bytes as the same month
-    written without them (as before they were kept), alone or beside such a month."""
+    written without them (as before they were kept), alone or beside such a month (neither
+    with first-play ranks: tests/test_first_play.py)."""
+    ranked = tmp_path / "ranked"
+    ingest(str(games_2021), "2021-10", ranked, IngestSettings(GameFilter(0, ALL, True)))
     new = tmp_path / "new"
-    ingest(str(games_2021), "2021-10", new, IngestSettings(GameFilter(0, ALL, True)))
+    write_unranked_partition(partition_file(ranked, "2021-10"), partition_file(new, "2021-10"))
+    write_manifest_for(partition_file(new, "2021-10"))
     old = tmp_path / "old"
-    write_legacy_partition(partition_file(new, "2021-10"), partition_file(old, "2021-10"))
+    write_legacy_partition(partition_file(ranked, "2021-10"), partition_file(old, "2021-10"))
     write_manifest_for(partition_file(old, "2021-10"))
     assert "rating_group" in pq.read_schema(partition_file(new, "2021-10")).names
     for settings in (BookSettings(2, 0.0), BookSettings(1, 0.3, min_band=1800)):
@@ -473,10 +478,12 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     path = partition_file(tmp_path, "2024-01")
     path.parent.mkdir(parents=True)
     wins = rng.integers(20, 40, n)
+    moves = np.tile(np.array([1, 2], dtype=np.uint16), n // 2)
+    ranks = rng.permutation(n).astype(np.uint64)
     table = pa.table(
         {
             "key": keys,
-            "move": np.tile(np.array([1, 2], dtype=np.uint16), n // 2),
+            "move": moves,
             "speed": ["blitz"] * n,
             "rating_band": np.full(n, 2200, dtype=np.uint16),
             "rating_group": np.full(n, 2200, dtype=np.uint16),
@@ -485,6 +492,7 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
             "draws": np.zeros(n, dtype=np.uint64),
             "losses": np.zeros(n, dtype=np.uint64),
             "rating_sum": 2250 * wins.astype(np.uint64),
+            "first_play": ranks,
         },
         schema=MOVE_STATS_SCHEMA,
     )
@@ -496,6 +504,14 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
     assert len(entries) == n
     same_key = entries["key"][1:] == entries["key"][:-1]
     assert np.all(entries["weight"][1:][same_key] <= entries["weight"][:-1][same_key])
+    # Moves of equal weight by their first-play rank.
+    rank_of = dict(
+        zip(zip(keys.tolist(), moves.tolist(), strict=True), ranks.tolist(), strict=True)
+    )
+    pairs = zip(entries["key"].tolist(), entries["move"].tolist(), strict=True)
+    entry_ranks = np.array([rank_of[pair] for pair in pairs])
+    tied = same_key & (entries["weight"][1:] == entries["weight"][:-1])
+    assert tied.any() and np.all(entry_ranks[1:][tied] > entry_ranks[:-1][tied])
 
 
 @pytest.mark.parametrize(

@@ -179,11 +179,13 @@ def check(seed):
         packed = (rng.integers(0, 2**32, size) % rng.choice([1, 3, 2**32])).astype(np.uint32)
         points = rng.integers(0, 3, size, dtype=np.uint8)
         ratings = rng.integers(0, 2**16, size, dtype=np.uint16)
-        summed = _sums.sum_plies(keys.tobytes(), packed.tobytes(), points.tobytes(),
-                                 ratings.tobytes())
+        firsts = rng.integers(0, 2**64, size, dtype=np.uint64)
+        summed = _sums.sum_plies(keys.tobytes(), packed.tobytes(), firsts.tobytes(),
+                                 points.tobytes(), ratings.tobytes())
         out_keys = np.frombuffer(summed[0], np.uint64)
         out_packed = np.frombuffer(summed[1], np.uint32)
-        wins, draws, losses, rating_sum = (np.frombuffer(v, dtype=np.uint64) for v in summed[2:])
+        out_firsts = np.frombuffer(summed[2], np.uint64)
+        wins, draws, losses, rating_sum = (np.frombuffer(v, dtype=np.uint64) for v in summed[3:])
         order = np.lexsort((packed, keys))
         change = np.ones(size, dtype=bool)
         sorted_keys, sorted_packed = keys[order], packed[order]
@@ -192,6 +194,9 @@ def check(seed):
         starts = np.flatnonzero(change)
         assert out_keys.tolist() == sorted_keys[starts].tolist()
         assert out_packed.tolist() == sorted_packed[starts].tolist()
+        if size:
+            least = np.minimum.reduceat(firsts[order], starts)
+            assert out_firsts.tolist() == least.tolist()
         for column, expected in ((wins, points == 2), (draws, points == 1),
                                  (losses, points == 0), (rating_sum, ratings)):
             if size:
@@ -199,7 +204,8 @@ def check(seed):
                 assert column.tolist() == sums.tolist()
         as_counts = [c.astype(np.uint64).tobytes()
                      for c in (points == 2, points == 1, points == 0, ratings)]
-        assert _sums.sum_counts(keys.tobytes(), packed.tobytes(), *as_counts) == summed
+        assert _sums.sum_counts(keys.tobytes(), packed.tobytes(), firsts.tobytes(),
+                                *as_counts) == summed
 checked = []
 def checked_run(seed):
     check(seed)
@@ -207,7 +213,8 @@ def checked_run(seed):
 threads = [threading.Thread(target=checked_run, args=(seed,)) for seed in range(4)]
 for thread in threads: thread.start()
 for thread in threads: thread.join()
-for wrong in [(b"\0" * 8, b"\0" * 3, b"\0", b"\0\0"), (b"\0" * 7, b"", b"", b"")]:
+for wrong in [(b"\0" * 8, b"\0" * 3, b"\0" * 8, b"\0", b"\0\0"),
+              (b"\0" * 7, b"", b"", b"", b"")]:
     try:
         _sums.sum_plies(*wrong)
     except ValueError as error:

@@ -301,7 +301,7 @@ def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: P
     stats = ScanStats()
     text = read_text(games_2013).encode()
     every_game = IngestSettings(GameFilter(0, ALL_SPEEDS, allow_bots=True))
-    runs, _ = count_games(game_blocks([text], stats), every_game, stats, tmp_path, flush_rows=3000)
+    runs, *_ = count_games(game_blocks([text], stats), every_game, stats, tmp_path, flush_rows=3000)
     assert len(runs) > 1
     written = set()
     for limit in (IN_MEMORY_ROWS, 0, 2500):

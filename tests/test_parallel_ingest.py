@@ -61,7 +61,7 @@ def test_parallel_equals_sequential(
         assert getattr(one, key) == getattr(two, key), key
     assert one.games_read == 999 + 25611
     tables = [pq.read_table(partition_file(tmp_path / name, "2020-01")) for name in ("one", "two")]
-    assert tables[0].to_pylist() == tables[1].to_pylist()
+    assert tables[0].to_pylist() == tables[1].to_pylist()  # the first-play ranks too
 
 
 def test_workers_are_forked_only_from_a_single_thread() -> None:

@@ -1,5 +1,5 @@
 """Runs of move statistics: summing (compiled, and with NumPy for values beyond the design's)
-and merging equal a plain Python sum of the same rows."""
+and merging equal a plain Python sum of the same rows (the least first-play rank of a row's)."""
 
 from __future__ import annotations
 
@@ -28,32 +28,39 @@ KEYS = st.sampled_from([0, 1, 2**63, 2**64 - 1, 0x0123456789ABCDEF, 2**32, 2**32
 MOVES = st.one_of(st.integers(0, 0x4FFF), st.sampled_from([0x8000, 0xFFFF]))
 BANDS = st.one_of(st.sampled_from([0, 1500, 2500, MAX_RATING // 100 * 100]), st.just(1234))
 GROUPS = st.one_of(st.sampled_from(RATING_GROUPS), st.just(1700))
+#: First-play ranks: few, so that rows meet on them too, and the extremes.
+RANKS = st.one_of(st.integers(0, 5), st.sampled_from([2**40, 2**63, 2**64 - 1]))
 ROW = st.tuples(
-    KEYS, MOVES, st.integers(0, len(SPEEDS) - 1), BANDS, GROUPS,
+    KEYS, MOVES, st.integers(0, len(SPEEDS) - 1), BANDS, GROUPS, RANKS,
     st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**40),
 )  # fmt: skip
 
 
 def columns(rows: list[tuple[int, ...]]) -> StatsColumns:
-    dtypes = (np.uint64, np.uint16, np.uint8, np.uint16, np.uint16) + (np.uint64,) * 4
+    dtypes = (np.uint64, np.uint16, np.uint8, np.uint16, np.uint16) + (np.uint64,) * 5
     return StatsColumns(
         *(np.array([row[i] for row in rows], dtype=dtype) for i, dtype in enumerate(dtypes))
     )
 
 
 def python_sum(rows: list[tuple[int, ...]]) -> list[tuple[int | str, ...]]:
-    """The rows summed per dimensions, sorted as a month's file is (speed by its name)."""
+    """The rows summed per dimensions, sorted as a month's file is (speed by its name), each
+    with the least of their first-play ranks."""
     sums: dict[tuple[int | str, ...], Counter[int]] = {}
-    for key, move, speed, band, group, *counts in rows:
+    firsts: dict[tuple[int | str, ...], int] = {}
+    for key, move, speed, band, group, first, *counts in rows:
         dims = (key, move, SPEEDS[speed].value, band, group)
         total = sums.setdefault(dims, Counter())
+        firsts[dims] = min(firsts.get(dims, first), first)
         for index, count in enumerate(counts):
             total[index] += count
-    return [(*dims, *(total[i] for i in range(4))) for dims, total in sorted(sums.items())]
+    return [
+        (*dims, firsts[dims], *(total[i] for i in range(4))) for dims, total in sorted(sums.items())
+    ]
 
 
 def as_rows(summed_columns: StatsColumns) -> list[tuple[int | str, ...]]:
-    names = ("key", "move", "speed", "rating_band", "rating_group")
+    names = ("key", "move", "speed", "rating_band", "rating_group", "first_play")
     names += ("wins", "draws", "losses", "rating_sum")
     values = [getattr(summed_columns, name).tolist() for name in names]
     values[2] = [SPEEDS[speed].value for speed in values[2]]
@@ -95,11 +102,11 @@ def test_merged_runs_equal_a_python_sum(tmp_path: Path, runs: list[list[tuple[in
         )
         files.add(target.read_bytes())
         table = pq.read_table(target)
-        names = ("key", "move", "speed", "rating_band", "rating_group")
+        names = ("key", "move", "speed", "rating_band", "rating_group", "first_play")
         names += ("wins", "draws", "losses", "rating_sum")
         written = list(zip(*(table[name].to_pylist() for name in names), strict=True))
         assert written == expected
-        assert table["games"].to_pylist() == [sum(row[5:8]) for row in expected]
+        assert table["games"].to_pylist() == [sum(row[6:9]) for row in expected]
     assert len(files) == 1
 
 
@@ -107,7 +114,7 @@ def test_merged_runs_equal_a_python_sum(tmp_path: Path, runs: list[list[tuple[in
 PACKABLE_ROW = st.tuples(
     KEYS, st.integers(0, 0x7FFF), st.integers(0, len(SPEEDS) - 1),
     st.sampled_from([0, 1500, 2500, MAX_RATING // 100 * 100]), st.sampled_from(RATING_GROUPS),
-    st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**40),
+    RANKS, st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 2**40),
 )  # fmt: skip
 
 
@@ -145,6 +152,7 @@ def test_compiled_sums_equal_a_python_sum(
             st.sampled_from(RATING_GROUPS),
             st.integers(0, 2),
             st.integers(0, MAX_RATING),
+            RANKS,
         ),
         max_size=300,
     )  # fmt: skip
@@ -156,7 +164,7 @@ def test_rows_of_plies_sum_as_a_python_sum(
     calls = counting_compiled_calls(monkeypatch)
     rows = MoveRows()
     as_counts = []
-    for key, move, speed, band, group, points, rating in plies:
+    for key, move, speed, band, group, points, rating, first in plies:
         for column, value in zip(
             (rows.keys, rows.moves, rows.speeds, rows.bands, rows.groups, rows.points),
             (key, move, speed, band, group, points),
@@ -164,8 +172,9 @@ def test_rows_of_plies_sum_as_a_python_sum(
         ):
             column.append(value)
         rows.ratings.append(rating)
-        as_counts.append((key, move, speed, band, group, points == 2, points == 1, points == 0))
-        as_counts[-1] += (rating,)
+        rows.first_plays.append(first)
+        as_counts.append((key, move, speed, band, group, first))
+        as_counts[-1] += (points == 2, points == 1, points == 0, rating)
     assert as_rows(from_rows(rows)) == python_sum([tuple(map(int, row)) for row in as_counts])
     assert calls == (["sum_plies"] if plies else [])
 
@@ -181,6 +190,7 @@ def test_compiled_sums_equal_numpys_on_a_month_sized_batch(monkeypatch: pytest.M
         generator.integers(0, len(SPEEDS), size, dtype=np.uint8),
         generator.choice(np.arange(0, MAX_RATING + 1, 100, dtype=np.uint16), size),
         generator.choice(np.array(RATING_GROUPS, dtype=np.uint16), size),
+        generator.integers(0, 2**63, size, dtype=np.uint64),
         *(generator.integers(0, 3, size, dtype=np.uint64) for _ in range(3)),
         generator.integers(0, 3000, size, dtype=np.uint64),
     )
@@ -195,6 +205,13 @@ def test_compiled_sums_equal_numpys_on_a_month_sized_batch(monkeypatch: pytest.M
 
 def test_compiled_sums_name_columns_of_the_wrong_length() -> None:
     keys = np.zeros(3, dtype=np.uint64)
+    ranks = np.zeros(3, dtype=np.uint64)
     with pytest.raises(ValueError, match="packed holds 8 bytes, not 3 rows of 4 bytes"):
-        _sums.sum_plies(keys, np.zeros(2, np.uint32), np.zeros(3, np.uint8), np.zeros(3, np.uint16))
-    assert _sums.sum_plies(b"", b"", b"", b"") == (b"",) * 6
+        _sums.sum_plies(
+            keys, np.zeros(2, np.uint32), ranks, np.zeros(3, np.uint8), np.zeros(3, np.uint16)
+        )
+    with pytest.raises(ValueError, match="first_play holds 16 bytes, not 3 rows of 8 bytes"):
+        _sums.sum_plies(
+            keys, np.zeros(3, np.uint32), ranks[:2], np.zeros(3, np.uint8), np.zeros(3, np.uint16)
+        )
+    assert _sums.sum_plies(b"", b"", b"", b"", b"") == (b"",) * 7

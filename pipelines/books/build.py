@@ -17,6 +17,7 @@ from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect, stable_read
 from pipelines.warehouse.yearly import choose_years, yearly_file
+from schemas import first_play
 from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
 from schemas.version import __version__
@@ -30,12 +31,24 @@ MAX_WEIGHT = 65535
 #: A book file's bytes as hex: each entry's fields as schemas.polyglot_entry lays them out
 #: (learn 0), in book order. PolyGlot's make-book sorts by key, then points descending (its
 #: `key_compare`), which is weight descending, and points descending where scaling made
-#: weights equal. Moves of equal points it leaves in the order the games first played them,
-#: which statistics do not hold: here they go by move (docs/books.md, "Entry order").
+#: weights equal. Moves of equal points it leaves in the order the games first played them:
+#: here by their first-play rank, or by move where the statistics read lack ranks
+#: (docs/books.md, "Entry order").
 ENTRIES_HEX = (
     f"string_agg(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0), '' "
-    "ORDER BY key, weight DESC, points DESC, move)"
+    "ORDER BY key, weight DESC, points DESC, first_play, move)"
 )
+
+#: A month row's first-play rank among the months of a book: its month (year, then the month
+#: in the rank's top bits) before its place in the month's source, as PolyGlot ranks the games
+#: of the months' files read one after the other in month order. Null without a rank.
+_MONTH_RANK = (
+    "((left(month, 4)::HUGEINT << 64) "
+    f"+ (((right(month, 2)::UBIGINT - 1) << {first_play.MONTH_SHIFT}) | first_play))"
+)
+
+#: A compacted year's row rank, likewise: its file's ranks hold the month in the top bits.
+_YEAR_RANK = "((year::HUGEINT << 64) + first_play)"
 
 
 def stats_filter(months: list[str], settings: BookSettings) -> tuple[list[str], list[Any]]:
@@ -55,14 +68,25 @@ def _book_rows(
     months: list[str], settings: BookSettings, yearly: list[Path]
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) of the statistics rows a book sums: the months' rows,
-    and those of compacted yearly files standing in for whole years."""
+    and those of compacted yearly files standing in for whole years, each with its first-play
+    rank among them (`rank`; null where the file has none). One month, or one year, is ranked
+    by its own ranks (UBIGINT); several by (year, rank within the year) (HUGEINT), which costs
+    more to sum."""
     where, params = stats_filter(months, settings)
     columns = "key, move, speed, rating_band, games, wins, draws"
-    sql = f"SELECT {columns} FROM move_stats WHERE {' AND '.join(where)}"
+    alone = len(months) + len(yearly) == 1
+    month_rank, year_rank = ("first_play", "first_play") if alone else (_MONTH_RANK, _YEAR_RANK)
+    sql = f"SELECT {columns}, {month_rank} AS rank FROM move_stats WHERE {' AND '.join(where)}"
     if not yearly:
         return sql, params
+    # Years compacted before the ranks were kept have no first_play column: null, by name.
+    years = (
+        f"(SELECT * FROM read_parquet({sql_paths(yearly)}, hive_partitioning = true, "
+        "hive_types = {'year': VARCHAR}, union_by_name = true) "
+        "UNION ALL BY NAME SELECT NULL::UBIGINT AS first_play WHERE false)"
+    )
     # The same conditions but the month's (the first).
-    year_sql = f"SELECT {columns} FROM read_parquet({sql_paths(yearly)}) WHERE true"
+    year_sql = f"SELECT {columns}, {year_rank} AS rank FROM {years} WHERE true"
     year_sql += "".join(f" AND {condition}" for condition in where[1:])
     if not months:  # the months' files are not even opened
         return year_sql, params[1:]
@@ -76,8 +100,10 @@ def book_query(
     yearly: list[Path] | None = None,
     without: str | None = None,
 ) -> tuple[str, list[Any]]:
-    """Return the SQL (and parameters) that yields a book's (key, move, weight, games, points)
-    rows (points: 2 per win, 1 per draw, before scaling).
+    """Return the SQL (and parameters) that yields a book's (key, move, weight, games, points,
+    first_play) rows (points: 2 per win, 1 per draw, before scaling; first_play: the move's
+    first-play rank over the rows summed, null for every move unless every row read has one:
+    then moves of equal weight go by move, as before the ranks were kept).
 
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
     months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
@@ -88,11 +114,12 @@ def book_query(
     # materialized: inlined, DuckDB turns the window into a join that sums the rows twice.
     sql = f"""
         WITH totals AS MATERIALIZED (
-            SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points
+            SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points,
+                min(rank) AS rank, count(rank) = count(*) AS ranked
             FROM ({rows})
             GROUP BY key, move
         ), kept AS (
-            SELECT key, move, n, points, max(points) OVER (PARTITION BY key) AS top
+            SELECT key, move, n, points, rank, max(points) OVER (PARTITION BY key) AS top
             FROM totals {f"ANTI JOIN {without} USING (key, move)" if without else ""}
             WHERE n >= ? AND points > 0 AND (points::DOUBLE / n::DOUBLE) / 2.0 >= ?
         )
@@ -100,7 +127,9 @@ def book_query(
             CASE WHEN top > {MAX_WEIGHT}
                  THEN greatest(1, (points::HUGEINT * {2 * MAX_WEIGHT} + top) // (2 * top::HUGEINT))
                  ELSE points END::USMALLINT AS weight,
-            n AS games, points
+            n AS games, points,
+            CASE WHEN (SELECT coalesce(bool_and(ranked), true) FROM totals) THEN rank END
+                AS first_play
         FROM kept
     """
     params += [settings.min_games, settings.min_score]

@@ -9,7 +9,8 @@
  *
  * Two shapes of input: rows of plies (a mover's points, 0-2, and rating, one row a ply) and rows
  * of counts (wins, draws, losses and rating sums, as runs hold them). Both give, in sort order,
- * one row per distinct (key, packed) with its summed counts.
+ * one row per distinct (key, packed) with its summed counts. Each row also carries a first-play
+ * rank (a ply's place in file order, or a row's least one): a group's is the least of its rows'.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,6 +24,8 @@ typedef struct {
     /* Rows of plies: the mover's rating (low 16 bits) and points (the next 2), so that summing
      * reads the records in order; rows of counts: the input row, whose counts are summed. */
     uint32_t payload;
+    /* The row's first-play rank: its group's is the least. */
+    uint64_t first;
 } Record;
 
 #define BUCKET_BITS 16
@@ -63,8 +66,9 @@ static void merge_sort(Record *records, Record *spare, size_t n) {
 /* Sort the rows into `records` (n of them, `spare` as large) stably by (key, packed), each with
  * its payload (the rating and points of rows of plies, or else the row); returns 0 when out of
  * memory. */
-static int sort_rows(const uint64_t *keys, const uint32_t *packed, const uint8_t *points,
-                     const uint16_t *ratings, size_t n, Record *records, Record *spare) {
+static int sort_rows(const uint64_t *keys, const uint32_t *packed, const uint64_t *firsts,
+                     const uint8_t *points, const uint16_t *ratings, size_t n, Record *records,
+                     Record *spare) {
     uint32_t *starts = calloc(BUCKETS + 1, sizeof *starts);
     if (!starts) return 0;
     for (size_t i = 0; i < n; i++) starts[(keys[i] >> (64 - BUCKET_BITS)) + 1]++;
@@ -80,6 +84,7 @@ static int sort_rows(const uint64_t *keys, const uint32_t *packed, const uint8_t
         r->key = keys[i];
         r->packed = packed[i];
         r->payload = points ? (uint32_t)ratings[i] | (uint32_t)points[i] << 16 : (uint32_t)i;
+        r->first = firsts[i];
     }
     for (size_t b = 0; b < BUCKETS; b++) {
         size_t first = starts[b], size = starts[b + 1] - first;
@@ -92,7 +97,7 @@ static int sort_rows(const uint64_t *keys, const uint32_t *packed, const uint8_t
 
 /* The columns of one call. */
 typedef struct {
-    Py_buffer key, packed, a, b, c, d;
+    Py_buffer key, packed, first, a, b, c, d;
     int plies; /* a: points (uint8), b: ratings (uint16); else a-d: uint64 counts */
     size_t n;
 } Input;
@@ -110,7 +115,8 @@ static size_t count_groups(const Record *sorted, size_t n) {
 
 /* Sum the sorted rows into the group columns (each `groups` long, written from scratch). */
 static void sum_groups(const Input *in, const Record *sorted, uint64_t *keys, uint32_t *packed,
-                       uint64_t *wins, uint64_t *draws, uint64_t *losses, uint64_t *ratings) {
+                       uint64_t *firsts, uint64_t *wins, uint64_t *draws, uint64_t *losses,
+                       uint64_t *ratings) {
     size_t g = (size_t)-1;
     for (size_t i = 0; i < in->n; i++) {
         const Record *r = &sorted[i];
@@ -118,7 +124,10 @@ static void sum_groups(const Input *in, const Record *sorted, uint64_t *keys, ui
             g++;
             keys[g] = r->key;
             packed[g] = r->packed;
+            firsts[g] = r->first;
             wins[g] = draws[g] = losses[g] = ratings[g] = 0;
+        } else if (r->first < firsts[g]) {
+            firsts[g] = r->first;
         }
         size_t row = r->payload;
         if (in->plies) {
@@ -149,7 +158,8 @@ static PyObject *run(Input *in) {
     if (records && spare) {
         /* (the input buffers stay held by the caller's Py_buffer views meanwhile) */
         Py_BEGIN_ALLOW_THREADS
-        sorted = sort_rows(in->key.buf, in->packed.buf, in->plies ? in->a.buf : NULL,
+        sorted = sort_rows(in->key.buf, in->packed.buf, in->first.buf,
+                           in->plies ? in->a.buf : NULL,
                            in->plies ? in->b.buf : NULL, n, records, spare);
         if (sorted) groups = count_groups(records, n);
         Py_END_ALLOW_THREADS
@@ -160,23 +170,26 @@ static PyObject *run(Input *in) {
         return PyErr_NoMemory();
     }
     Py_ssize_t size = (Py_ssize_t)groups;
-    PyObject *columns[6] = {
+    PyObject *columns[7] = {
         PyBytes_FromStringAndSize(NULL, size * 8), PyBytes_FromStringAndSize(NULL, size * 4),
         PyBytes_FromStringAndSize(NULL, size * 8), PyBytes_FromStringAndSize(NULL, size * 8),
         PyBytes_FromStringAndSize(NULL, size * 8), PyBytes_FromStringAndSize(NULL, size * 8),
+        PyBytes_FromStringAndSize(NULL, size * 8),
     };
     PyObject *result = NULL;
-    if (columns[0] && columns[1] && columns[2] && columns[3] && columns[4] && columns[5]) {
-        char *out[6];
-        for (int i = 0; i < 6; i++) out[i] = PyBytes_AS_STRING(columns[i]);
+    int made = 1;
+    for (int i = 0; i < 7; i++) made &= columns[i] != NULL;
+    if (made) {
+        char *out[7];
+        for (int i = 0; i < 7; i++) out[i] = PyBytes_AS_STRING(columns[i]);
         Py_BEGIN_ALLOW_THREADS
         sum_groups(in, records, (uint64_t *)out[0], (uint32_t *)out[1], (uint64_t *)out[2],
-                   (uint64_t *)out[3], (uint64_t *)out[4], (uint64_t *)out[5]);
+                   (uint64_t *)out[3], (uint64_t *)out[4], (uint64_t *)out[5], (uint64_t *)out[6]);
         Py_END_ALLOW_THREADS
-        result = PyTuple_Pack(6, columns[0], columns[1], columns[2], columns[3], columns[4],
-                              columns[5]);
+        result = PyTuple_Pack(7, columns[0], columns[1], columns[2], columns[3], columns[4],
+                              columns[5], columns[6]);
     }
-    for (int i = 0; i < 6; i++) Py_XDECREF(columns[i]);
+    for (int i = 0; i < 7; i++) Py_XDECREF(columns[i]);
     free(records);
     return result;
 }
@@ -191,7 +204,7 @@ static int check(Py_buffer *view, size_t n, size_t itemsize, const char *name) {
 }
 
 static void release(Input *in, int views) {
-    Py_buffer *all[] = {&in->key, &in->packed, &in->a, &in->b, &in->c, &in->d};
+    Py_buffer *all[] = {&in->key, &in->packed, &in->first, &in->a, &in->b, &in->c, &in->d};
     for (int i = 0; i < views; i++) PyBuffer_Release(all[i]);
 }
 
@@ -199,14 +212,16 @@ static PyObject *sum_plies(PyObject *self, PyObject *args) {
     (void)self;
     Input in;
     memset(&in, 0, sizeof in);
-    if (!PyArg_ParseTuple(args, "y*y*y*y*", &in.key, &in.packed, &in.a, &in.b)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &in.key, &in.packed, &in.first, &in.a, &in.b))
+        return NULL;
     in.plies = 1;
     in.n = (size_t)in.key.len / 8;
     PyObject *result = NULL;
     if (check(&in.key, in.n, 8, "keys") && check(&in.packed, in.n, 4, "packed") &&
-        check(&in.a, in.n, 1, "points") && check(&in.b, in.n, 2, "ratings"))
+        check(&in.first, in.n, 8, "first_play") && check(&in.a, in.n, 1, "points") &&
+        check(&in.b, in.n, 2, "ratings"))
         result = run(&in);
-    release(&in, 4);
+    release(&in, 5);
     return result;
 }
 
@@ -214,28 +229,30 @@ static PyObject *sum_counts(PyObject *self, PyObject *args) {
     (void)self;
     Input in;
     memset(&in, 0, sizeof in);
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*", &in.key, &in.packed, &in.a, &in.b, &in.c, &in.d))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*", &in.key, &in.packed, &in.first, &in.a, &in.b,
+                          &in.c, &in.d))
         return NULL;
     in.n = (size_t)in.key.len / 8;
     PyObject *result = NULL;
     if (check(&in.key, in.n, 8, "keys") && check(&in.packed, in.n, 4, "packed") &&
-        check(&in.a, in.n, 8, "wins") && check(&in.b, in.n, 8, "draws") &&
+        check(&in.first, in.n, 8, "first_play") && check(&in.a, in.n, 8, "wins") && check(&in.b, in.n, 8, "draws") &&
         check(&in.c, in.n, 8, "losses") && check(&in.d, in.n, 8, "rating_sum"))
         result = run(&in);
-    release(&in, 6);
+    release(&in, 7);
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"sum_plies", sum_plies, METH_VARARGS,
-     "sum_plies(keys, packed, points, ratings) -> (keys, packed, wins, draws, losses, "
-     "rating_sum)\n\n"
-     "Rows of plies (native uint64 keys, uint32 packed dimensions, uint8 points of the mover,\n"
-     "uint16 ratings) summed per (key, packed), in that order: each distinct (key, packed)\n"
-     "(uint64, uint32) and its uint64 sums, as bytes."},
+     "sum_plies(keys, packed, first_play, points, ratings) -> (keys, packed, first_play, wins,\n"
+     "draws, losses, rating_sum)\n\n"
+     "Rows of plies (native uint64 keys, uint32 packed dimensions, uint64 first-play ranks,\n"
+     "uint8 points of the mover, uint16 ratings) summed per (key, packed), in that order: each\n"
+     "distinct (key, packed) (uint64, uint32), its least rank and its uint64 sums, as bytes."},
     {"sum_counts", sum_counts, METH_VARARGS,
-     "sum_counts(keys, packed, wins, draws, losses, rating_sum) -> (keys, packed, wins, draws,\n"
-     "losses, rating_sum)\n\nRows of counts (uint64) summed as sum_plies sums rows of plies."},
+     "sum_counts(keys, packed, first_play, wins, draws, losses, rating_sum) -> (keys, packed,\n"
+     "first_play, wins, draws, losses, rating_sum)\n\n"
+     "Rows of counts (uint64) summed as sum_plies sums rows of plies."},
     {NULL, NULL, 0, NULL},
 };
 

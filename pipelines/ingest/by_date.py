@@ -212,7 +212,7 @@ def _route(opened: OpenSource, job: Job, scan: ScanStats, errors: list[str]) -> 
             elapsed = last_report - job.started
             job.progress(seen.progress(opened.reader.bytes_read, opened.size, elapsed))
     for month in months.values():
-        month.runs, _ = month.counter.finish()
+        month.runs = month.counter.finish().runs
     return months
 
 

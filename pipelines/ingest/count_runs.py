@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pipelines.games.dedupe import MainLines
 from pipelines.games.game_filter import ScanStats
@@ -30,12 +30,23 @@ FLUSH_ROWS = 2_000_000
 IN_MEMORY_ROWS = 4_000_000
 
 
+class CountedRuns(NamedTuple):
+    """What a counter wrote: its run files, the opening tree it used (None if no game came and
+    none was given) and how many games it was handed (the places of their first-play ranks,
+    schemas.first_play)."""
+
+    runs: list[Path]
+    tree: OpeningTree | None
+    games: int
+
+
 class RunCounter:
     """Counts games that passed the filter, handed over one at a time, into run files under
-    staging; `finish` returns the run files and the opening tree used.
+    staging; `finish` returns the run files, the opening tree used and the games handed over.
 
     `lines` leaves out a game whose main line repeats one it saw before (dedupe), shared by the
     counters that hand it to each other; `tree` likewise (None: a new one when a game comes).
+    The games are placed for their first-play ranks in the order they are handed over.
     """
 
     def __init__(
@@ -76,15 +87,16 @@ class RunCounter:
         if len(counter.rows) >= self.flush_rows:
             self.runs.append(_write_counted(counter, self._next_run()))
 
-    def finish(self) -> tuple[list[Path], OpeningTree | None]:
-        """Count what is pending and write the last run file; return the run files and tree."""
+    def finish(self) -> CountedRuns:
+        """Count what is pending and write the last run file; return the run files, tree and
+        games handed over."""
         counter = self._counter
         if counter is not None:
             counter.flush()
             if len(counter.rows):
                 self.runs.append(_write_counted(counter, self._next_run()))
             self.tree = counter.tree
-        return self.runs, self.tree
+        return CountedRuns(self.runs, self.tree, counter.added if counter is not None else 0)
 
     def _next_run(self) -> Path:
         return _run_path(self.staging, self.prefix, len(self.runs))
@@ -99,11 +111,9 @@ def count_kept(
     prefix: str = "run",
     flush_rows: int = FLUSH_ROWS,
     tree: OpeningTree | None = None,
-) -> tuple[list[Path], OpeningTree | None]:
+) -> CountedRuns:
     """Count the first plies of games that passed the filter into run files under staging
     (those whose main line repeats one before left out, with the settings' dedupe).
-
-        Return the run files and the opening tree used (None if no game came and none was given).
     """
     counter = RunCounter(
         settings,
@@ -143,12 +153,12 @@ def count_games(
     tree: OpeningTree | None = None,
     kept_elsewhere: Iterable[KeptGame] = (),
     kept_text_file: Path | None = None,
-) -> tuple[list[Path], OpeningTree | None]:
+) -> CountedRuns:
     """Count the first plies of the games of blocks (from game_blocks) that pass the filter,
     after `kept_elsewhere` (games that passed it where they were read), into run files under
     staging.
 
-    Return the run files and the opening tree used (None if no game was kept and none given).
+    Return the run files, the opening tree used and the games that passed (CountedRuns).
     With `kept_text_file`, the text of the games of blocks that pass is staged there (KeptText);
     the scan counts then name those counting dropped (ScanStats.rejected).
     """

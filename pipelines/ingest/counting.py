@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import chess
 
 from pipelines.games.game_filter import KeptGame, ScanStats
+from schemas import first_play
 from schemas.dimensions import MAX_RATING, average_rating_group, rating_band
 from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
@@ -113,7 +114,7 @@ class OpeningTree:
 @dataclass
 class MoveRows:
     """Growing columns of per-ply rows: key, move, speed, rating band, mover's points, rating
-    group of the game and the mover's rating."""
+    group of the game, the mover's rating and the ply's first-play rank (schemas.first_play)."""
 
     keys: array[int] = field(default_factory=lambda: array("Q"))
     moves: array[int] = field(default_factory=lambda: array("H"))
@@ -122,6 +123,7 @@ class MoveRows:
     points: array[int] = field(default_factory=lambda: array("B"))
     groups: array[int] = field(default_factory=lambda: array("H"))
     ratings: array[int] = field(default_factory=lambda: array("H"))
+    first_plays: array[int] = field(default_factory=lambda: array("Q"))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -134,8 +136,14 @@ def count_game(
     rows: MoveRows,
     chess960: bool = False,
     sans: list[bytes] | None = None,
+    *,
+    rank: int = 0,
 ) -> int:
-    """Append the first plies of a kept game to rows; return how many were added."""
+    """Append the first plies of a kept game to rows; return how many were added.
+
+    `rank`: the game's first-play rank (schemas.first_play.game_rank), which each ply's
+    visit of its position adds to.
+    """
     if sans is None:
         sans = san_tokens(game.movetext, plies)
     if not sans:
@@ -148,7 +156,11 @@ def count_game(
     band = game.rating_band
     group = game.rating_group
     white_points = game.result
+    visits: dict[int, int] = {}
     for key, raw in walked:
+        visit = visits.get(key, 0)
+        visits[key] = visit + 1
+        rows.first_plays.append(rank + min(visit, first_play.LAST_VISIT))
         rows.keys.append(key)
         rows.moves.append(raw)
         rows.speeds.append(speed)
@@ -185,8 +197,8 @@ class MoveCounter:
         self.batched = not chess960 if batched is None else batched
         #: Games waiting for a batch, each with its place.
         self._pending: list[tuple[KeptGame, int]] = []
-        #: The pending games' ratings (at most MAX_RATING), speed ordinals and White's points,
-        #: four numbers a game.
+        #: The pending games' ratings (at most MAX_RATING), speed ordinals, White's points and
+        #: places, five numbers a game.
         self._numbers: array[int] = array("q")
         #: Games added so far: the next one's place (see ScanStats.rejected).
         self.added = 0
@@ -212,7 +224,7 @@ class MoveCounter:
         self._pending.append((game, place))
         white, black, speed, result = game[:4]
         self._numbers.extend(
-            (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result)
+            (min(white, MAX_RATING), min(black, MAX_RATING), _ORDINALS[speed], result, place)
         )
 
     def _reject(self, reason: str, place: int) -> None:
@@ -220,8 +232,11 @@ class MoveCounter:
         self.stats.rejected.append(place)
 
     def _count_one(self, game: KeptGame, sans: list[bytes] | None, place: int) -> None:
+        rank = first_play.game_rank(place)
         try:
-            added = count_game(game, self.plies, self.tree, self.rows, self.chess960, sans)
+            added = count_game(
+                game, self.plies, self.tree, self.rows, self.chess960, sans, rank=rank
+            )
         except IllegalMove:
             self._reject("illegal_move", place)
             return
@@ -253,10 +268,12 @@ class MoveCounter:
         from pipelines.games.sanwalk import walk_openings
 
         pending, self._pending = self._pending, []
-        numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 4).copy()
+        numbers = np.frombuffer(self._numbers, dtype=np.int64).reshape(len(pending), 5).copy()
         self._numbers = array("q")
         walked = walk_openings([game.movetext for game, _ in pending], plies=self.plies)
-        self._add_walked(walked.keys, walked.moves, walked.lengths, numbers)
+        first_play.game_rank(int(numbers[-1, 4]))  # (the last place is the largest: it fits)
+        ranks = numbers[:, 4].astype(np.uint64) << np.uint64(first_play.VISIT_BITS)
+        self._add_walked(walked.keys, walked.moves, walked.lengths, numbers, ranks)
         redo = [int(i) for i in np.flatnonzero(walked.lengths <= 0)]
         tokens = [san_tokens(pending[i][0].movetext, self.plies) for i in redo]
         again = [i for i, sans in zip(redo, tokens, strict=True) if sans]
@@ -268,7 +285,7 @@ class MoveCounter:
             if not walked_all.all():  # (a walk accepts only what it reads whole)
                 rows = np.repeat(walked_all, np.maximum(lengths, 0))
                 keys, moves, lengths = keys[rows], moves[rows], np.where(walked_all, lengths, 0)
-            self._add_walked(keys, moves, lengths, numbers[again])
+            self._add_walked(keys, moves, lengths, numbers[again], ranks[again])
             decided = set(np.array(again)[walked_all].tolist())
             redo = [i for i in redo if i not in decided]
         self.stats.games_kept += len(pending) - len(redo)
@@ -277,11 +294,17 @@ class MoveCounter:
             self._count_one(game, None, place)  # python-chess decides
 
     def _add_walked(
-        self, keys: np.ndarray, moves: np.ndarray, lengths: np.ndarray, numbers: np.ndarray
+        self,
+        keys: np.ndarray,
+        moves: np.ndarray,
+        lengths: np.ndarray,
+        numbers: np.ndarray,
+        ranks: np.ndarray,
     ) -> None:
         """Add the rows a walk gave the games whose numbers are given (one row per game of
-        `numbers`: ratings, speed ordinal, White's points), `lengths` rows a game (none where
-        not above 0)."""
+        `numbers`: ratings, speed ordinal, White's points, place; `ranks`: each one's first-play
+        rank),
+        `lengths` rows a game (none where not above 0)."""
         import numpy as np
 
         games = np.repeat(np.arange(len(lengths)), np.maximum(lengths, 0))
@@ -290,7 +313,7 @@ class MoveCounter:
         starts = np.flatnonzero(np.r_[True, games[1:] != games[:-1]])
         first_row = np.repeat(starts, np.diff(np.r_[starts, len(games)]))
         white_moves = (np.arange(len(games)) - first_row) % 2 == 0
-        white_elo, black_elo, ordinal, white_points = numbers.T
+        white_elo, black_elo, ordinal, white_points, _ = numbers.T
         band = rating_band(np.minimum(white_elo, black_elo)).astype(np.uint16)[games]
         # (Ratings beyond 16 bits, counted as MAX_RATING, leave the average in the top group
         # either way.)
@@ -306,3 +329,42 @@ class MoveCounter:
         self.rows.points.frombytes(points.tobytes())
         self.rows.groups.frombytes(group.tobytes())
         self.rows.ratings.frombytes(rating.tobytes())
+        ranked = ranks[games]
+        visits = _visits(keys, games, int(lengths.max()))
+        if visits is not None:
+            ranked += visits
+        self.rows.first_plays.frombytes(ranked.tobytes())
+
+
+#: Games up to this many plies have their repeated positions found by comparing each ply with
+#: those 4, 6, ... plies before it; longer ones by a sort.
+_COMPARED_PLIES = 64
+
+
+def _visits(keys: np.ndarray, games: np.ndarray, longest: int) -> np.ndarray | None:
+    """Return for each row (a ply: its position's key and its game, the rows of a game
+    together and in order) how many earlier plies of its game reached its position, at most
+    schemas.first_play.LAST_VISIT, as uint64; None when no game comes back to a position."""
+    import numpy as np
+
+    visits = None
+    if longest <= _COMPARED_PLIES:
+        # A position comes back 4 plies later at the soonest, with the same side to move.
+        for back in range(4, longest, 2):
+            again = np.flatnonzero(keys[back:] == keys[:-back])
+            again = again[games[again + back] == games[again]] + back
+            if len(again):
+                if visits is None:
+                    visits = np.zeros(len(keys), dtype=np.uint64)
+                visits[again] += np.uint64(1)
+        if visits is None:
+            return None
+    else:
+        visits = np.zeros(len(keys), dtype=np.uint64)
+        order = np.lexsort((keys, games))  # (stable: a game's visits of a position by ply)
+        ordered = np.column_stack((games[order], keys[order].astype(np.int64)))
+        starts = np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)]
+        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(order)), 0))
+        visits[order] = np.arange(len(order)) - run_start
+    np.minimum(visits, first_play.LAST_VISIT, out=visits)
+    return visits

@@ -76,12 +76,15 @@ def count_kept_unit(
 
 
 class UnitCounts(NamedTuple):
-    """What a unit of work counted: its scan counts, run files and opening tree hits/misses."""
+    """What a unit of work counted: its scan counts, run files, opening tree hits/misses and
+    the games that passed the filter (their first-play ranks are placed in the unit: the merge
+    adds the games of the units before)."""
 
     stats: ScanStats
     runs: list[Path]
     hits: int
     misses: int
+    games: int
 
 
 def _count_unit(
@@ -105,7 +108,7 @@ def _count_unit(
     # The opening tree is kept across the units of this worker process (openings repeat).
     global _TREE
     before = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    runs, _TREE = count_games(
+    counted = count_games(
         blocks,
         settings,
         stats,
@@ -116,8 +119,10 @@ def _count_unit(
         kept_elsewhere=games,
         kept_text_file=_kept_path(staging, index) if write_kept else None,
     )
+    _TREE = counted.tree
     after = (_TREE.hits, _TREE.misses) if _TREE is not None else (0, 0)
-    return UnitCounts(stats, runs, after[0] - before[0], after[1] - before[1])
+    hits, misses = after[0] - before[0], after[1] - before[1]
+    return UnitCounts(stats, counted.runs, hits, misses, counted.games)
 
 
 _TREE: OpeningTree | None = None
@@ -273,11 +278,13 @@ class _KeptHere:
         return self.games
 
 
-def merge_in_worker(runs: list[Path], target: Path, in_memory_rows: int) -> int:
+def merge_in_worker(
+    runs: list[Path], target: Path, in_memory_rows: int, games_before: list[int]
+) -> int:
     """Merge run files into the month's file (runs.merge_runs), in a worker that has pyarrow."""
     from pipelines.ingest.runs import merge_runs
 
-    return merge_runs(runs, target, in_memory_rows=in_memory_rows)
+    return merge_runs(runs, target, in_memory_rows=in_memory_rows, games_before=games_before)
 
 
 class _Gathered:
@@ -288,18 +295,23 @@ class _Gathered:
         self.stats = stats
         self.total = total
         self.runs: list[Path] = []
+        #: The games of the units before each run's (its ranks' place in the source).
+        self.games_before: dict[Path, int] = {}
+        self.games = 0
         self.kept: dict[int, KeptPart] = {}
         self.hits = self.misses = 0
         self.done_bytes = 0
 
     def add(self, place: int, size: int, counts: UnitCounts) -> None:
-        """Add a unit's counts: its place in source order and its share of the source's bytes
-        (for progress)."""
+        """Add a unit's counts (the units come in source order): its place in source order and
+        its share of the source's bytes (for progress)."""
         self.stats.merge(counts.stats)
         if self.job.write_kept is not None:
             path = _kept_path(self.job.staging, place)
             self.kept[place] = KeptPart(path, counts.stats.rejected)
         self.runs.extend(counts.runs)
+        self.games_before.update((run, self.games) for run in counts.runs)
+        self.games += counts.games
         self.hits += counts.hits
         self.misses += counts.misses
         self.done_bytes += size
@@ -311,16 +323,18 @@ class _Gathered:
         """Return what the units counted; their runs are merged in this process, or on
         `merging` (whose workers have the libraries imported)."""
         runs = sorted(self.runs)
+        before = [self.games_before[run] for run in runs]
         in_memory_rows = self.job.in_memory_rows
         write: Callable[[Path], int]
         if merging is None:
             from pipelines.ingest.runs import merge_runs
 
-            write = partial(merge_runs, runs, in_memory_rows=in_memory_rows)
+            write = partial(merge_runs, runs, in_memory_rows=in_memory_rows, games_before=before)
         else:
 
             def write(target: Path) -> int:
-                return merging.submit(merge_in_worker, runs, target, in_memory_rows).result()
+                merged = merging.submit(merge_in_worker, runs, target, in_memory_rows, before)
+                return merged.result()
 
         return Counted(
             self.hits, self.misses, write, kept=[self.kept[p] for p in sorted(self.kept)]

@@ -260,7 +260,7 @@ def _blocks_in_order(
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     """Scan and count blocks in this process (staging the text of the games kept if asked)."""
     kept_text_file = job.staging / "source.kept" if job.write_kept is not None else None
-    runs, tree = count_games(
+    runs, tree, _ = count_games(
         blocks,
         job.settings,
         stats,

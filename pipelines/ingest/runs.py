@@ -1,17 +1,18 @@
 """Runs of move statistics: partial counts written while ingesting, merged into a month's file.
 
-A run holds (key, move, speed index, rating band, rating group, wins, draws, losses, rating sum),
-summed and sorted by key,
+A run holds (key, move, speed index, rating band, rating group, first-play rank, wins, draws,
+losses, rating sum), summed and sorted by key,
 as raw NumPy columns with where each range of keys starts. The runs are merged a range of keys
 at a time (memory stays bounded), summed and written with pyarrow in row groups.
 
-Summing sorts rows by (key, move, speed, band, group) and adds up equal ones: compiled
-(`_sums.c`) when the dimensions pack into 32 bits, as the design's always do; with NumPy
-otherwise.
+Summing sorts rows by (key, move, speed, band, group) and adds up equal ones, each row's
+first-play rank the least of theirs (schemas.move_stats, FIRST_PLAY_*): compiled (`_sums.c`)
+when the dimensions pack into 32 bits, as the design's always do; with NumPy otherwise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -21,6 +22,7 @@ import numpy as np
 from pipelines.ingest import _sums
 from pipelines.warehouse import layout
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
+from schemas.first_play import rebase
 from schemas.speed import Speed
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ class StatsColumns:
     speed: np.ndarray
     rating_band: np.ndarray
     rating_group: np.ndarray
+    #: The least first-play rank of the plies summed (schemas.move_stats.first_play_rank).
+    first_play: np.ndarray
     wins: np.ndarray
     draws: np.ndarray
     losses: np.ndarray
@@ -61,6 +65,7 @@ _DTYPES = {
     "speed": np.uint8,
     "rating_band": np.uint16,
     "rating_group": np.uint16,
+    "first_play": np.uint64,
     "wins": np.uint64,
     "draws": np.uint64,
     "losses": np.uint64,
@@ -81,9 +86,15 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
         columns.move, columns.speed, columns.rating_band, columns.rating_group
     )
     if packed is not None and len(columns) <= _COMPILED_ROWS:
+        contiguous = np.ascontiguousarray
         sums = _sums.sum_counts(
-            *(np.ascontiguousarray(column) for column in (columns.key, packed)),
-            *(np.ascontiguousarray(getattr(columns, name)) for name in _COUNT_COLUMNS),
+            contiguous(columns.key),
+            contiguous(packed),
+            contiguous(columns.first_play),
+            contiguous(columns.wins),
+            contiguous(columns.draws),
+            contiguous(columns.losses),
+            contiguous(columns.rating_sum),
         )
         return _unpacked(sums)
     if packed is None:  # a value beyond the one-word sort key: sort column by column
@@ -107,19 +118,24 @@ def summed(columns: StatsColumns, *, runs: bool = False) -> StatsColumns:
     change[0] = True
     starts = np.flatnonzero(change)
     firsts = order[starts]
-    counts = [np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS]
-    return StatsColumns(*(getattr(columns, name)[firsts] for name in _DIMENSIONS), *counts)
+    dimensions = {name: getattr(columns, name)[firsts] for name in _DIMENSIONS}
+    counts = {
+        name: np.add.reduceat(getattr(columns, name)[order], starts) for name in _COUNT_COLUMNS
+    }
+    first_play = np.minimum.reduceat(columns.first_play[order], starts)
+    return StatsColumns(**dimensions, first_play=first_play, **counts)
 
 
 #: Rows summed compiled at most in one call (its row numbers are 32 bits).
 _COMPILED_ROWS = (1 << 32) - 1
 
 
-def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsColumns:
-    """Return the compiled sums (keys, packed dimensions and counts) as columns."""
-    keys, packed, *counts = (
+def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsColumns:
+    """Return the compiled sums (keys, packed dimensions, first-play ranks and counts) as
+    columns."""
+    keys, packed, first_play, *counts = (
         np.frombuffer(values, dtype=dtype)
-        for values, dtype in zip(sums, (np.uint64, np.uint32, *(np.uint64,) * 4), strict=True)
+        for values, dtype in zip(sums, (np.uint64, np.uint32, *(np.uint64,) * 5), strict=True)
     )
     group = packed & ((1 << _GROUP_BITS) - 1)
     band = (packed >> _GROUP_BITS) & ((1 << _BAND_BITS) - 1)
@@ -131,6 +147,7 @@ def _unpacked(sums: tuple[bytes, bytes, bytes, bytes, bytes, bytes]) -> StatsCol
         _SPEED_OF_RANK[speed_rank],
         _BAND_VALUES[band],
         _GROUP_VALUES[group],
+        first_play,
         *counts,
     )
 
@@ -215,16 +232,18 @@ def from_rows(rows: MoveRows) -> StatsColumns:
         np.frombuffer(rows.bands, dtype=np.uint16),
         np.frombuffer(rows.groups, dtype=np.uint16),
     )
+    first_play = np.frombuffer(rows.first_plays, dtype=np.uint64)
     points = np.frombuffer(rows.points, dtype=np.uint8)
     ratings = np.frombuffer(rows.ratings, dtype=np.uint16)
     packed = _packed_dimensions(*dimensions) if len(keys) else None
     if packed is not None and len(keys) <= _COMPILED_ROWS:
         # Compiled straight from the points and ratings: no 64-bit counts a ply.
-        return _unpacked(_sums.sum_plies(keys, packed, points, ratings))
+        return _unpacked(_sums.sum_plies(keys, packed, first_play, points, ratings))
     return summed(
         StatsColumns(
             keys,
             *dimensions,
+            first_play,
             (points == 2).astype(np.uint64),
             (points == 1).astype(np.uint64),
             (points == 0).astype(np.uint64),
@@ -264,7 +283,7 @@ BUCKET_BITS = 8
 ROW_GROUP_ROWS = layout.ROW_GROUP_ROWS
 _PARQUET_OPTIONS = layout.PARQUET_OPTIONS
 
-_RUN_MAGIC = b"CPRUN1\0\0"
+_RUN_MAGIC = b"CPRUN2\0\0"
 
 
 def _bucket_starts(key: np.ndarray) -> np.ndarray:
@@ -309,6 +328,7 @@ def _month_table(columns: StatsColumns) -> pa.Table:
         _arrow(columns.draws),
         _arrow(columns.losses),
         _arrow(columns.rating_sum),
+        _arrow(columns.first_play),
     ]
     return pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
 
@@ -337,8 +357,13 @@ def merge_runs(
     *,
     in_memory_rows: int,
     row_group_rows: int = ROW_GROUP_ROWS,
+    games_before: Sequence[int] | None = None,
 ) -> int:
     """Sum run files into one sorted month file at target; return its row count.
+
+    `games_before`: for each run, the games counted before its unit's in the source, which
+    its first-play ranks (placed in the unit) are moved on by (schemas.first_play.rebase);
+    none: the ranks are the source's already.
 
     The runs are summed a range of keys at a time, three ranges holding at most `in_memory_rows`
     rows of runs (unless one of the 2**BUCKET_BITS ranges holds more on its own), and written
@@ -354,8 +379,12 @@ def merge_runs(
     # Three ranges at a time in memory: two being summed, one being written.
     steps = _steps(index, max(1, min(in_memory_rows // 3, _MERGE_STEP_ROWS))) if len(runs) else []
 
+    bases = [rebase(games) for games in games_before or [0] * len(runs)]
+    if len(bases) != len(runs):
+        raise ValueError(f"{len(bases)} counts of games before for {len(runs)} run files")
+
     def summed_range(first: int, stop: int) -> StatsColumns:
-        merged = _read_range(runs, index, first, stop)
+        merged = _read_range(runs, index, first, stop, bases)
         return summed(merged, runs=True) if len(runs) > 1 else merged
 
     total = 0
@@ -383,13 +412,16 @@ def merge_runs(
 _MERGE_STEP_ROWS = 1 << 19
 
 
-def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> StatsColumns:
-    """Read key ranges first:stop of all runs, one after the other, as one set of columns."""
+def _read_range(
+    runs: list[Path], index: np.ndarray, first: int, stop: int, bases: list[int]
+) -> StatsColumns:
+    """Read key ranges first:stop of all runs, one after the other, as one set of columns,
+    each run's first-play ranks moved on by its base."""
     starts, stops = index[:, first], index[:, stop]
     size = int((stops - starts).sum())
     columns = {name: np.empty(size, dtype=dtype) for name, dtype in _DTYPES.items()}
     at = 0
-    for path, row, start, stop_row in zip(runs, index, starts, stops, strict=True):
+    for path, row, start, stop_row, base in zip(runs, index, starts, stops, bases, strict=True):
         count = int(stop_row - start)
         if not count:
             continue
@@ -403,6 +435,8 @@ def _read_range(runs: list[Path], index: np.ndarray, first: int, stop: int) -> S
                 if handle.readinto(view) != view.nbytes:
                     raise ValueError(f"run file {path} is shorter than its index says")
                 offset += rows * size_of
+        if base:
+            columns["first_play"][at : at + count] += np.uint64(base)
         at += count
     return StatsColumns(**columns)
 

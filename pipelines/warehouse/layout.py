@@ -25,13 +25,15 @@ ROW_GROUP_ROWS = 1 << 17
 #: How statistics files are written: the few-valued columns get dictionaries; the keys (sorted,
 #: so their differences are small) and the counts (mostly small numbers) are delta-encoded
 #: before zstd, which writes a month in about 0.7 of the time plain values took, in a file 17%
-#: smaller, that DuckDB reads as fast or faster (measured on a month of 1 million rows).
+#: smaller, that DuckDB reads as fast or faster (measured on a month of 1 million rows). The
+#: first-play ranks too: in no order within a key, they still make a file 4% smaller than as
+#: plain values, a little faster (the 2013 sample's month, every game kept).
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "use_dictionary": ["move", "speed", "rating_band", "rating_group"],
     "column_encoding": {
         name: "DELTA_BINARY_PACKED"
-        for name in ("key", "games", "wins", "draws", "losses", "rating_sum")
+        for name in ("key", "games", "wins", "draws", "losses", "rating_sum", "first_play")
     },
 }
 

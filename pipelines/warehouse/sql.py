@@ -254,7 +254,7 @@ _EMPTY_STATS = (
     "(SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, NULL::VARCHAR AS speed, "
     "NULL::USMALLINT AS rating_band, NULL::USMALLINT AS rating_group, NULL::UBIGINT AS games, "
     "NULL::UBIGINT AS wins, NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, "
-    "NULL::UBIGINT AS rating_sum, {partition} WHERE false)"
+    "NULL::UBIGINT AS rating_sum, NULL::UBIGINT AS first_play, {partition} WHERE false)"
 )
 
 
@@ -337,7 +337,8 @@ def _stats_view(
     con: duckdb.DuckDBPyConnection, name: str, files: list[Path], partition: str
 ) -> None:
     """Create a view of statistics files partitioned by `partition` (a VARCHAR hive column);
-    without files, a view of no rows with the same columns."""
+    without files, a view of no rows with the same columns. Files that all predate the
+    first-play rank (schemas.first_play) give a `first_play` column of nulls."""
     source = (
         f"read_parquet({sql_paths(files)}, hive_partitioning = true, "
         f"hive_types = {{'{partition}': VARCHAR}}, union_by_name = true)"
@@ -345,6 +346,11 @@ def _stats_view(
         else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
+    columns = {column[0] for column in con.execute(f"SELECT * FROM {name} LIMIT 0").description}
+    if "first_play" not in columns:
+        con.execute(
+            f"CREATE OR REPLACE VIEW {name} AS SELECT *, NULL::UBIGINT AS first_play FROM {source}"
+        )
 
 
 #: The store's columns (schemas.evals.evals_schema()), none of its rows: an empty store.

@@ -1,7 +1,10 @@
 """Compacted years: a year's twelve months of move statistics summed into one sorted file.
 
 `DIR/move_stats_yearly/year=YYYY/part-0.parquet` holds the twelve months' rows summed over the
-months (MOVE_STATS_SCHEMA, sorted by key, in row groups like the months'), and
+months (MOVE_STATS_SCHEMA, sorted by key, in row groups like the months'; a row's first-play
+rank is the least over the months of its month's rank with the month in the top bits,
+schemas.first_play, so that the year's ranks order its months as a book over them does, and
+null when a month was ingested before the ranks were kept), and
 `DIR/move_stats_yearly/year=YYYY.json` records what it was made from: each month's partition
 sha256 (its manifest's output_sha256) and size. A month re-ingested since no longer matches, and
 the yearly file is stale: readers then go back to the months. The `move_stats` view never reads
@@ -33,6 +36,7 @@ from pipelines.warehouse.layout import (
     write_row_groups,
 )
 from pipelines.warehouse.locks import month_lock
+from schemas import first_play
 from schemas.atomic_files import OutputSet
 from schemas.version import __version__
 
@@ -213,11 +217,20 @@ def choose_years(warehouse: Path, months: list[str]) -> YearlyChoice:
 _SUMMED = """
     SELECT key, move, speed, rating_band, rating_group,
         sum(games)::UBIGINT AS games, sum(wins)::UBIGINT AS wins, sum(draws)::UBIGINT AS draws,
-        sum(losses)::UBIGINT AS losses, sum(rating_sum)::UBIGINT AS rating_sum
-    FROM read_parquet({files}, union_by_name = true)
+        sum(losses)::UBIGINT AS losses, sum(rating_sum)::UBIGINT AS rating_sum,
+        {first_play} AS first_play
+    FROM read_parquet(
+        {files}, hive_partitioning = true, hive_types = {{'month': VARCHAR}},
+        union_by_name = true
+    )
     GROUP BY key, move, speed, rating_band, rating_group
     ORDER BY key, move, speed, rating_band, rating_group
 """
+
+#: A year's first-play rank: the least of its months' with the month in the top bits.
+_YEAR_FIRST_PLAY = (
+    f"min(((right(month, 2)::UBIGINT - 1) << {first_play.MONTH_SHIFT}) | first_play)::UBIGINT"
+)
 
 
 class CompactProgress(NamedTuple):
@@ -259,6 +272,9 @@ def _write_summed(
 
     listed = sql_paths(files)
     month_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    # Ranks only where every month has them: one month without would leave its moves unranked.
+    ranked = all("first_play" in pq.read_schema(f).names for f in files)
+    rank = _YEAR_FIRST_PLAY if ranked else "NULL::UBIGINT"
     con = duckdb.connect(config={"memory_limit": memory_limit})
     summed = threading.Event()
 
@@ -286,7 +302,8 @@ def _write_summed(
             poller = threading.Thread(target=poll, daemon=True)
             poller.start()
         try:
-            reader = con.sql(_SUMMED.format(files=listed)).to_arrow_reader(ROW_GROUP_ROWS)
+            query = _SUMMED.format(files=listed, first_play=rank)
+            reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
         finally:
             summed.set()
             if poller is not None:
@@ -299,8 +316,9 @@ def _write_summed(
 
 
 def _as_stats(table: Any, schema: Any) -> Any:
-    """Cast summed rows to MOVE_STATS_SCHEMA; months without its newer columns cannot be."""
-    if any(column.null_count for column in table.columns):
+    """Cast summed rows to MOVE_STATS_SCHEMA; months without rating_group or rating_sum cannot
+    be (first_play may be null: months ingested before it)."""
+    if any(table[name].null_count for name in table.column_names if name != "first_play"):
         raise ChesspipeError(
             "a month lacks rating_group or rating_sum (ingested by an older chesspipe); "
             "re-ingest it before compacting its year"
