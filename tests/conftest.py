@@ -143,3 +143,29 @@ def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     every_game = IngestSettings(GameFilter(0, frozenset(Speed), allow_bots=True))
     ingest(str(make_sample.sample_path(month)), month, folder, every_game)
     return folder
+
+
+#: The test files that take longest (seconds summed over their tests, measured with
+#: `--durations`), run first: xdist's `--dist loadfile` hands files out in collection order, so
+#: a long file collected last would run alone at the end while the other worker waits.
+LONGEST_FILES = (
+    "test_full_disk.py",
+    "test_build_month_output.py",
+    "test_flows.py",
+    "test_object_storage.py",
+    "test_monthly_build.py",
+    "test_any_games.py",
+    "test_sql_chess_terms.py",
+    "test_training_from_games.py",
+    "test_stopping.py",
+    "test_serve.py",
+    "test_endgame_labels.py",
+    "test_explorer_games.py",
+    "test_notebooks.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the longest files first (LONGEST_FILES, in that order), the rest as collected."""
+    rank = {name: place for place, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -278,7 +278,7 @@ def _full_disk_runs_two_sets(
     published(disk)
     assert left > 56 * PAGE
     failed = 0
-    for free in sorted({0, left // 2, left - 48 * PAGE, left - 16 * PAGE}):
+    for free in sorted({0, left // 2, left - 16 * PAGE}):
         proc = runs.run(free)
         if proc.returncode == 0:
             published(disk)
