@@ -9,8 +9,8 @@ beside the move statistics, published whole (both files, then the manifest) or n
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from contextlib import ExitStack
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,9 +97,7 @@ def index_month(
     """
     settings = settings or ExplorerSettings()
     check_month(month)
-    with explorer_lock(warehouse, month):
-        for leftover in explorer_temp_files(warehouse, month):
-            leftover.unlink(missing_ok=True)
+    with _month_held(Path(warehouse), month):
         return _index_month(
             source, month, Path(warehouse), settings, source_sha256, http_options or {}
         )
@@ -115,11 +113,7 @@ def _index_month(
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
-    targets = (
-        games_file(warehouse, month),
-        positions_file(warehouse, month),
-        explorer_manifest_path(warehouse, month),
-    )
+    targets = _targets(warehouse, month)
     chess960 = settings.rules.variant == "chess960"
     with (
         OutputSet(*targets) as output,
@@ -139,24 +133,66 @@ def _index_month(
             writer.add(_replayed(pending, settings, stats, chess960))
         finally:
             writer.close()
-        manifest = ExplorerManifest(
-            chesspipe_version=__version__,
-            month=month,
-            source=source,
-            settings=settings.to_json(),
-            games_read=stats.games_read,
-            games_kept=stats.games_kept,
-            games_dropped=dict(sorted(stats.dropped.items())),
-            positions=writer.rows,
-            ends_inside_game=stats.ends_inside_game,
-            games_bytes=output.path(targets[0]).stat().st_size,
-            positions_bytes=output.path(targets[1]).stat().st_size,
-            seconds=round(time.monotonic() - started, 3),
-            games_sha256=file_sha256(output.path(targets[0])),
-            positions_sha256=file_sha256(output.path(targets[1])),
-            source_sha256=source_sha256,
-        )
-        output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
+        manifest = _write_manifest(
+            output, targets, writer, stats, month=month, source=source,
+            settings=settings.to_json(), ends_inside_game=stats.ends_inside_game,
+            started=started, source_sha256=source_sha256,
+        )  # fmt: skip
+    return manifest
+
+
+def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path]:
+    """A month's two files and its manifest, in the order they are published."""
+    return (
+        games_file(warehouse, month),
+        positions_file(warehouse, month),
+        explorer_manifest_path(warehouse, month),
+    )
+
+
+@contextmanager
+def _month_held(warehouse: Path, month: str) -> Iterator[None]:
+    """Hold a month's lock (another run of it fails at once), what killed runs of it left
+    removed first."""
+    with explorer_lock(warehouse, month):
+        for leftover in explorer_temp_files(warehouse, month):
+            leftover.unlink(missing_ok=True)
+        yield
+
+
+def _write_manifest(
+    output: OutputSet,
+    targets: tuple[Path, Path, Path],
+    writer: _Writer,
+    stats: ScanStats,
+    *,
+    month: str,
+    source: str,
+    settings: dict[str, Any],
+    ends_inside_game: bool,
+    started: float,
+    source_sha256: str | None = None,
+) -> ExplorerManifest:
+    """Write the manifest of a month's two written files (staged in `output`); return it."""
+    games_path, positions_path = output.path(targets[0]), output.path(targets[1])
+    manifest = ExplorerManifest(
+        chesspipe_version=__version__,
+        month=month,
+        source=source,
+        settings=settings,
+        games_read=stats.games_read,
+        games_kept=stats.games_kept,
+        games_dropped=dict(sorted(stats.dropped.items())),
+        positions=writer.rows,
+        ends_inside_game=ends_inside_game,
+        games_bytes=games_path.stat().st_size,
+        positions_bytes=positions_path.stat().st_size,
+        seconds=round(time.monotonic() - started, 3),
+        games_sha256=file_sha256(games_path),
+        positions_sha256=file_sha256(positions_path),
+        source_sha256=source_sha256,
+    )
+    output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 
 
@@ -194,14 +230,8 @@ def index_by_date(
             month = game_month(text)
             found = months.get(month)
             if found is None:
-                held.enter_context(explorer_lock(warehouse, month))
-                for leftover in explorer_temp_files(warehouse, month):
-                    leftover.unlink(missing_ok=True)
-                targets = (
-                    games_file(warehouse, month),
-                    positions_file(warehouse, month),
-                    explorer_manifest_path(warehouse, month),
-                )
+                held.enter_context(_month_held(warehouse, month))
+                targets = _targets(warehouse, month)
                 output = held.enter_context(OutputSet(*targets))
                 writer = _Writer(output.path(targets[0]), output.path(targets[1]))
                 held.callback(writer.close)
@@ -231,24 +261,11 @@ def index_by_date(
         manifests = []
         for dated in sorted(months.values(), key=lambda d: d.month):
             dated.writer.close()
-            games_path, positions_path = (dated.output.path(t) for t in dated.targets[:2])
-            manifest = ExplorerManifest(
-                chesspipe_version=__version__,
-                month=dated.month,
-                source=source,
-                settings={**settings.to_json(), "month_by": "date"},
-                games_read=dated.stats.games_read,
-                games_kept=dated.stats.games_kept,
-                games_dropped=dict(sorted(dated.stats.dropped.items())),
-                positions=dated.writer.rows,
-                ends_inside_game=stats.ends_inside_game,
-                games_bytes=games_path.stat().st_size,
-                positions_bytes=positions_path.stat().st_size,
-                seconds=round(time.monotonic() - started, 3),
-                games_sha256=file_sha256(games_path),
-                positions_sha256=file_sha256(positions_path),
-            )
-            dated.output.path(dated.targets[2]).write_bytes(json_bytes(manifest.to_json()))
+            manifest = _write_manifest(
+                dated.output, dated.targets, dated.writer, dated.stats, month=dated.month,
+                source=source, settings={**settings.to_json(), "month_by": "date"},
+                ends_inside_game=stats.ends_inside_game, started=started,
+            )  # fmt: skip
             manifests.append(manifest)
         stats.games_kept = sum(m.games_kept for m in manifests)
     return manifests, stats
