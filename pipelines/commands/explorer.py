@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
     add_action,
     add_actions,
     add_filter_options,
+    add_partition_options,
     settings_as_flags,
 )
 
@@ -40,17 +40,11 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/explorer/month=YYYY-MM/.",
     )
     index = add_action(actions, "index", run, help="index a month of games (the ingest filter)")
-    index.add_argument("source")
-    where = index.add_mutually_exclusive_group(required=True)
-    where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
-    where.add_argument(
-        "--month-by",
-        choices=["date"],
-        help="date: each game into the month its Date tag names (a year only: the year's "
-        "January; no year: 0000-01), as for a player's own export (`/player` with since and "
-        "until) or a collection spanning years",
+    add_partition_options(
+        index,
+        by_date="as for a player's own export (`/player` with since and until) or a collection "
+        "spanning years",
     )
-    index.add_argument("--warehouse", required=True, type=Path)
     add_filter_options(index)
     index.add_argument(
         "--plies",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
     add_ingest_options,
+    add_partition_options,
     as_said,
     settings_as_flags,
 )
@@ -84,17 +85,7 @@ def register(subparsers: Any) -> None:
         "WAREHOUSE/move_stats/month=YYYY-MM/. Games that are not from Lichess (no TimeControl, "
         "no ratings): --speeds all --min-rating 0.",
     )
-    parser.add_argument("source")
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
-    where.add_argument(
-        "--month-by",
-        choices=["date"],
-        help="date: each game into the month its Date tag names (a year only: the year's "
-        "January, YYYY-01; no year: 0000-01), one partition each (the source read by one "
-        "process)",
-    )
-    parser.add_argument("--warehouse", required=True, type=Path)
+    add_partition_options(parser, by_date="one partition each (the source read by one process)")
     add_ingest_options(parser)
     parser.add_argument(
         "--force",

@@ -138,6 +138,22 @@ def add_month_source(
     parser.add_argument("--month", required=True, help=month_help)
 
 
+def add_partition_options(parser: argparse.ArgumentParser, *, by_date: str) -> None:
+    """Add SOURCE, where its games go (--month, a label; or --month-by date, each game into
+    the month its Date tag names: `by_date` says what for) and --warehouse, of the commands
+    that write months of the warehouse from games (ingest, explorer index)."""
+    parser.add_argument("source")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
+    where.add_argument(
+        "--month-by",
+        choices=["date"],
+        help="date: each game into the month its Date tag names (a year only: the year's "
+        f"January, YYYY-01; no year: 0000-01), {by_date}",
+    )
+    parser.add_argument("--warehouse", required=True, type=Path)
+
+
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """Add the game filter's options (defaults: GameFilter) and the progress options."""
     from pipelines.games.game_filter import VARIANTS, GameFilter
