@@ -20,7 +20,7 @@ import chess
 import chess.pgn
 import chess.polyglot
 
-from tests.recount import keeps, read_text, speed
+from tests.recount import games_where, keeps, read_text, speed
 
 #: lila's RatingGroup::select_avg lower bounds (2800 and above is Group3200).
 LILA_BOUNDS = (0, 1000, 1200, 1400, 1600, 1800, 2000, 2200, 2500, 2800, 3200)
@@ -72,16 +72,8 @@ def read_games(
     games: list[Game] = []
     for month, path in sources.items():
         stream = io.StringIO(read_text(path))
-        while True:
-            start = stream.tell()
-            headers = chess.pgn.read_headers(stream)
-            if headers is None:
-                break
-            if not keeps(headers, min_rating, speeds, allow_bots=False):
-                continue
-            stream.seek(start)
-            game = chess.pgn.read_game(stream)
-            assert game is not None
+        for game in games_where(stream, lambda h: keeps(h, min_rating, speeds, allow_bots=False)):
+            headers = game.headers
             moves = list(game.mainline_moves())
             if not moves:
                 continue
