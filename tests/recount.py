@@ -105,6 +105,19 @@ def games_where(
         yield game
 
 
+def split_in_turn(pgn: Path, parts: int, folder: Path) -> list[Path]:
+    """Cut a PGN file into `parts` files of whole games, in turn (game i to part i % parts),
+    named so that they sort in that order (part-00.pgn, part-01.pgn, ...)."""
+    games = read_text(pgn).split("\n\n[Event ")
+    games = [games[0], *("[Event " + g for g in games[1:])]
+    paths = []
+    for index in range(parts):
+        path = folder / f"part-{index:02d}.pgn"
+        path.write_text("\n\n".join(g.strip() for g in games[index::parts]) + "\n\n")
+        paths.append(path)
+    return paths
+
+
 def recount(
     path: Path, min_rating: int, speeds: set[str], allow_bots: bool = False, plies: int = 20
 ) -> tuple[Counter[tuple[int, int, str, int, str]], int]:

@@ -33,7 +33,7 @@ from schemas.first_play import LAST_VISIT
 from tests.conftest import SHARED_DATA, need
 from tests.legacy_partition import write_manifest_for, write_unranked_partition
 from tests.polyglot_order import first_plays, moves_by_first_play, rank_order, ties_by_move
-from tests.recount import read_text
+from tests.recount import read_text, split_in_turn
 from tests.test_any_games import EVERY_GAME, decided_games, make_book, python_chess_games
 
 OTB = SHARED_DATA / "otb"
@@ -169,18 +169,6 @@ def test_books_of_a_collection_landed_by_date_equal_polyglot(
     assert len({month_of(g) for g in years}) > 5
     chosen = pgn_of(years, "1914-1927.pgn")
     assert_books_equal_polyglot(warehouse, "1914-01..1927-12", chosen, tmp_path)
-
-
-def split_in_turn(pgn: Path, parts: int, folder: Path) -> list[Path]:
-    """Cut a PGN file into `parts` files of whole games, in turn (game i to part i % parts)."""
-    games = read_text(pgn).split("\n\n[Event ")
-    games = [games[0], *("[Event " + g for g in games[1:])]
-    paths = []
-    for index in range(parts):
-        path = folder / f"part-{index:02d}.pgn"
-        path.write_text("\n\n".join(g.strip() for g in games[index::parts]) + "\n\n")
-        paths.append(path)
-    return paths
 
 
 @pytest.fixture

@@ -34,24 +34,12 @@ from schemas.move_stats import MOVE_STATS_SCHEMA
 from schemas.speed import Speed
 from tests.conftest import GAMES_2021, need, run_cli
 from tests.legacy_partition import write_legacy_partition
-from tests.recount import pgn_extract_elo
+from tests.recount import pgn_extract_elo, split_in_turn
 from tests.test_book import make_book_reference
 
 YEAR = "2021"
 MONTHS = [f"{YEAR}-{m:02d}" for m in range(1, 13)]
 SETTINGS = IngestSettings(GameFilter(0, frozenset(Speed), allow_bots=True))
-
-
-def split_games(pgn: Path, parts: int, folder: Path) -> list[Path]:
-    """Cut a PGN file into `parts` files of whole games, in turn (game i goes to part i % n)."""
-    games = pgn.read_text().split("\n\n[Event ")
-    games = [games[0], *("[Event " + g for g in games[1:])]
-    paths = []
-    for index in range(parts):
-        path = folder / f"part-{index}.pgn"
-        path.write_text("\n\n".join(g.strip() for g in games[index::parts]) + "\n\n")
-        paths.append(path)
-    return paths
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +48,7 @@ def year_warehouse(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path
     need(GAMES_2021, "real Lichess games (2021-10 sample)")
     folder = tmp_path_factory.mktemp("year")
     kept = pgn_extract_elo(GAMES_2021, 0, folder)
-    parts = split_games(kept, 12, folder)
+    parts = split_in_turn(kept, 12, folder)
     warehouse = folder / "warehouse"
     for month, part in zip(MONTHS, parts, strict=True):
         ingest(str(part), month, warehouse, SETTINGS, runtime=Runtime(workers=1))
