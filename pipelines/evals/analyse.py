@@ -26,7 +26,7 @@ import chess
 import chess.engine
 
 from pipelines.errors import ChesspipeError
-from pipelines.evals.positions import fen_without_clocks
+from pipelines.evals.positions import fen_without_clocks, pv_text
 from pipelines.evals.settings import AnalysisSettings
 from pipelines.evals.store import (
     EngineLine,
@@ -37,7 +37,6 @@ from pipelines.evals.store import (
 )
 from pipelines.progress import bar
 from pipelines.warehouse.evals_files import evals_lock
-from schemas.evals import PV_MOVES
 from schemas.polyglot import encode_move, polyglot_key
 
 
@@ -191,10 +190,6 @@ class _Engine:
         self.kill()
 
 
-def _pv_text(pv: Sequence[chess.Move]) -> str | None:
-    return " ".join(m.uci() for m in pv[: PV_MOVES + 1]) or None
-
-
 def _line(board: chess.Board, info: chess.engine.InfoDict) -> EngineLine | None:
     """A principal variation of a search of several, or None where it has no legal first
     move or no score."""
@@ -203,7 +198,7 @@ def _line(board: chess.Board, info: chess.engine.InfoDict) -> EngineLine | None:
         return None
     score = info["score"].pov(board.turn)
     cp, mate = (None, score.mate()) if score.is_mate() else (score.score(), None)
-    return EngineLine(encode_move(board, pv[0]), cp, mate, _pv_text(pv))
+    return EngineLine(encode_move(board, pv[0]), cp, mate, pv_text(pv))
 
 
 def evaluation_from(
@@ -231,7 +226,7 @@ def evaluation_from(
         cp=score.score() if not score.is_mate() else None,
         mate=score.mate() if score.is_mate() else None,
         best=best,
-        pv=_pv_text(pv),
+        pv=pv_text(pv),
         depth=info.get("depth"),
         nodes=info.get("nodes"),
         limit=limit,

@@ -30,11 +30,11 @@ from typing import Any, NamedTuple
 import chess
 
 from pipelines.errors import ChesspipeError
-from pipelines.evals.positions import fen_without_clocks
+from pipelines.evals.positions import fen_without_clocks, pv_text
 from pipelines.evals.settings import ImportSettings
 from pipelines.evals.store import EngineLine, Evaluation, compact_if_many, write_part
 from pipelines.warehouse.evals_files import evals_lock
-from schemas.evals import MATE_SCORE, MOST_LINES, PV_MOVES
+from schemas.evals import MATE_SCORE, MOST_LINES
 from schemas.polyglot import encode_move, polyglot_key
 
 #: Why a line of the dump is not stored.
@@ -171,8 +171,7 @@ def _other_lines(
         if line.cp is not None and abs(value) >= MATE_SCORE:
             break
         cp, mate = (value, None) if line.cp is not None else (None, value)
-        pv = " ".join(m.uci() for m in moves[: PV_MOVES + 1])
-        kept.append(EngineLine(encode_move(board, moves[0]), cp, mate, pv))
+        kept.append(EngineLine(encode_move(board, moves[0]), cp, mate, pv_text(moves)))
     return tuple(kept) if len(kept) > 1 else None
 
 
@@ -209,7 +208,7 @@ def evaluation_of(
             raise Skip("bad_value")  # a stalemate is 0
     knodes = chosen.knodes if isinstance(chosen.knodes, int) and chosen.knodes >= 0 else None
     depth = chosen.depth if 0 <= chosen.depth < 1 << 16 else None
-    pv = " ".join(m.uci() for m in moves[: PV_MOVES + 1]) or None
+    pv = pv_text(moves)
     best = encode_move(board, moves[0]) if moves else None
     lines = None
     if best is not None:

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import chess
 
 from pipelines.evals.settings import WALK_PLIES
+from schemas.evals import PV_MOVES
 from schemas.polyglot import Book, decode_move, polyglot_key, push_with_key
 
 
@@ -70,3 +71,9 @@ def fen_without_clocks(board: chess.Board) -> str:
     """The FEN's first four fields (as the Lichess evaluation dump writes them); en passant
     only where a capture is legal."""
     return " ".join(board.fen(en_passant="legal").split()[:4])
+
+
+def pv_text(moves: Sequence[chess.Move]) -> str | None:
+    """A principal variation as the store keeps it: its first moves (the best and PV_MOVES
+    more) in UCI, as python-chess writes them; None for no move."""
+    return " ".join(move.uci() for move in moves[: PV_MOVES + 1]) or None
