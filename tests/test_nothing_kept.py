@@ -111,3 +111,67 @@ def test_training_and_endgames_from_games_keeping_no_game_fail_alike(
     proc = run_cli(*endgames, "--syzygy", syzygy, "--quiet", check=False)
     assert proc.returncode == 1 and proc.stderr.splitlines() == [line]
     assert not labels.exists() or list(labels.iterdir()) == []
+
+
+@pytest.mark.parametrize("partition", [("--month", "2013-01"), ("--month-by", "date")])
+def test_explorer_index_keeping_no_game_fails_alike(
+    tmp_path: Path, games_2013_below: tuple[Path, str], partition: tuple[str, str]
+) -> None:
+    source, counted = games_2013_below
+    warehouse = tmp_path / "wh"
+    args = ("explorer", "index", str(source), *partition, "--warehouse", str(warehouse))
+    proc = run_cli(*args, "--quiet", check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"chesspipe: error: no game of {source} is kept: {counted} --min-rating 2200; "
+        "nothing published (--allow-empty accepts an empty result)"
+    ]
+    assert not (warehouse / "explorer").exists() or not any((warehouse / "explorer").rglob("*.*"))
+    summary = json.loads(run_cli(*args, "--quiet", "--allow-empty").stdout)
+    assert summary["games_kept"] == 0
+    if partition[0] == "--month":  # the empty month is published
+        assert any((warehouse / "explorer").rglob("*.parquet"))
+    else:  # no game gave a date: no month to publish
+        assert summary["months"] == []
+
+
+def _commented_game(white_elo: int, comments: bool) -> bytes:
+    moves = "1. e4 { [%eval 0.2] } 1... e5 { [%eval 0.25] } 1-0" if comments else "1. e4 e5 1-0"
+    return (
+        f'[Event "Rated Blitz game"]\n[Result "1-0"]\n[WhiteElo "{white_elo}"]\n'
+        f'[BlackElo "2400"]\n[TimeControl "180+0"]\n\n{moves}\n\n'
+    ).encode()
+
+
+def test_evals_from_games_storing_nothing_fails_saying_why(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    run_cli("ingest", str(_write(tmp_path / "kept.pgn", _commented_game(2500, False))),
+            "--month", "2024-01", "--warehouse", str(warehouse), "--quiet")  # fmt: skip
+    no_comment = _write(tmp_path / "plain.pgn", _commented_game(2500, False) * 2)
+    low = _write(
+        tmp_path / "low.pgn", _commented_game(1500, True) * 3 + _commented_game(2500, False)
+    )
+    said = {
+        no_comment: f"no game of {no_comment} has an [%eval] comment (2 games read); "
+        "nothing stored",
+        low: f"no game of {low} (its 3 games with [%eval] comments) is kept: 3 of 3 games are "
+        "below --min-rating 2200; nothing published (--allow-empty accepts an empty result)",
+    }
+    for source, line in said.items():
+        args = ("evals", "from-games", str(source), "--warehouse", str(warehouse))
+        proc = run_cli(*args, check=False)
+        assert (proc.returncode, proc.stdout, proc.stderr.splitlines()) == (
+            1, "", [f"chesspipe: error: {line}"]
+        )  # fmt: skip
+        assert not (warehouse / "evals").exists() or not any(
+            (warehouse / "evals").rglob("*.parquet")
+        )
+        assert json.loads(run_cli(*args, "--allow-empty").stdout)["comments"] == 0
+    stored = _write(tmp_path / "good.pgn", _commented_game(2500, True))
+    assert json.loads(run_cli("evals", "from-games", str(stored), "--warehouse",
+                              str(warehouse)).stdout)["comments"] == 2  # fmt: skip
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path

@@ -7,7 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_filter_options, existing_warehouse, positive_int
+from pipelines.commands.options import (
+    add_allow_empty_option,
+    add_filter_options,
+    existing_warehouse,
+    positive_int,
+    said_as_flags,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -30,17 +36,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--plies", type=positive_int, default=plies, help=f"plies read per game ({plies})"
     )
+    add_allow_empty_option(parser, "store nothing")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.evals.game_comments import import_game_evals
+    from pipelines.games.game_filter import NothingKept
 
     existing_warehouse(args.warehouse)
     rules = filter_from_args(args)
-    with progress_shown(args) as bar:
+    with progress_shown(args) as bar, said_as_flags(NothingKept):
         result = import_game_evals(args.warehouse, args.source, rules, plies=args.plies,
-                                   progress=bar)  # fmt: skip
+                                   progress=bar, allow_empty=args.allow_empty)  # fmt: skip
     print(json.dumps(result.to_json(), indent=2))
     return 0

@@ -11,8 +11,10 @@ from typing import Any
 from pipelines.commands.options import (
     add_action,
     add_actions,
+    add_allow_empty_option,
     add_filter_options,
     add_partition_options,
+    said_as_flags,
     settings_as_flags,
 )
 
@@ -53,22 +55,30 @@ def register(subparsers: Any) -> None:
         help=f"plies indexed per game ({EXPLORER_PLIES}, as Lichess); 'all' for collections "
         "served as /masters (their moves are kept for their PGN)",
     )
+    add_allow_empty_option(index, "publish an empty month")
 
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args
     from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
+    from pipelines.games.game_filter import NothingKept
 
     rules = filter_from_args(args)
     with settings_as_flags():
         settings = ExplorerSettings(rules, args.plies)
     if args.month is not None:
-        manifest = index_month(args.source, args.month, args.warehouse, settings)
+        with said_as_flags(NothingKept):
+            manifest = index_month(
+                args.source, args.month, args.warehouse, settings, allow_empty=args.allow_empty
+            )
         print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
         manifests = [manifest]
     else:
-        manifests, stats = index_by_date(args.source, args.warehouse, settings)
+        with said_as_flags(NothingKept):
+            manifests, stats = index_by_date(
+                args.source, args.warehouse, settings, allow_empty=args.allow_empty
+            )
         summary = {
             "games_read": stats.games_read,
             "games_kept": stats.games_kept,

@@ -438,6 +438,16 @@ def _flag_hints() -> tuple[tuple[type[ChesspipeError], str], ...]:
     )
 
 
+@contextmanager
+def said_as_flags(*kinds: type[ChesspipeError]) -> Iterator[None]:
+    """Re-raise a library error of `kinds` as the command line says it (as_said): for the
+    errors a command has the flags of."""
+    try:
+        yield
+    except kinds as exc:
+        raise ChesspipeError(as_said(exc)) from None
+
+
 def as_said(error: BaseException) -> str:
     """Return a library error's message as the command line says it: each setting it names
     called by its flag (an error with a `named` method: SettingError, NothingKept, EmptyBook),

@@ -28,10 +28,11 @@ from typing import Any
 
 import chess
 
+from pipelines.errors import ChesspipeError
 from pipelines.evals.positions import fen_without_clocks
 from pipelines.evals.store import Evaluation, compact_if_many, write_part
 from pipelines.games.eval_comments import BadEval, moves_and_evals_as_written
-from pipelines.games.game_filter import GameFilter, ScanStats, keep_game
+from pipelines.games.game_filter import GameFilter, NothingKept, ScanStats, keep_game
 from pipelines.games.in_order import games_in_order
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import open_source
@@ -44,6 +45,11 @@ SOURCE = "games"
 
 #: Why a kept game's comments gave no (or fewer) rows.
 GAME_REASONS = ("bad_eval", "illegal_move")
+
+
+class NoComments(ChesspipeError):
+    """A read of games stored no evaluation: no game had an `[%eval]` comment, or none of the
+    kept games' comments could be read (the message says which)."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +127,16 @@ def import_game_evals(
     batch: int = 200_000,
     progress: ProgressCallback | None = None,
     on_part: Callable[[int], None] | None = None,
+    allow_empty: bool = False,
 ) -> GameEvalsResult:
     """Store the `[%eval]` comments of the games of `source` that `rules` keep (ingest's
     default filter when None), on their first `plies` moves, in the warehouse's evaluation
     store; return the counts. Streamed: at most `batch` rows are held, then saved as a part
-    (`on_part` hears the rows of each); a failure keeps the parts saved."""
+    (`on_part` hears the rows of each); a failure keeps the parts saved.
+
+    A read that stores nothing fails, unless `allow_empty`: NoComments when no game has a
+    comment (or none of the kept games' comments reads), NothingKept (naming why) when the
+    filter keeps none of the games that have one."""
     rules = rules or GameFilter()
     if plies < 1:
         raise ValueError("plies must be at least 1")
@@ -133,7 +144,7 @@ def import_game_evals(
     when = datetime.now(UTC).replace(microsecond=0)
     stats = ScanStats()
     skipped: Counter[str] = Counter()
-    with_evals = comments = parts = 0
+    with_evals = comments = parts = commented = 0
     with evals_lock(Path(warehouse)), open_source(source) as opened:
         pending: list[Evaluation] = []
 
@@ -151,6 +162,7 @@ def import_game_evals(
                 if b"%eval" not in raw:
                     stats.games_read += 1  # (most games: read, not even filtered)
                     continue
+                commented += 1
                 game = keep_game(raw, rules, stats)
                 if game is None or b"%eval" not in game.movetext:
                     continue
@@ -169,8 +181,30 @@ def import_game_evals(
         finally:
             save()
             compact_if_many(Path(warehouse))
+        if comments == 0 and not allow_empty:
+            _nothing_stored(opened.name, stats, rules, commented, skipped)
     return GameEvalsResult(
         games_read=stats.games_read, with_evals=with_evals, comments=comments,
         skipped={r: skipped[r] for r in GAME_REASONS if skipped[r]},
         parts=parts, seconds=time.monotonic() - started,
     )  # fmt: skip
+
+
+def _nothing_stored(
+    source: str, stats: ScanStats, rules: GameFilter, commented: int, skipped: Counter[str]
+) -> None:
+    """Raise the error of a read that stored no evaluation."""
+    if commented == 0:
+        raise NoComments(
+            f"no game of {source} has an [%eval] comment ({stats.games_read:,} games read); "
+            "nothing stored"
+        )
+    if stats.games_kept == 0:  # (only the games with a comment were filtered)
+        filtered = ScanStats(games_read=commented, dropped=Counter(stats.dropped))
+        raise NothingKept(f"{source} (its {commented:,} games with [%eval] comments)",
+                          filtered, rules)  # fmt: skip
+    reasons = ", ".join(f"{skipped[r]:,} {r}" for r in GAME_REASONS if skipped[r])
+    raise NoComments(
+        f"no [%eval] comment of the {stats.games_kept:,} kept games of {source} could be "
+        f"stored ({reasons}); nothing stored"
+    )

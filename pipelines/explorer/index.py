@@ -26,7 +26,7 @@ from pipelines.explorer.positions import GamePositions, replay_games
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
-from pipelines.games.game_filter import KeptGame, ScanStats
+from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
 from pipelines.games.scan import game_blocks, kept_games_in_blocks
 from pipelines.sources.open import open_source
 from pipelines.warehouse.explorer_files import explorer_lock, explorer_temp_files
@@ -86,6 +86,7 @@ def index_month(
     *,
     source_sha256: str | None = None,
     http_options: Mapping[str, Any] | None = None,
+    allow_empty: bool = False,
 ) -> ExplorerManifest:
     """Index a month's games for the explorer; return the manifest published with them.
 
@@ -93,14 +94,16 @@ def index_month(
     runs of it left is removed first. `source_sha256`, when the caller knows the source's
     content, is recorded in the manifest (the monthly build reuses a month indexed from it);
     `http_options` are how a URL is read (`pipelines.sources.download.open_url`'s: timeout,
-    retries, backoff, cache).
+    retries, backoff, cache). A run that keeps no game raises NothingKept (naming why the games
+    were dropped) and publishes nothing, unless `allow_empty`.
     """
     settings = settings or ExplorerSettings()
     check_month(month)
     with _month_held(Path(warehouse), month):
         return _index_month(
-            source, month, Path(warehouse), settings, source_sha256, http_options or {}
-        )
+            source, month, Path(warehouse), settings, source_sha256, http_options or {},
+            allow_empty,
+        )  # fmt: skip
 
 
 def _index_month(
@@ -110,6 +113,7 @@ def _index_month(
     settings: ExplorerSettings,
     source_sha256: str | None,
     http_options: Mapping[str, Any],
+    allow_empty: bool,
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
@@ -133,6 +137,8 @@ def _index_month(
             writer.add(_replayed(pending, settings, stats, chess960))
         finally:
             writer.close()
+        if stats.games_kept == 0 and not allow_empty:
+            raise NothingKept(opened.name, stats, settings.rules)
         manifest = _write_manifest(
             output, targets, writer, stats, month=month, source=source,
             settings=settings.to_json(), ends_inside_game=stats.ends_inside_game,
@@ -202,6 +208,7 @@ def index_by_date(
     settings: ExplorerSettings | None = None,
     *,
     http_options: Mapping[str, Any] | None = None,
+    allow_empty: bool = False,
 ) -> tuple[list[ExplorerManifest], ScanStats]:
     """Index a source's games for the explorer, each game into the month its Date tag names
     (pipelines.ingest.dates: a year alone in its January, no year in UNDATED), as for a
@@ -211,7 +218,8 @@ def index_by_date(
     Each month's lock is taken when its first game comes (another run of that month fails at
     once); each month is published whole, its two files then its manifest, once the whole
     source is read: a failure before publishes none. A month's manifest counts the games that
-    passed the filter into it (`games_read`), those kept and those its replay dropped.
+    passed the filter into it (`games_read`), those kept and those its replay dropped. A run
+    that keeps no game raises NothingKept and publishes nothing, unless `allow_empty`.
     """
     from pipelines.ingest.dates import game_month
 
@@ -258,6 +266,10 @@ def index_by_date(
                 flush()
                 waiting = 0
         flush()
+        if not any(m.stats.games_kept for m in months.values()) and not allow_empty:
+            for dated in months.values():  # (the games the replay dropped)
+                stats.dropped.update(dated.stats.dropped)
+            raise NothingKept(opened.name, stats, settings.rules)
         manifests = []
         for dated in sorted(months.values(), key=lambda d: d.month):
             dated.writer.close()

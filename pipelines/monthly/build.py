@@ -186,6 +186,7 @@ def explorer_step(
         explorer_settings(settings),
         source_sha256=digest,
         http_options=http,
+        allow_empty=settings.allow_empty,
     )
 
 
