@@ -39,7 +39,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import chess
 
@@ -350,6 +350,25 @@ def position_key(board: chess.Board) -> tuple[int, ...]:
     )
 
 
+class WriterState(NamedTuple):
+    """Where a BinpackWriter stands between two records, for another writer of the same bytes
+    to go on from (the compiled codec, pipelines/training/codec.py): the block so far, the
+    current chain's movetext (its bytes, zero-padded, and its length in bits), its plies after
+    the stem, whether a chain is open, the last record's position (a FEN, None before the
+    first record) and move, its ply and result, and its score negated (16 bits)."""
+
+    block: bytes
+    bits: bytes
+    bit_count: int
+    plies: int
+    started: bool
+    fen: str | None
+    move: str
+    ply: int
+    result: int
+    last: int
+
+
 class BinpackWriter:
     """Write records to an open binary file as chains, block by block, as Stockfish's tools do.
 
@@ -368,6 +387,36 @@ class BinpackWriter:
         self._result = 2
         self._last = 0
         self.records = 0
+
+    def state(self) -> WriterState:
+        """Where this writer stands (whole blocks are written already)."""
+        board = self._board
+        return WriterState(
+            bytes(self._block),
+            self._bits.data(),
+            self._bits.bits,
+            self._plies,
+            self._started,
+            None if board is None else board.fen(),
+            self._move.uci(),
+            self._ply,
+            self._result,
+            self._last,
+        )
+
+    @classmethod
+    def resume(cls, handle: BinaryIO, state: WriterState) -> BinpackWriter:
+        """Return a writer to `handle` that goes on from `state` as the writer it came from."""
+        writer = cls(handle)
+        writer._block = bytearray(state.block)
+        writer._bits.value = int.from_bytes(state.bits, "big") >> (-state.bit_count % 8)
+        writer._bits.bits = state.bit_count
+        writer._plies = state.plies
+        writer._started = state.started
+        writer._board = None if state.fen is None else chess.Board(state.fen)
+        writer._move = chess.Move.from_uci(state.move)
+        writer._ply, writer._result, writer._last = state.ply, state.result, state.last
+        return writer
 
     def _follows(self, record: PlainRecord) -> chess.Board | None:
         """Return the board after the previous move if `record` continues the chain."""
@@ -582,6 +631,41 @@ def _chains(block: bytes, where: str) -> Iterator[PlainRecord]:
         offset = bits.offset() if plies else offset + STEM_SIZE + 2
 
 
+def block_name(name: str, offset: int) -> str:
+    """How errors name the block at byte `offset` of the stream `name`."""
+    return f"{name}: block at byte {offset}"
+
+
+def block_records(block: bytes, where: str) -> Iterator[PlainRecord]:
+    """Yield the records of one block's chains; `where` (block_name) names it in errors."""
+    return _chains(block, where)
+
+
+def iter_blocks(handle: BinaryIO, name: str = "<binpack>") -> Iterator[tuple[int, bytes]]:
+    """Yield each block of an open .binpack stream with its byte offset, one in memory at a
+    time; raise BinpackFormatError at a block header or size that is wrong, or a block cut
+    short."""
+    offset = 0
+    while True:
+        header = handle.read(8)
+        if not header:
+            return
+        if len(header) < 8 or header[:4] != MAGIC:
+            raise BinpackFormatError(f"{name}: no block header at byte {offset}")
+        (size,) = struct.unpack("<I", header[4:])
+        if size > MAX_BLOCK_SIZE:
+            raise BinpackFormatError(
+                f"{name}: block at byte {offset} claims {size} bytes (at most {MAX_BLOCK_SIZE})"
+            )
+        block = handle.read(size)
+        if len(block) != size:
+            raise BinpackFormatError(
+                f"{name}: block at byte {offset} is cut short ({len(block)} of {size} bytes)"
+            )
+        yield offset, block
+        offset += 8 + size
+
+
 def iter_binpack(
     handle: BinaryIO,
     name: str = "<binpack>",
@@ -596,36 +680,24 @@ def iter_binpack(
     without decoding the one before); a block header or size that is wrong, or a block cut
     short, ends the file (`bad_block`).
     """
-    offset = 0
+    blocks = iter_blocks(handle, name)
     while True:
-        header = handle.read(8)
-        if not header:
-            return
         try:
-            if len(header) < 8 or header[:4] != MAGIC:
-                raise BinpackFormatError(f"{name}: no block header at byte {offset}")
-            (size,) = struct.unpack("<I", header[4:])
-            if size > MAX_BLOCK_SIZE:
-                raise BinpackFormatError(
-                    f"{name}: block at byte {offset} claims {size} bytes (at most {MAX_BLOCK_SIZE})"
-                )
-            block = handle.read(size)
-            if len(block) != size:
-                raise BinpackFormatError(
-                    f"{name}: block at byte {offset} is cut short ({len(block)} of {size} bytes)"
-                )
+            item = next(blocks, None)
         except BinpackFormatError as exc:
             if bad is None:
                 raise
             bad("bad_block", f"{exc}; the rest of the file skipped")
             return
+        if item is None:
+            return
+        offset, block = item
         try:
-            yield from _chains(block, f"{name}: block at byte {offset}")
+            yield from _chains(block, block_name(name, offset))
         except BinpackFormatError as exc:
             if bad is None:
                 raise
             bad("bad_chain", f"{exc}; the rest of the block skipped")
-        offset += 8 + size
 
 
 def read_binpack(path: Path) -> Iterator[PlainRecord]:

@@ -164,6 +164,23 @@ def iter_records(
         yield record
 
 
+def read_record_at(
+    handle: BinaryIO, name: str, *, lines_before: int, number: int
+) -> PlainRecord | None:
+    """Read the one record that starts at `handle`'s position, as iter_records reads it there:
+    `lines_before` lines and `number` - 1 records precede it, so its errors name the same line
+    and record. Return None at the end of the stream; leave `handle` just past the record."""
+    lines = _Lines(handle, name)
+    lines.number = lines_before
+    try:
+        first = lines.next()
+        if first is None:
+            return None
+        return _one_record(first, lines, name, number, False)
+    except PlainFormatError as exc:
+        raise PlainFormatError(_with_record(exc, number)) from None
+
+
 def _with_record(error: PlainFormatError, number: int) -> str:
     """The message of an error, naming its record when the line reader could not."""
     if error.long_line is None:
