@@ -804,10 +804,24 @@ static PyObject *encoder_encode(Encoder *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "start outside the data");
         return NULL;
     }
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    /* The sanitizer build (tests/test_compiled_sanitized.py) reads a copy of the data in a
+     * buffer of its exact size, so that a read one byte past it is caught. */
+    char *copy = malloc(n ? (size_t)n : 1);
+    if (!copy) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, view.buf, (size_t)n);
+    s = copy;
+#endif
     Py_BEGIN_ALLOW_THREADS
     while (i < n && records < limit && (status = take_record(self, s, n, &i)) == TAKEN)
         records++;
     Py_END_ALLOW_THREADS
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    free(copy);
+#endif
     PyBuffer_Release(&view);
     if (status == NOMEM) return PyErr_NoMemory();
     if (status == TAKEN) status = i == n ? SHORT : TAKEN;
@@ -1100,10 +1114,23 @@ static PyObject *codec_decode_block(PyObject *Py_UNUSED(module), PyObject *args)
     Buffer out = {NULL, 0, 0};
     Py_ssize_t records = 0;
     int status;
+    const unsigned char *data = view.buf;
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    unsigned char *copy = malloc(view.len ? (size_t)view.len : 1);
+    if (!copy) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, view.buf, (size_t)view.len);
+    data = copy;
+#endif
     Py_BEGIN_ALLOW_THREADS
-    status = reserve(&out, view.len * 32 + 4096) ? decode_block(view.buf, view.len, &out, &records)
+    status = reserve(&out, view.len * 32 + 4096) ? decode_block(data, view.len, &out, &records)
                                                 : -1;
     Py_END_ALLOW_THREADS
+#ifdef CHESSPIPE_EXACT_BUFFERS
+    free(copy);
+#endif
     PyBuffer_Release(&view);
     if (status < 0) {
         free(out.data);
