@@ -133,7 +133,7 @@ def write_plain(path: Path, records: list[PlainRecord]) -> Path:
 def test_random_games_with_special_moves_and_broken_chains(
     tmp_path: Path, handed: HandedOver
 ) -> None:
-    records = random_records(120, 5)
+    records = random_records(50, 5)
     moves = [chess.Move.from_uci(r.move) for r in records]
     assert any(m.promotion for m in moves)
     assert sum(r.move == "e1g1" or r.move == "e8c8" for r in records) > 5
