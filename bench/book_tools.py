@@ -5,7 +5,7 @@
 On the real 2013 games (both players 1500+, all speeds, bots allowed) and performance.bin:
 - merge: `chesspipe book merge` against `polyglot merge-book` (the same bytes out);
 - one side: `chesspipe book build --only-white` from the ingested statistics, against the same
-  build of both sides (what the walk for whose move it is costs) and `polyglot make-book
+  build of both sides (what finding whose move it is costs) and `polyglot make-book
   -only-white` on the PGN of the same games (PolyGlot reads the games; we read statistics);
 - dump: `chesspipe book dump --depth 12` against `polyglot dump-book -color white` (not the
   same output: PolyGlot dumps one side's repertoire with its own transposition rule).

@@ -22,6 +22,8 @@ read.
 
 from __future__ import annotations
 
+from typing import Any
+
 VISIT_BITS = 3
 GAME_BITS = 57
 MONTH_BITS = 4
@@ -30,6 +32,22 @@ MONTH_SHIFT = VISIT_BITS + GAME_BITS
 LAST_VISIT = (1 << VISIT_BITS) - 1
 
 assert MONTH_SHIFT + MONTH_BITS == 64
+
+#: While a month is counted (rows, run files, their sums), a ply's rank carries in its top bit
+#: whether Black is to move in its position: the month field is 0 in a month, and the rows
+#: summed into one share their key, so their side (a Polyglot key holds it), and the least of
+#: their ranks keeps it. The month's file has the bit as its `white_to_move` column
+#: (`side_of`), its ranks without it.
+BLACK_TO_MOVE = 1 << 63
+
+
+def side_of(ranks: Any) -> tuple[Any, Any]:
+    """Split counted ranks (a NumPy uint64 array) into (white to move, ranks without the
+    side)."""
+    import numpy as np
+
+    black = np.uint64(BLACK_TO_MOVE)
+    return (ranks & black) == 0, ranks & ~black
 
 
 class RankOverflow(ValueError):

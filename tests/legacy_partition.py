@@ -47,3 +47,10 @@ def write_manifest_for(partition: Path) -> None:
         "output_sha256": file_sha256(partition),
     }
     manifest_path(warehouse, month).write_text(json.dumps(record))
+
+
+def write_sideless_partition(source: Path, target: Path) -> None:
+    """Rewrite a partition without `white_to_move`, as chesspipe wrote it before the column."""
+    table = pq.read_table(source)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.drop_columns(["white_to_move"]), target)

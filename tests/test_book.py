@@ -154,6 +154,7 @@ def synthetic_month(
             "losses": [r[4] for r in rows],
             "rating_sum": [2250 * sum(r[2:]) for r in rows],
             "first_play": [None] * len(rows),  # (no ranks: equal weights go by move)
+            "white_to_move": [None] * len(rows),  # (hand-made positions: no side)
         },
         schema=MOVE_STATS_SCHEMA,
     )
@@ -493,6 +494,7 @@ def test_large_book_is_sorted(tmp_path: Path) -> None:
             "losses": np.zeros(n, dtype=np.uint64),
             "rating_sum": 2250 * wins.astype(np.uint64),
             "first_play": ranks,
+            "white_to_move": np.ones(n, dtype=bool),
         },
         schema=MOVE_STATS_SCHEMA,
     )

@@ -73,17 +73,19 @@ def _book_rows(
     by its own ranks (UBIGINT); several by (year, rank within the year) (HUGEINT), which costs
     more to sum."""
     where, params = stats_filter(months, settings)
-    columns = "key, move, speed, rating_band, games, wins, draws"
+    columns = "key, move, speed, rating_band, games, wins, draws, white_to_move"
     alone = len(months) + len(yearly) == 1
     month_rank, year_rank = ("first_play", "first_play") if alone else (_MONTH_RANK, _YEAR_RANK)
     sql = f"SELECT {columns}, {month_rank} AS rank FROM move_stats WHERE {' AND '.join(where)}"
     if not yearly:
         return sql, params
-    # Years compacted before the ranks were kept have no first_play column: null, by name.
+    # Years compacted before the ranks (or the side to move) were kept have no first_play (or
+    # white_to_move) column: null, by name.
     years = (
         f"(SELECT * FROM read_parquet({sql_paths(yearly)}, hive_partitioning = true, "
         "hive_types = {'year': VARCHAR}, union_by_name = true) "
-        "UNION ALL BY NAME SELECT NULL::UBIGINT AS first_play WHERE false)"
+        "UNION ALL BY NAME SELECT NULL::UBIGINT AS first_play, NULL::BOOLEAN AS white_to_move "
+        "WHERE false)"
     )
     # The same conditions but the month's (the first).
     year_sql = f"SELECT {columns}, {year_rank} AS rank FROM {years} WHERE true"
@@ -101,9 +103,10 @@ def book_query(
     without: str | None = None,
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) that yields a book's (key, move, weight, games, points,
-    first_play) rows (points: 2 per win, 1 per draw, before scaling; first_play: the move's
-    first-play rank over the rows summed, null for every move unless every row read has one:
-    then moves of equal weight go by move, as before the ranks were kept).
+    first_play, white_to_move) rows (points: 2 per win, 1 per draw, before scaling; first_play:
+    the move's first-play rank over the rows summed, null for every move unless every row read
+    has one: then moves of equal weight go by move, as before the ranks were kept;
+    white_to_move: whose move it is, likewise null for every move unless every row has it).
 
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
     months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
@@ -115,11 +118,13 @@ def book_query(
     sql = f"""
         WITH totals AS MATERIALIZED (
             SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points,
-                min(rank) AS rank, count(rank) = count(*) AS ranked
+                min(rank) AS rank, count(rank) = count(*) AS ranked,
+                bool_and(white_to_move) AS white, count(white_to_move) = count(*) AS sided
             FROM ({rows})
             GROUP BY key, move
         ), kept AS (
-            SELECT key, move, n, points, rank, max(points) OVER (PARTITION BY key) AS top
+            SELECT key, move, n, points, rank, white,
+                max(points) OVER (PARTITION BY key) AS top
             FROM totals {f"ANTI JOIN {without} USING (key, move)" if without else ""}
             WHERE n >= ? AND points > 0 AND (points::DOUBLE / n::DOUBLE) / 2.0 >= ?
         )
@@ -129,7 +134,9 @@ def book_query(
                  ELSE points END::USMALLINT AS weight,
             n AS games, points,
             CASE WHEN (SELECT coalesce(bool_and(ranked), true) FROM totals) THEN rank END
-                AS first_play
+                AS first_play,
+            CASE WHEN (SELECT coalesce(bool_and(sided), true) FROM totals) THEN white END
+                AS white_to_move
         FROM kept
     """
     params += [settings.min_games, settings.min_score]
@@ -139,13 +146,32 @@ def book_query(
 def side_keys(
     con: Any, months: list[str], sql: str, params: list[Any], settings: BookSettings
 ) -> list[int]:
-    """The positions of a book's query where `settings.side` is to move."""
+    """The positions of a book's query where `settings.side` is to move, found by walking the
+    statistics (pipelines.books.sides): for rows without `white_to_move` (rows_have_sides)."""
     from pipelines.books.sides import sides_to_move
 
     keys = [int(k) for (k,) in con.execute(f"SELECT DISTINCT key FROM ({sql})", params).fetchall()]
     sides = sides_to_move(con, months, keys, min_games=settings.min_games)
     colour = settings.side == "white"
     return [key for key in keys if sides.get(key) == colour]
+
+
+def rows_have_sides(
+    con: Any, months: list[str], settings: BookSettings, yearly: list[Path]
+) -> bool:
+    """Whether every statistics row a book reads says whose move it is (`white_to_move`: months
+    ingested before it have none)."""
+    rows, params = _book_rows(months, settings, yearly)
+    (sided,) = con.execute(
+        f"SELECT count(white_to_move) = count(*) FROM ({rows})", params
+    ).fetchone()
+    return bool(sided)
+
+
+def only_side(sql: str, params: list[Any], settings: BookSettings) -> tuple[str, list[Any]]:
+    """Narrow a book's query to the positions where `settings.side` is to move, by its
+    `white_to_move` column."""
+    return f"SELECT * FROM ({sql}) WHERE white_to_move = ?", [*params, settings.side == "white"]
 
 
 def only_keys(sql: str, params: list[Any], keys: list[int]) -> tuple[str, list[Any]]:
@@ -284,18 +310,22 @@ def _build_book(
         con = connect(Path(warehouse))
         judged.clear()
         try:
-            query, values = sql, params
-            keys = side_keys(con, wanted, sql, params, settings) if settings.side else None
-            if keys is not None:
-                query, values = only_keys(sql, params, keys)
+            keys = None
+            if settings.side and not rows_have_sides(con, list(choice.months), settings, yearly):
+                keys = side_keys(con, wanted, sql, params, settings)
+
+            def narrowed(query: str, values: list[Any]) -> tuple[str, list[Any]]:
+                if keys is not None:
+                    return only_keys(query, values, keys)
+                return only_side(query, values, settings) if settings.side else (query, values)
+
+            query, values = narrowed(sql, params)
             if pruning is not None:
                 judged.append(pruned_moves(con, query, values, pruning))
                 con.register("pruned", _pairs_table(judged[0].pruned))
-                query, values = book_query(
-                    list(choice.months), settings, yearly=yearly, without="pruned"
+                query, values = narrowed(
+                    *book_query(list(choice.months), settings, yearly=yearly, without="pruned")
                 )
-                if keys is not None:
-                    query, values = only_keys(query, values, keys)
             found = con.execute(
                 f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), "
                 f"coalesce(sum(games), 0) FROM ({query})",

@@ -114,7 +114,8 @@ class OpeningTree:
 @dataclass
 class MoveRows:
     """Growing columns of per-ply rows: key, move, speed, rating band, mover's points, rating
-    group of the game, the mover's rating and the ply's first-play rank (schemas.first_play)."""
+    group of the game, the mover's rating and the ply's first-play rank (schemas.first_play),
+    which carries whether Black is to move (first_play.BLACK_TO_MOVE) until a month is written."""
 
     keys: array[int] = field(default_factory=lambda: array("Q"))
     moves: array[int] = field(default_factory=lambda: array("H"))
@@ -160,7 +161,8 @@ def count_game(
     for key, raw in walked:
         visit = visits.get(key, 0)
         visits[key] = visit + 1
-        rows.first_plays.append(rank + min(visit, first_play.LAST_VISIT))
+        side = 0 if white_to_move else first_play.BLACK_TO_MOVE
+        rows.first_plays.append(side | (rank + min(visit, first_play.LAST_VISIT)))
         rows.keys.append(key)
         rows.moves.append(raw)
         rows.speeds.append(speed)
@@ -333,6 +335,7 @@ class MoveCounter:
         visits = _visits(keys, games, int(lengths.max()))
         if visits is not None:
             ranked += visits
+        ranked |= np.where(white_moves, np.uint64(0), np.uint64(first_play.BLACK_TO_MOVE))
         self.rows.first_plays.frombytes(ranked.tobytes())
 
 

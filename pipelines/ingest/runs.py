@@ -22,7 +22,7 @@ import numpy as np
 from pipelines.ingest import _sums
 from pipelines.warehouse import layout
 from schemas.dimensions import MAX_RATING, RATING_BAND_WIDTH, RATING_GROUPS
-from schemas.first_play import rebase
+from schemas.first_play import rebase, side_of
 from schemas.speed import Speed
 
 if TYPE_CHECKING:
@@ -47,7 +47,8 @@ class StatsColumns:
     speed: np.ndarray
     rating_band: np.ndarray
     rating_group: np.ndarray
-    #: The least first-play rank of the plies summed (schemas.move_stats.first_play_rank).
+    #: The least first-play rank of the plies summed (schemas.first_play), whether Black is to
+    #: move in its top bit (first_play.BLACK_TO_MOVE) until the month's file is written.
     first_play: np.ndarray
     wins: np.ndarray
     draws: np.ndarray
@@ -265,6 +266,14 @@ def _arrow(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
 
 
+def _arrow_bool(values: np.ndarray) -> pa.Array:
+    """Return a non-null Arrow boolean array over a NumPy bool column."""
+    import pyarrow as pa
+
+    bits = np.packbits(values, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+
+
 def _speed_names(speed: np.ndarray) -> pa.Array:
     """Return speed indexes as an Arrow string array of their names."""
     import pyarrow as pa
@@ -283,7 +292,8 @@ BUCKET_BITS = 8
 ROW_GROUP_ROWS = layout.ROW_GROUP_ROWS
 _PARQUET_OPTIONS = layout.PARQUET_OPTIONS
 
-_RUN_MAGIC = b"CPRUN2\0\0"
+#: (3: the ranks carry the side to move.)
+_RUN_MAGIC = b"CPRUN3\0\0"
 
 
 def _bucket_starts(key: np.ndarray) -> np.ndarray:
@@ -317,6 +327,7 @@ def _month_table(columns: StatsColumns) -> pa.Table:
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
     games = columns.wins + columns.draws + columns.losses
+    white_to_move, ranks = side_of(columns.first_play)
     arrays = [
         _arrow(columns.key),
         _arrow(columns.move),
@@ -328,7 +339,8 @@ def _month_table(columns: StatsColumns) -> pa.Table:
         _arrow(columns.draws),
         _arrow(columns.losses),
         _arrow(columns.rating_sum),
-        _arrow(columns.first_play),
+        _arrow(ranks),
+        _arrow_bool(white_to_move),
     ]
     return pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
 

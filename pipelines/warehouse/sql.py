@@ -254,7 +254,8 @@ _EMPTY_STATS = (
     "(SELECT NULL::UBIGINT AS key, NULL::USMALLINT AS move, NULL::VARCHAR AS speed, "
     "NULL::USMALLINT AS rating_band, NULL::USMALLINT AS rating_group, NULL::UBIGINT AS games, "
     "NULL::UBIGINT AS wins, NULL::UBIGINT AS draws, NULL::UBIGINT AS losses, "
-    "NULL::UBIGINT AS rating_sum, NULL::UBIGINT AS first_play, {partition} WHERE false)"
+    "NULL::UBIGINT AS rating_sum, NULL::UBIGINT AS first_play, NULL::BOOLEAN AS white_to_move, "
+    "{partition} WHERE false)"
 )
 
 
@@ -338,7 +339,8 @@ def _stats_view(
 ) -> None:
     """Create a view of statistics files partitioned by `partition` (a VARCHAR hive column);
     without files, a view of no rows with the same columns. Files that all predate the
-    first-play rank (schemas.first_play) give a `first_play` column of nulls."""
+    first-play rank (schemas.first_play) give a `first_play` column of nulls, and files that
+    all predate the side to move a `white_to_move` column of nulls."""
     source = (
         f"read_parquet({sql_paths(files)}, hive_partitioning = true, "
         f"hive_types = {{'{partition}': VARCHAR}}, union_by_name = true)"
@@ -347,10 +349,13 @@ def _stats_view(
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
     columns = {column[0] for column in con.execute(f"SELECT * FROM {name} LIMIT 0").description}
-    if "first_play" not in columns:
-        con.execute(
-            f"CREATE OR REPLACE VIEW {name} AS SELECT *, NULL::UBIGINT AS first_play FROM {source}"
-        )
+    added = [
+        f"NULL::{kind} AS {column}"
+        for column, kind in (("first_play", "UBIGINT"), ("white_to_move", "BOOLEAN"))
+        if column not in columns
+    ]
+    if added:
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT *, {', '.join(added)} FROM {source}")
 
 
 #: The store's columns (schemas.evals.evals_schema()), none of its rows: an empty store.

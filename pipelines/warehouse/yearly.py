@@ -218,7 +218,7 @@ _SUMMED = """
     SELECT key, move, speed, rating_band, rating_group,
         sum(games)::UBIGINT AS games, sum(wins)::UBIGINT AS wins, sum(draws)::UBIGINT AS draws,
         sum(losses)::UBIGINT AS losses, sum(rating_sum)::UBIGINT AS rating_sum,
-        {first_play} AS first_play
+        {first_play} AS first_play, {white_to_move} AS white_to_move
     FROM read_parquet(
         {files}, hive_partitioning = true, hive_types = {{'month': VARCHAR}},
         union_by_name = true
@@ -275,6 +275,9 @@ def _write_summed(
     # Ranks only where every month has them: one month without would leave its moves unranked.
     ranked = all("first_play" in pq.read_schema(f).names for f in files)
     rank = _YEAR_FIRST_PLAY if ranked else "NULL::UBIGINT"
+    # Likewise the side to move (one per key: any month's).
+    sided = all("white_to_move" in pq.read_schema(f).names for f in files)
+    side = "bool_and(white_to_move)" if sided else "NULL::BOOLEAN"
     con = duckdb.connect(config={"memory_limit": memory_limit})
     summed = threading.Event()
 
@@ -302,7 +305,7 @@ def _write_summed(
             poller = threading.Thread(target=poll, daemon=True)
             poller.start()
         try:
-            query = _SUMMED.format(files=listed, first_play=rank)
+            query = _SUMMED.format(files=listed, first_play=rank, white_to_move=side)
             reader = con.sql(query).to_arrow_reader(ROW_GROUP_ROWS)
         finally:
             summed.set()
@@ -317,8 +320,9 @@ def _write_summed(
 
 def _as_stats(table: Any, schema: Any) -> Any:
     """Cast summed rows to MOVE_STATS_SCHEMA; months without rating_group or rating_sum cannot
-    be (first_play may be null: months ingested before it)."""
-    if any(table[name].null_count for name in table.column_names if name != "first_play"):
+    be (first_play and white_to_move may be null: months ingested before them)."""
+    optional = ("first_play", "white_to_move")
+    if any(table[name].null_count for name in table.column_names if name not in optional):
         raise ChesspipeError(
             "a month lacks rating_group or rating_sum (ingested by an older chesspipe); "
             "re-ingest it before compacting its year"
