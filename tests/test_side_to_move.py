@@ -188,3 +188,69 @@ def test_months_without_the_column_read_as_null_and_books_walk_as_before(
         build_book(old, months, walked, BookSettings(3, 0.35, side=side))
         assert walked.read_bytes() == books[side].read_bytes()
         assert walked.stat().st_size > 100
+
+
+def reached_from_starts(text: str, *, plies: int = 20) -> set[int]:
+    """The positions of the games' first plies that their moves reach from a start position
+    (the standard one or Chess960's), by python-chess."""
+    moves: dict[int, set[str]] = {}
+    stream = io.StringIO(text)
+    while (game := chess.pgn.read_game(stream)) is not None:
+        board = game.board()
+        for move in list(game.mainline_moves())[:plies]:
+            moves.setdefault(chess.polyglot.zobrist_hash(board), set()).add(move.uci())
+            board.push(move)
+    frontier = [chess.Board.from_chess960_pos(n) for n in range(960)]
+    for board in frontier:
+        board.chess960 = True
+    reached = {chess.polyglot.zobrist_hash(board) for board in frontier}
+    while frontier:
+        following = []
+        for board in frontier:
+            for uci in moves.get(chess.polyglot.zobrist_hash(board), ()):
+                child = board.copy(stack=False)
+                child.push(chess.Move.from_uci(uci))
+                key = chess.polyglot.zobrist_hash(child)
+                if key not in reached:
+                    reached.add(key)
+                    following.append(child)
+        frontier = following
+    return reached
+
+
+def test_positions_no_walk_reaches_are_in_the_book_and_named_where_months_predate_it(
+    tmp_path: Path,
+) -> None:
+    """Games from FENs start where no walk from a start position goes: the column puts their
+    positions in a book of one side; over a month without it they are left out, and a note
+    says how many."""
+    from schemas.polyglot import read_entries
+
+    text = chess960_games_from_black_to_move(60, 11)
+    expected = turns(text)
+    pgn = tmp_path / "games.pgn"
+    pgn.write_text(text)
+    warehouse = tmp_path / "w"
+    settings = IngestSettings(GameFilter(0, frozenset(Speed), True, "chess960"))
+    ingest(str(pgn), "2024-01", warehouse, settings)
+    every = tmp_path / "all.bin"
+    build_book(warehouse, "2024-01", every, BookSettings(1, 0.0))
+    entries = read_entries(every)
+    old = tmp_path / "old"
+    shutil.copytree(warehouse, old)
+    partition = partition_file(old, "2024-01")
+    write_sideless_partition(partition_file(warehouse, "2024-01"), partition)
+    write_manifest_for(partition)
+    for side, white in (("white", True), ("black", False)):
+        wanted = entries[[expected[int(key)] == white for key in entries["key"]]]
+        out = tmp_path / f"{side}.bin"
+        notes: list[str] = []
+        build_book(warehouse, "2024-01", out, BookSettings(1, 0.0, side=side), notes=notes)
+        assert read_entries(out).tobytes() == wanted.tobytes() and len(wanted) and not notes
+        walked = tmp_path / f"walked-{side}.bin"
+        build_book(old, "2024-01", walked, BookSettings(1, 0.0, side=side), notes=notes)
+        book_keys = {int(key) for key in entries["key"]}
+        unreached = len(book_keys - reached_from_starts(text))
+        assert unreached > 0 and len(notes) == 1
+        assert notes[0].startswith(f"{unreached:,} positions of the book are reached by no walk")
+        assert len(read_entries(walked)) < len(wanted)

@@ -143,9 +143,17 @@ def book_query(
     return sql, params
 
 
+class SideKeys(NamedTuple):
+    """The positions of a book where its side is to move, as a walk found them, and how many
+    of the book's positions no walk reached (left out)."""
+
+    keys: list[int]
+    unreached: int
+
+
 def side_keys(
     con: Any, months: list[str], sql: str, params: list[Any], settings: BookSettings
-) -> list[int]:
+) -> SideKeys:
     """The positions of a book's query where `settings.side` is to move, found by walking the
     statistics (pipelines.books.sides): for rows without `white_to_move` (rows_have_sides)."""
     from pipelines.books.sides import sides_to_move
@@ -153,7 +161,7 @@ def side_keys(
     keys = [int(k) for (k,) in con.execute(f"SELECT DISTINCT key FROM ({sql})", params).fetchall()]
     sides = sides_to_move(con, months, keys, min_games=settings.min_games)
     colour = settings.side == "white"
-    return [key for key in keys if sides.get(key) == colour]
+    return SideKeys([key for key in keys if sides.get(key) == colour], len(keys) - len(sides))
 
 
 def rows_have_sides(
@@ -270,7 +278,9 @@ def build_book(
 
     A year whose twelve months are all chosen and which was compacted
     (pipelines.warehouse.yearly) is read from its yearly file while that still matches the
-    months; a stale one is left out (the months are read), with a line in `notes`.
+    months; a stale one is left out (the months are read), with a line in `notes`. A book of
+    one side over months ingested before `white_to_move` leaves out the positions no walk from
+    a start position reaches, with a line in `notes` saying how many.
     """
     out = Path(out)
     for path in (out, book_manifest_path(out)):
@@ -301,18 +311,21 @@ def _build_book(
         raise ChesspipeError(f"{missing} in {warehouse} (ingest them first)")
     choice = choose_years(Path(warehouse), wanted)
     if notes is not None:
-        notes.extend(choice.notes)
+        notes.extend(f"{note}; its months were read instead" for note in choice.notes)
     yearly = [yearly_file(Path(warehouse), year) for year in choice.years]
     sql, params = book_query(list(choice.months), settings, yearly=yearly)
     judged: list[Pruning] = []
+    walked: list[SideKeys] = []
 
     def read() -> tuple[str, int, int, int]:
         con = connect(Path(warehouse))
         judged.clear()
+        walked.clear()
         try:
             keys = None
             if settings.side and not rows_have_sides(con, list(choice.months), settings, yearly):
-                keys = side_keys(con, wanted, sql, params, settings)
+                walked.append(side_keys(con, wanted, sql, params, settings))
+                keys = walked[0].keys
 
             def narrowed(query: str, values: list[Any]) -> tuple[str, list[Any]]:
                 if keys is not None:
@@ -337,6 +350,12 @@ def _build_book(
 
     # A month re-ingested meanwhile: the book reads one version of it (stable_read).
     hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), read)
+    if walked and walked[0].unreached and notes is not None:
+        notes.append(
+            f"{walked[0].unreached:,} positions of the book are reached by no walk from a start "
+            "position through the statistics' moves, so whose move it is there is not known: "
+            "left out (months ingested before `white_to_move`; re-ingest them to keep these)"
+        )
     if not entries and not allow_empty:
         raise EmptyBook(wanted, settings)
     manifest_file = book_manifest_path(out)

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
     finally:
         for note in notes:
-            sys.stderr.write(f"note: {note}; its months were read instead\n")
+            sys.stderr.write(f"note: {note}\n")
     record = manifest.to_json()
     # entry_games, as in the manifest: "games" alone means games read or kept elsewhere.
     summary = {k: record[k] for k in ("out", "months", "entries", "positions", "entry_games")}
