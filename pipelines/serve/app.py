@@ -4,7 +4,9 @@ Read-only over the warehouse (an in-memory index of its months, `stats_index`). 
 answer 400 with the reason as JSON (`{"error": ...}`), unknown paths 404. The answers are
 worked out in threads, off the event loop: short requests in `SHORT_THREADS`, long ones (a
 `play` of more than `LONG_PLAY` plies, a tablebase mainline) in `LONG_THREADS`, so that long
-requests wait for each other and not the short ones. Request heads are bounded
+requests wait for each other and not the short ones; the long lines themselves are replayed
+in a worker process of lower priority (`replay.Replayer`), so that they do not hold the
+interpreter the short requests need. Request heads are bounded
 (`http_guard.HeadLimit`). Several worker processes
 (uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
 (`app_from_environment`).
@@ -12,9 +14,10 @@ requests wait for each other and not the short ones. Request heads are bounded
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,20 +33,20 @@ from starlette.routing import Route
 
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
-from pipelines.serve.explorer import Explorer, encode
+from pipelines.serve.explorer import Explorer, board_of, encode
 from pipelines.serve.http_guard import HeadLimit
 from pipelines.serve.masters import Masters
 from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
 from pipelines.serve.player import player_answer
+from pipelines.serve.replay import LONG_PLAY, Replayer
 from pipelines.serve.tablebase import NotCovered, Tablebase
 
 #: Threads answering short requests at once (index queries, tablebase probes, short lines);
 #: the event loop only reads requests and writes answers. More would only share the interpreter.
 SHORT_THREADS = 4
-#: Threads answering long requests at once, and what makes an explorer request long.
+#: Threads answering long requests at once (an explorer request is long from LONG_PLAY plies).
 LONG_THREADS = 1
-LONG_PLAY = 40
 
 
 def _error(status: int, reason: str) -> JSONResponse:
@@ -87,10 +90,13 @@ def make_app(
     no_tables: str = "no Syzygy tables",
     masters: Masters | None = None,
     no_masters: str = "no masters warehouse",
+    *,
+    replayer: Replayer | None = None,
 ) -> Starlette:
     """The application over an explorer (a warehouse), optional Syzygy tables and an optional
     masters warehouse; without tables, a tablebase request is answered 404 with `no_tables`,
-    without a masters warehouse a masters request 404 with `no_masters`."""
+    without a masters warehouse a masters request 404 with `no_masters`. A `replayer` replays
+    the explorer's long lines from the application's start to its end (replay.Replayer)."""
 
     short_lane = anyio.CapacityLimiter(SHORT_THREADS)
     long_lane = anyio.CapacityLimiter(LONG_THREADS)
@@ -242,7 +248,21 @@ def make_app(
         Route("/board.svg", off_loop(board_svg)),
         Route("/position", off_loop(position)),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(HeadLimit)])
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if replayer is None or explorer is None:
+            yield
+            return
+        await anyio.to_thread.run_sync(replayer.start)
+        explorer.position_of = replayer.position
+        try:
+            yield
+        finally:
+            explorer.position_of = board_of
+            replayer.close()
+
+    return Starlette(routes=routes, middleware=[Middleware(HeadLimit)], lifespan=lifespan)
 
 
 #: The environment variable that hands `ServeSettings` to worker processes.
@@ -276,7 +296,9 @@ def open_app(settings: ServeSettings) -> Starlette:
     explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
     masters = Masters(Path(settings.masters), explorer) if settings.masters else None
-    app = make_app(explorer, tablebase, settings.no_tables, masters, settings.no_masters)
+    app = make_app(
+        explorer, tablebase, settings.no_tables, masters, settings.no_masters, replayer=Replayer()
+    )
     app.state.serves = serves(explorer, settings.syzygy)
     return app
 

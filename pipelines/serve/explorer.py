@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -145,17 +146,25 @@ class Position(NamedTuple):
 
 def board_of(query: Query) -> Position:
     """The position a query asks for (FEN, then `play`)."""
+    return replay_line(query.variant, query.fen, query.play)
+
+
+def replay_line(
+    variant: str, fen: str, play: tuple[str, ...], *, offer_every: int = YIELD_EVERY
+) -> Position:
+    """The position of `fen` after the UCI moves `play`; every `offer_every` plies (0: never)
+    the interpreter is offered to other threads."""
     try:
-        board = chess.Board(query.fen, chess960=query.variant == "chess960")
+        board = chess.Board(fen, chess960=variant == "chess960")
     except ValueError as exc:
         raise BadRequest(f"invalid fen: {exc}") from None
     if board.status() != chess.STATUS_VALID:
-        raise BadRequest(f"invalid fen: not a legal position ({query.fen})")
+        raise BadRequest(f"invalid fen: not a legal position ({fen})")
     from_start = board.board_fen() == chess.STARTING_BOARD_FEN
     key = polyglot_key(board)
     path = [key]
-    for i, text in enumerate(query.play):
-        if i % YIELD_EVERY == YIELD_EVERY - 1:
+    for i, text in enumerate(play):
+        if offer_every and i % offer_every == offer_every - 1:
             time.sleep(0)  # let other threads (the event loop, short requests) run
         try:
             move = board.parse_uci(text)
@@ -186,6 +195,8 @@ class Explorer:
         self.months = self.index.months
         self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
+        #: How a query's position is found: in the calling thread, or by a replay.Replayer.
+        self.position_of: Callable[[Query], Position] = board_of
 
     def close(self) -> None:
         """Nothing to release: the index lives in memory."""
@@ -221,7 +232,7 @@ class Explorer:
         query = parse_query(args)
         if history_only:
             query = replace(query, history=True, moves=0, top_games=0, recent_games=0)
-        position = board_of(query)
+        position = self.position_of(query)
         opening = self.opening(query, position)
         named = (opening["eco"], opening["name"]) if opening else ("", "")
         key = (query.variant, position.board.epd(), *named, *query.filter())

@@ -19,7 +19,7 @@ from typing import Any
 import chess
 import numpy as np
 
-from pipelines.serve.explorer import Explorer, average_rating, board_of, parse_query
+from pipelines.serve.explorer import Explorer, average_rating, parse_query
 from pipelines.serve.games_index import GamesIndex
 from pipelines.serve.masters_index import MAX_MASTERS_GAMES, Candidates, MastersIndex, YearCounts
 from pipelines.serve.params import BadRequest
@@ -52,7 +52,7 @@ class Masters:
             raise BadRequest(f"since {since} is after until {until}")
         common = {k: v for k, v in args.items() if k not in ("since", "until")}
         query = parse_query(common)
-        position = board_of(query)
+        position = self.names.position_of(query)
         counted = self.index.counts(position.key, since=since, until=until)
         found = self.index.candidates(position.key, since=since, until=until)
         board = position.board

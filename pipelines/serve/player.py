@@ -20,7 +20,6 @@ from pipelines.serve.explorer import (
     Position,
     Query,
     average_rating,
-    board_of,
     parse_query,
 )
 from pipelines.serve.games_index import SPEED_NAMES
@@ -49,7 +48,7 @@ def player_answer(explorer: Explorer, args: dict[str, str]) -> dict[str, Any]:
             raise BadRequest(f"unknown mode {mode[:40]!r}; choose from rated, casual")
     common = {k: v for k, v in args.items() if k not in ("player", "color", "modes", "ratings")}
     query = parse_query(common)
-    position = board_of(query)
+    position = explorer.position_of(query)
     opening = explorer.opening(query, position)
     empty = {"white": 0, "draws": 0, "black": 0, "moves": [], "recentGames": []}
     answer: dict[str, Any] = {**empty, "opening": opening, "queuePosition": 0}
