@@ -85,12 +85,19 @@ class FullDisk:
         low, high = 0, DISK_BYTES // 2
         first = self.run(high)
         assert first.returncode == 0, first.stderr
-        # What the run left takes most of what it needed: search below a few times that.
+        # A run needs at least what it leaves (to a page's rounding), and what it left takes
+        # most of what it needed: search from there, up by steps until a run succeeds.
         stat = os.statvfs(self.disk)
         left = high - stat.f_bavail * stat.f_frsize
-        guess = min(high, (3 * left + 64 * PAGE) // PAGE * PAGE)
-        if guess < high and self.run(guess).returncode == 0:
-            high = guess
+        low = max(0, (left // PAGE - 2) * PAGE)
+        for guess in (left + 16 * PAGE, 2 * left + 64 * PAGE):
+            guess = guess // PAGE * PAGE
+            if guess >= high:
+                break
+            if self.run(guess).returncode == 0:
+                high = guess
+                break
+            low = guess
         while high - low > precision:
             middle = (low + high) // 2 // PAGE * PAGE
             low, high = (low, middle) if self.run(middle).returncode == 0 else (middle, high)
