@@ -10,7 +10,9 @@ the same run, beside `training convert` of the same input for scale.
 With `--stockfish-tools PATH`, a Stockfish built from the `tools` branch (Debian's is built
 without them; bench/RESULTS.md says how it was built), its `convert` runs on the same inputs
 both ways beside `training convert`, and the outputs are compared: the `.binpack` each writes
-from the `.plain` must be the same bytes, and so must the `.plain` each writes back.
+from the `.plain` must be the same bytes, and so must the `.plain` each writes back. Then the
+`.binpack` files `training rescore` and `training filter` write are read back by Stockfish's
+`convert`, which must give the `.plain` chesspipe's `convert` gives.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def main() -> None:
                 print(f"{ours} and {theirs}: {'the same bytes' if same else 'DIFFERENT'}")
                 if not same:
                     raise SystemExit(1)
+            _tools_read_ours(args.stockfish_tools, chesspipe, inputs["binpack"], work, args.syzygy)
 
 
 def _conversions(
@@ -105,6 +108,36 @@ def _conversions(
         ("chesspipe convert binpack -> plain",
          [*chesspipe, "convert", str(binpack), str(work / "c.plain")]),
     ]  # fmt: skip
+
+
+def _tools_read_ours(
+    tools: Path, chesspipe: list[str], binpack: Path, work: Path, syzygy: Path
+) -> None:
+    """The `.binpack` files chesspipe's rescore and filter write (chains rescored, chains
+    broken where records were dropped), read back by Stockfish's `convert`: the `.plain` it
+    writes must be the bytes of chesspipe's own `convert` of them."""
+    made = {
+        "rescore": [*chesspipe, "rescore", str(binpack), str(work / "rescored.binpack"),
+                    "--syzygy", str(syzygy)],
+        "filter": [*chesspipe, "filter", str(binpack), str(work / "filtered.binpack"),
+                   "--filtered", "--early-fen-skipping", "16"],
+    }  # fmt: skip
+    for name, command in made.items():
+        subprocess.run(command, check=True, capture_output=True)
+        out = Path(command[6])
+        theirs, ours = out.with_suffix(".s.plain"), out.with_suffix(".c.plain")
+        subprocess.run([str(tools.resolve()), "convert", str(out), str(theirs)], check=True,
+                       capture_output=True)  # fmt: skip
+        subprocess.run([*chesspipe, "convert", str(out), str(ours)], check=True,
+                       capture_output=True)  # fmt: skip
+        same = theirs.read_bytes() == ours.read_bytes()
+        lines = theirs.read_bytes().count(b"\ne\n")
+        print(
+            f"Stockfish's convert of chesspipe's {name} output ({lines:,} records): "
+            f"{'the bytes of chesspipe convert' if same else 'DIFFERENT'}"
+        )
+        if not same or not lines:
+            raise SystemExit(1)
 
 
 if __name__ == "__main__":
