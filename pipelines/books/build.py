@@ -106,7 +106,8 @@ def book_query(
     first_play, white_to_move) rows (points: 2 per win, 1 per draw, before scaling; first_play:
     the move's first-play rank over the rows summed, null for every move unless every row read
     has one: then moves of equal weight go by move, as before the ranks were kept;
-    white_to_move: whose move it is, likewise null for every move unless every row has it).
+    white_to_move: whose move it is, null where no row summed has it (months ingested before
+    it): rows_have_sides says whether only_side may narrow by it).
 
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
     months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
@@ -119,7 +120,7 @@ def book_query(
         WITH totals AS MATERIALIZED (
             SELECT key, move, sum(games)::UBIGINT AS n, sum(2 * wins + draws)::UBIGINT AS points,
                 min(rank) AS rank, count(rank) = count(*) AS ranked,
-                bool_and(white_to_move) AS white, count(white_to_move) = count(*) AS sided
+                bool_and(white_to_move) AS white
             FROM ({rows})
             GROUP BY key, move
         ), kept AS (
@@ -135,8 +136,7 @@ def book_query(
             n AS games, points,
             CASE WHEN (SELECT coalesce(bool_and(ranked), true) FROM totals) THEN rank END
                 AS first_play,
-            CASE WHEN (SELECT coalesce(bool_and(sided), true) FROM totals) THEN white END
-                AS white_to_move
+            white AS white_to_move
         FROM kept
     """
     params += [settings.min_games, settings.min_score]

@@ -273,10 +273,10 @@ def _write_summed(
     listed = sql_paths(files)
     month_rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     # Ranks only where every month has them: one month without would leave its moves unranked.
-    ranked = all("first_play" in pq.read_schema(f).names for f in files)
-    rank = _YEAR_FIRST_PLAY if ranked else "NULL::UBIGINT"
+    names = [set(pq.read_schema(f).names) for f in files]
+    rank = _YEAR_FIRST_PLAY if all("first_play" in n for n in names) else "NULL::UBIGINT"
     # Likewise the side to move (one per key: any month's).
-    sided = all("white_to_move" in pq.read_schema(f).names for f in files)
+    sided = all("white_to_move" in n for n in names)
     side = "bool_and(white_to_move)" if sided else "NULL::BOOLEAN"
     con = duckdb.connect(config={"memory_limit": memory_limit})
     summed = threading.Event()
