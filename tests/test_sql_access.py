@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -17,7 +18,8 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.layout import available_months
-from pipelines.warehouse.sql import ReadNotAllowed, WriteNotAllowed, connect, run_query
+from pipelines.warehouse.read_only import WriteNotAllowed
+from pipelines.warehouse.sql import ReadNotAllowed, connect, run_query
 from schemas.speed import Speed
 from tests.conftest import run_cli
 from tests.sample_tool import make_sample
@@ -182,6 +184,13 @@ def test_a_python_connection_is_locked_the_same_way(warehouse: Path, tmp_path: P
         for query in (
             "SELECT * FROM read_text('/etc/passwd')",
             f"SELECT * FROM read_text('{_manifest(warehouse)}')",
+            f"SELECT * FROM glob('{tmp_path}/*')",
+        ):
+            with pytest.raises(duckdb.PermissionException):
+                con.execute(query)
+        # Beneath the statement check, DuckDB's own lock refuses the same writes and settings.
+        raw = con._connection
+        for query in (
             f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'",
             f"COPY (SELECT 1) TO '{warehouse / 'x.parquet'}' (FORMAT parquet)",
             f"COPY (SELECT 1) TO '{_partition(warehouse)}' (FORMAT parquet)",  # via a temp file
@@ -189,16 +198,20 @@ def test_a_python_connection_is_locked_the_same_way(warehouse: Path, tmp_path: P
             f"ATTACH '{tmp_path / 'x.db'}'",
             "LOAD httpfs",
         ):
-            with pytest.raises(duckdb.PermissionException):
+            with pytest.raises(WriteNotAllowed):
                 con.execute(query)
+            with pytest.raises(duckdb.PermissionException):
+                raw.execute(query)
         for query in (
             "SET enable_external_access = true",
             "SET allowed_directories = ['/']",
             f"SET log_query_path = '{tmp_path / 'log'}'",
             "SET lock_configuration = false",
         ):
-            with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+            with pytest.raises(WriteNotAllowed):
                 con.execute(query)
+            with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+                raw.execute(query)
     finally:
         con.close()
     assert _digests(warehouse) == before
@@ -209,6 +222,59 @@ def test_a_python_connection_is_locked_the_same_way(warehouse: Path, tmp_path: P
     finally:
         free.close()
     assert (tmp_path / "x.csv").read_text().splitlines() == ["x", "1"]
+
+
+def test_a_python_connection_cannot_overwrite_the_views_files(
+    warehouse: Path, tmp_path: Path
+) -> None:
+    """DuckDB's lock lets `COPY ... (USE_TMP_FILE false)` write the files the views read;
+    `connect`'s connection refuses it, and every statement that does not read, wherever SQL
+    enters it: execute, executemany, sql, query, from_query, a cursor, a relation's query."""
+    copy = tmp_path / "warehouse"
+    shutil.copytree(warehouse, copy)
+    before = _digests(copy)
+    target = _partition(copy)
+    copy_over = f"COPY (SELECT 1 AS x) TO '{target}' (FORMAT parquet, USE_TMP_FILE false)"
+    con = connect(copy, chess_terms=True)
+    try:
+        relation = con.sql("SELECT * FROM move_stats")
+        attempts: list[Callable[[], object]] = [
+            lambda: con.execute(copy_over),
+            lambda: con.execute(f"SELECT 1; {copy_over}"),
+            lambda: con.executemany(copy_over, [[], []]),
+            lambda: con.sql(copy_over),
+            lambda: con.query(copy_over),
+            lambda: con.from_query(copy_over),
+            lambda: con.cursor().execute(copy_over),
+            lambda: con.duplicate().sql(copy_over),
+            lambda: relation.query("r", copy_over),
+            lambda: relation.filter("games > 0").query("r", copy_over),
+            lambda: con.execute(con.extract_statements(copy_over)[0]),
+            lambda: con.execute("PRAGMA enable_profiling = 'json'"),
+        ]
+        for attempt in attempts:
+            with pytest.raises(WriteNotAllowed):
+                attempt()
+        with pytest.raises(AttributeError):
+            relation._con  # noqa: B018 - DuckDB's unchecked connection stays out of reach
+        with pytest.raises(duckdb.PermissionException):  # a relation's writers, via a temp file
+            relation.limit(1).to_parquet(str(target))
+        # What reads still reads, through every door.
+        [(games,)] = con.execute("SELECT sum(games) FROM move_stats").fetchall()
+        assert games > 0
+        assert con.cursor().execute("SELECT sum(games) FROM move_stats").fetchall() == [(games,)]
+        assert relation.query("r", "SELECT sum(games) FROM r").fetchall() == [(games,)]
+        assert con.sql("SELECT sum(games) AS g FROM move_stats").fetchall() == [(games,)]
+        assert "move_stats" in repr(con.sql("SHOW TABLES"))
+    finally:
+        con.close()
+    assert _digests(copy) == before
+    free = connect(copy, allow_write=True)  # DuckDB as it comes does what it is told
+    try:
+        free.execute(copy_over)
+    finally:
+        free.close()
+    assert _digests(copy) != before
 
 
 def test_only_month_folders_are_months(warehouse: Path, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse import openings as openings_module
+from pipelines.warehouse.read_only import ReadOnlyConnection
 from pipelines.warehouse.sql import connect, run_query
 from schemas.polyglot import START_KEY, decode_move, encode_move
 from schemas.speed import Speed
@@ -106,12 +107,12 @@ def real_games(
     return found
 
 
-def query(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+def query(con: ReadOnlyConnection, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     return con.execute(sql, list(params)).fetchall()
 
 
 @pytest.fixture
-def con(tmp_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+def con(tmp_path: Path) -> Iterator[ReadOnlyConnection]:
     # The tests load tables of their own from tmp_path: the connection may read there too.
     connection = connect(tmp_path / "empty-warehouse", chess_terms=True, allow_read=[tmp_path])
     yield connection
@@ -136,7 +137,7 @@ def imported(*argv: str) -> set[str]:
 # --- the functions --------------------------------------------------------------------------
 
 
-def test_start_position(con: duckdb.DuckDBPyConnection) -> None:
+def test_start_position(con: ReadOnlyConnection) -> None:
     row = query(
         con,
         "SELECT key_after(''), key_of_fen(?), hexkey(key_of_fen(?)), fen_after(''), "
@@ -151,7 +152,7 @@ def test_start_position(con: duckdb.DuckDBPyConnection) -> None:
     assert typed == [("UBIGINT", "UBIGINT")]
 
 
-def test_move_sequences_in_any_notation(con: duckdb.DuckDBPyConnection) -> None:
+def test_move_sequences_in_any_notation(con: ReadOnlyConnection) -> None:
     najdorf = chess.Board()
     for san in ["e4", "c5", "Nf3", "d6", "d4", "cxd4", "Nxd4", "Nf6", "Nc3", "a6"]:
         najdorf.push_san(san)
@@ -180,22 +181,24 @@ def test_move_sequences_in_any_notation(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def load(
-    con: duckdb.DuckDBPyConnection, folder: Path, name: str, columns: dict[str, str], rows: Any
+    con: ReadOnlyConnection, folder: Path, name: str, columns: dict[str, str], rows: Any
 ) -> None:
     """Make a table of rows (through a TSV file: no pandas needed)."""
     path = folder / f"{name}.tsv"
     with open(path, "w", newline="") as handle:
         csv.writer(handle, delimiter="\t", lineterminator="\n").writerows(rows)
-    con.execute(
-        f"CREATE TABLE {name} AS SELECT * FROM read_csv('{path}', delim = '\\t', "
+    # The connection only reads (no CREATE TABLE): the rows are registered as an Arrow table.
+    rows_read = con.sql(
+        f"SELECT * FROM read_csv('{path}', delim = '\\t', "
         f"header = false, quote = '', auto_detect = false, columns = {columns!r})"
-    )
+    ).to_arrow_table()
+    con.register(name, rows_read)
 
 
 @pytest.mark.slow
 def test_every_position_of_the_real_games(
     real_games: dict[str, tuple[Path, list[tuple[chess.pgn.Headers, list[chess.Move]]]]],
-    con: duckdb.DuckDBPyConnection,
+    con: ReadOnlyConnection,
     tmp_path: Path,
 ) -> None:
     """Every position before each of the first plies of every kept game of the real samples:
@@ -262,7 +265,7 @@ def chess960_positions() -> Iterator[chess.Board]:
             yield board.copy()
 
 
-def test_chess960_castling_rights(con: duckdb.DuckDBPyConnection, tmp_path: Path) -> None:
+def test_chess960_castling_rights(con: ReadOnlyConnection, tmp_path: Path) -> None:
     """Keys, and every legal move as SAN (castling as king takes rook), of Chess960 positions
     written in X-FEN and in Shredder-FEN."""
     rows = set()
@@ -288,7 +291,7 @@ def test_chess960_castling_rights(con: duckdb.DuckDBPyConnection, tmp_path: Path
     assert query(con, "SELECT key_of_fen(?)", shredder) == [(START_KEY,)]
 
 
-def test_nulls_give_nulls(con: duckdb.DuckDBPyConnection) -> None:
+def test_nulls_give_nulls(con: ReadOnlyConnection) -> None:
     assert query(
         con, "SELECT key_of_fen(NULL), key_after(NULL), fen_after(NULL), san(NULL, NULL)"
     ) == [(None, None, None, None)]
@@ -297,7 +300,7 @@ def test_nulls_give_nulls(con: duckdb.DuckDBPyConnection) -> None:
 # --- the openings view ----------------------------------------------------------------------
 
 
-def test_every_opening_key_is_python_chess_key_of_its_line(con: duckdb.DuckDBPyConnection) -> None:
+def test_every_opening_key_is_python_chess_key_of_its_line(con: ReadOnlyConnection) -> None:
     files = sorted((ROOT / "data" / "openings").glob("*.tsv"))
     assert [p.name for p in files] == ["a.tsv", "b.tsv", "c.tsv", "d.tsv", "e.tsv"]
     source = []
@@ -456,9 +459,7 @@ def test_bad_input_is_one_line_and_fails(tmp_path: Path, sql: str, message: str)
     assert lines[0].startswith(f"chesspipe: error: SQL error: {message}"), lines[0]
 
 
-def test_bad_input_from_python_names_the_problem(
-    con: duckdb.DuckDBPyConnection, tmp_path: Path
-) -> None:
+def test_bad_input_from_python_names_the_problem(con: ReadOnlyConnection, tmp_path: Path) -> None:
     with pytest.raises(duckdb.Error, match="illegal move Nf6 after 1. e4 e5 2. Nf3 Nf6"):
         query(con, "SELECT key_after('1. e4 e5 2. Nf3 Nf6 3. Nf6')")
     with pytest.raises(ValueError, match=r"^SQL error: illegal move Ke6 after 1\. e4 e5 2\. Nf3$"):

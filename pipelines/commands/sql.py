@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
-    from pipelines.warehouse.sql import ReadNotAllowed, WriteNotAllowed, run_query
+    from pipelines.warehouse.read_only import WriteNotAllowed
+    from pipelines.warehouse.sql import ReadNotAllowed, run_query
 
     for extra in args.allow_read:
         if not extra.exists():

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 from pipelines.errors import ChesspipeError
 from pipelines.warehouse.evals_files import eval_parts
@@ -19,28 +19,12 @@ from pipelines.warehouse.layout import (
     sql_paths,
 )
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
+from pipelines.warehouse.read_only import ReadOnlyConnection
 from pipelines.warehouse.yearly import fresh_yearly_files
 from schemas.evals import EVALS_ORDER, LINES_SQL, SCORE_SQL
 
 if TYPE_CHECKING:
     import duckdb
-
-
-#: Statements that only read. DuckDB parses WITH, VALUES, FROM-first queries, DESCRIBE, SHOW,
-#: SUMMARIZE and UNPIVOT as SELECT; anything else (SET, PRAGMA, CALL, COPY, EXPORT, ATTACH,
-#: CREATE, INSERT, LOAD, ...) needs `allow_write`.
-READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
-
-
-class WriteNotAllowed(ValueError):
-    """A statement that does not only read, in a query that was to read only."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__(
-            f"{kind} statements are refused: a query only reads (SELECT, WITH, VALUES, "
-            "DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
-        )
-        self.kind = kind
 
 
 class ReadNotAllowed(ValueError):
@@ -86,12 +70,7 @@ def run_query(
             allow_write=allow_write,
         )
         try:
-            if not allow_write:
-                for statement in con.extract_statements(query):
-                    kind = statement.type.name
-                    if kind not in READ_ONLY_STATEMENTS:
-                        raise WriteNotAllowed(kind)
-            result = con.execute(query)
+            result = con.execute(query)  # a read-only connection refuses what does not read
             columns = [d[0] for d in result.description] if result.description else []
             return columns, result.fetchall() if result.description else []
         finally:
@@ -259,6 +238,36 @@ _EMPTY_STATS = (
 )
 
 
+@overload
+def connect(
+    warehouse: Path,
+    *,
+    memory_limit: str = ...,
+    threads: int | None = ...,
+    chess_terms: bool = ...,
+    allow_read: Sequence[Path] = ...,
+    allow_write: Literal[False] = ...,
+) -> ReadOnlyConnection: ...
+@overload
+def connect(
+    warehouse: Path,
+    *,
+    memory_limit: str = ...,
+    threads: int | None = ...,
+    chess_terms: bool = ...,
+    allow_read: Sequence[Path] = ...,
+    allow_write: Literal[True],
+) -> duckdb.DuckDBPyConnection: ...
+@overload
+def connect(
+    warehouse: Path,
+    *,
+    memory_limit: str = ...,
+    threads: int | None = ...,
+    chess_terms: bool = ...,
+    allow_read: Sequence[Path] = ...,
+    allow_write: bool,
+) -> ReadOnlyConnection | duckdb.DuckDBPyConnection: ...
 def connect(
     warehouse: Path,
     *,
@@ -267,20 +276,21 @@ def connect(
     chess_terms: bool = False,
     allow_read: Sequence[Path] = (),
     allow_write: bool = False,
-) -> duckdb.DuckDBPyConnection:
+) -> ReadOnlyConnection | duckdb.DuckDBPyConnection:
     """Open DuckDB with a view `move_stats` over every month, `move_stats_yearly` over the
     compacted years that still match their months (pipelines.warehouse.yearly; the same rows
     summed over each year's months, with a `year` column), and the `uci(move)` and
     `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
     (`register_chess_terms`).
 
-    The connection is locked: DuckDB may open the files its views read and whatever lies
-    under `allow_read` (files or folders), no other file, and no setting can be changed
-    (`enable_external_access = false`, `allowed_paths`, `lock_configuration`). So no query
-    reads elsewhere, loads an extension or creates a file; the one write DuckDB still lets
-    through is a `COPY ... (USE_TMP_FILE false)` over one of the views' own files, which
-    `run_query` refuses with every statement that does not only read. `allow_write` gives
-    DuckDB as it comes: any file, any setting.
+    The connection only reads: it runs only statements that read (a ReadOnlyConnection:
+    others raise WriteNotAllowed before anything runs), DuckDB may open the files its views
+    read and whatever lies under `allow_read` (files or folders), no other file, and no
+    setting can be changed (`enable_external_access = false`, `allowed_paths`,
+    `lock_configuration`). So no query reads elsewhere, loads an extension, creates a file
+    or overwrites one of the views' own (which DuckDB's lock alone would let a
+    `COPY ... (USE_TMP_FILE false)` do). `allow_write` gives DuckDB's own connection as it
+    comes: any statement, any file, any setting.
 
     `chess_terms` is off by default because DuckDB imports NumPy to register a Python function
     (about 0.1 s), which a book build does not need.
@@ -310,9 +320,10 @@ def connect(
         columns = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
         rated = "rating_sum" in columns
         con.execute(MOVES_AFTER.format(rating_sum="rating_sum" if rated else "NULL::UBIGINT"))
-    if not allow_write:
-        lock(con, [*months, *yearly, *parts, *read], allow_read)
-    return con
+    if allow_write:
+        return con
+    lock(con, [*months, *yearly, *parts, *read], allow_read)
+    return ReadOnlyConnection(con)
 
 
 def lock(
