@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,6 +89,55 @@ def run_cli(
             f"chesspipe {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
         )
     return proc
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A running Prefect server (`prefect server start`, no UI, no services) and the
+    environment that points commands at it (PREFECT_API_URL), as docs/orchestration.md advises
+    for many runs: for the tests of what a flow command prints or refuses, which need a Prefect
+    API but not the command's own server (its start-up, some 5 s of CPU a command, is tested
+    elsewhere). It uses the Prefect home the commands use; the test processes start theirs one
+    at a time (two at once would both migrate a new database, and one would fail)."""
+    import fcntl
+
+    from pipelines.flows.server import wait_until_healthy
+
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/api"
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+               "--port", str(port), "--no-ui", "--analytics-off", "--no-services"]  # fmt: skip
+    lock_file = tmp_path_factory.getbasetemp().parent / "prefect-server-start.lock"
+    with open(lock_file, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        server = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+        )  # fmt: skip
+        try:
+            wait_until_healthy(server, url, timeout=180, hint="prefect server start failed")
+        except BaseException:
+            _stop(server)
+            raise
+    try:
+        yield {"PREFECT_API_URL": url, "PREFECT_UI_URL": ""}
+    finally:
+        _stop(server)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process started in a session of its own, and what it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 @pytest.fixture

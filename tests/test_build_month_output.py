@@ -140,7 +140,9 @@ def test_no_prefect_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("chesspipe: error: "), terminal
 
 
-def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
+def test_a_book_no_move_enters_is_never_published(
+    tmp_path: Path, prefect_api: dict[str, str]
+) -> None:
     """Refused, naming the settings by their flags; accepted with --allow-empty, a build ends
     without a book (never a 0-byte one), with a warning naming the settings."""
     from tests.conftest import run_cli
@@ -150,7 +152,7 @@ def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
         "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path / "wh"),
         "--books", str(books), "--min-games", "1000000", "--min-score", "0.25",
     )  # fmt: skip
-    refused = run_cli(*args, check=False)
+    refused = run_cli(*args, check=False, env=prefect_api)
     assert refused.returncode == 1 and refused.stdout == "", refused.stderr
     assert refused.stderr.splitlines() == [
         "chesspipe: error: no move of 2024-01 passes the book settings (--min-games 1000000, "
@@ -158,7 +160,7 @@ def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
         "(--allow-empty accepts it: no book is published then)"
     ]
     assert list(books.glob("*.bin")) == list(books.glob("*.json")) == []
-    proc = run_cli(*args, "--allow-empty")
+    proc = run_cli(*args, "--allow-empty", env=prefect_api)
     summary = json.loads(proc.stdout)
     assert summary["status"] == "empty" and summary["book"] is None, summary
     assert summary["entries"] == 0 and summary["games_kept"] > 0, summary
@@ -170,11 +172,12 @@ def test_a_book_no_move_enters_is_never_published(tmp_path: Path) -> None:
     assert warnings[0].endswith("no book published (--allow-empty)"), warnings
 
 
-def user_error_lines(*args: str) -> list[str]:
-    """Run `chesspipe ARGS`, which must fail on a user error; return its stderr's lines."""
+def user_error_lines(api: dict[str, str], *args: str) -> list[str]:
+    """Run `chesspipe ARGS` against the Prefect server `api` (the prefect_api fixture), which
+    must fail on a user error; return its stderr's lines."""
     from tests.conftest import run_cli
 
-    proc = run_cli(*args, check=False, env={"COLUMNS": "250"})  # a record a line
+    proc = run_cli(*args, check=False, env={"COLUMNS": "250", **api})  # a record a line
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == ""
     return proc.stderr.splitlines()
@@ -183,7 +186,7 @@ def user_error_lines(*args: str) -> list[str]:
 @pytest.mark.parametrize("verbose", [False, True])
 @pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt", "nothing-kept.pgn.zst"])
 def test_a_build_failing_on_its_source_says_so_in_one_line(
-    tmp_path: Path, source: str, verbose: bool
+    tmp_path: Path, source: str, verbose: bool, prefect_api: dict[str, str]
 ) -> None:
     """Prefect's `Finished in state Failed(...)` of the task and flow runs stays off the
     terminal: the command's own line says it (a missing file, a file without a game, a file
@@ -195,7 +198,7 @@ def test_a_build_failing_on_its_source_says_so_in_one_line(
 
         (tmp_path / source).symlink_to(need(GAMES_2013, "real Lichess games (2013-01)"))
     lines = user_error_lines(
-        "build-month", str(tmp_path / source), "--month", "2024-01",
+        prefect_api, "build-month", str(tmp_path / source), "--month", "2024-01",
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
         *(["--verbose"] if verbose else []),
     )  # fmt: skip
@@ -208,8 +211,11 @@ def test_a_build_failing_on_its_source_says_so_in_one_line(
         assert logged == []
 
 
-def test_a_backfill_whose_months_fail_says_so_in_one_line(tmp_path: Path) -> None:
+def test_a_backfill_whose_months_fail_says_so_in_one_line(
+    tmp_path: Path, prefect_api: dict[str, str]
+) -> None:
     lines = user_error_lines(
+        prefect_api,
         "backfill", "--months", "2024-01..2024-02", "--source", str(tmp_path / "{month}.pgn"),
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
     )  # fmt: skip
@@ -276,7 +282,7 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     "failure", ["books is a file", "books under a device", "warehouse under a file", "ENOSPC"]
 )
 def test_a_build_failing_on_the_os_says_so_in_one_line(
-    tmp_path: Path, failure: str, quiet: bool
+    tmp_path: Path, failure: str, quiet: bool, prefect_api: dict[str, str]
 ) -> None:
     """What the OS says of a path (raised inside the flow's tasks) is one line, as elsewhere:
     none of Prefect's logged tracebacks of the task and flow runs."""
@@ -298,6 +304,7 @@ def test_a_build_failing_on_the_os_says_so_in_one_line(
     else:
         prefix = ("-c", _FULL_DISK)
     lines = os_error_lines(
+        prefect_api,
         *prefix, "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse", warehouse,
         "--books", books, *(["--quiet"] if quiet else []),
     )  # fmt: skip
@@ -305,9 +312,11 @@ def test_a_build_failing_on_the_os_says_so_in_one_line(
 
 
 @pytest.mark.parametrize("quiet", [True, False])
-def test_a_build_on_a_full_disk_says_so_in_one_line(small_tmpfs: Path, quiet: bool) -> None:
+def test_a_build_on_a_full_disk_says_so_in_one_line(
+    small_tmpfs: Path, quiet: bool, prefect_api: dict[str, str]
+) -> None:
     lines = os_error_lines(
-        "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse",
+        prefect_api, "build-month", str(SAMPLE), "--month", "2024-01", "--warehouse",
         str(small_tmpfs / "wh"), "--books", str(small_tmpfs / "books"),
         *(["--quiet"] if quiet else []),
     )  # fmt: skip
@@ -315,10 +324,11 @@ def test_a_build_on_a_full_disk_says_so_in_one_line(small_tmpfs: Path, quiet: bo
     assert lines == [f"chesspipe: error: {small_tmpfs / 'wh'}: No space left on device"]
 
 
-def os_error_lines(*args: str) -> list[str]:
-    """Run `python -m pipelines ARGS` (or `python -c SCRIPT ARGS`), which must fail in one line;
-    return its stderr's lines."""
+def os_error_lines(api: dict[str, str], *args: str) -> list[str]:
+    """Run `python -m pipelines ARGS` (or `python -c SCRIPT ARGS`) against the Prefect server
+    `api`, which must fail in one line; return its stderr's lines."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.update(api)
     env["COLUMNS"] = "250"
     command = [sys.executable, *(args[:2] if args[0] == "-c" else ("-m", "pipelines"))]
     rest = args[2:] if args[0] == "-c" else args

@@ -55,8 +55,10 @@ def _state(root: Path) -> dict[str, str]:
 class FullDisk:
     """Runs one command on the disk from the same starting files, with `free` bytes left."""
 
-    def __init__(self, disk: Path, pristine: Path, command: list[str]) -> None:
-        self.disk, self.pristine, self.command = disk, pristine, command
+    def __init__(
+        self, disk: Path, pristine: Path, command: list[str], env: dict[str, str] | None = None
+    ) -> None:
+        self.disk, self.pristine, self.command, self.env = disk, pristine, command, env
 
     def run(self, free: int) -> subprocess.CompletedProcess[str]:
         for child in self.disk.iterdir():
@@ -70,7 +72,7 @@ class FullDisk:
                 os.posix_fallocate(fd, 0, filler)
         finally:
             os.close(fd)
-        return run_cli(*self.command, check=False)
+        return run_cli(*self.command, check=False, env=self.env)
 
     def left_by_a_run(self) -> int:
         """The bytes a successful run leaves on the disk (what it needs at the least)."""
@@ -246,7 +248,9 @@ def test_warehouse_compact_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_build_month_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
+def test_build_month_on_a_full_disk(
+    disk: Path, tmp_path: Path, prefect_api: dict[str, str]
+) -> None:
     """The month's statistics and its book, two sets: each whole or as it was (the month may
     be published while the book is not: a rerun reuses it)."""
 
@@ -261,8 +265,8 @@ def test_build_month_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
                 "--books", str(root / "books"), "--quiet"]  # fmt: skip
 
     prepare_previous = lambda root: None  # noqa: E731 - a new month
-    # Few, coarse steps: each run starts a Prefect server (seconds).
-    _full_disk_runs_two_sets(disk, tmp_path, prepare_previous, command, published)
+    # Few, coarse steps: each run is seconds of Prefect (against a running server).
+    _full_disk_runs_two_sets(disk, tmp_path, prepare_previous, command, published, prefect_api)
 
 
 def _full_disk_runs_two_sets(
@@ -271,6 +275,7 @@ def _full_disk_runs_two_sets(
     prepare: Callable[[Path], None],
     command: Callable[[Path], list[str]],
     published: Callable[[Path], None],
+    env: dict[str, str] | None = None,
 ) -> None:
     """As _full_disk_runs, for a command that publishes two sets one after the other: a failed
     run leaves the state before, or the first set published whole and the second as before."""
@@ -278,8 +283,8 @@ def _full_disk_runs_two_sets(
     pristine = tmp_path / "pristine"
     shutil.copytree(disk, pristine, symlinks=True)
     before = _state(pristine)
-    runs = FullDisk(disk, pristine, command(disk))
-    # Below what a run leaves, every run fails (each run starts a Prefect server, seconds: no
+    runs = FullDisk(disk, pristine, command(disk), env)
+    # Below what a run leaves, every run fails (each run is seconds of Prefect: no
     # search for the exact need), at the start, half-way and in its last pages.
     left = runs.left_by_a_run()
     published(disk)

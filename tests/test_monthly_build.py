@@ -186,7 +186,9 @@ def test_an_unverifiable_url_names_the_setting_and_the_command_names_its_option(
     assert visible_files(tmp_path / "books") == set()
 
 
-def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_2013: Path) -> None:
+def test_kill_9_then_rerun_equals_an_uninterrupted_run(
+    tmp_path: Path, games_2013: Path, prefect_api: dict[str, str]
+) -> None:
     # A plain (uncompressed) slice of real games, re-compressed in several frames, served slowly.
     text = zstandard.ZstdDecompressor().decompress(games_2013.read_bytes(), max_output_size=1 << 30)
     games = text[: text.index(b"\n\n[Event ", 4_000_000) + 2]
@@ -210,9 +212,7 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(tmp_path: Path, games_201
     env = dict(
         os.environ,
         PYTHONPATH=str(ROOT),
-        PREFECT_HOME=str(tmp_path / "prefect"),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+        **prefect_api,  # a running Prefect server: the kill is of the build, not of a server
     )
     with LoopbackServer() as server:
         url = server.add_dump(
@@ -448,7 +448,7 @@ def stopped(pid: int) -> bool:
 
 
 def test_kill_9_at_each_publish_step_leaves_nothing_behind(
-    tmp_path: Path, games_2013: Path
+    tmp_path: Path, games_2013: Path, prefect_api: dict[str, str]
 ) -> None:
     from pipelines.warehouse.check import check_warehouse
 
@@ -469,9 +469,7 @@ def test_kill_9_at_each_publish_step_leaves_nothing_behind(
     env = dict(
         os.environ,
         PYTHONPATH=str(ROOT),
-        PREFECT_HOME=str(tmp_path / "prefect"),
-        PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
+        **prefect_api,  # a running Prefect server: the kill is of the build, not of a server
     )
     steps = {
         "partition renamed": lambda wh, bk: partition_file(wh, "2013-01"),
