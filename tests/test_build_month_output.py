@@ -131,8 +131,9 @@ def test_no_prefect_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
     from_ci = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "CI_NAME", "DO_NOT_TRACK")
     env = {k: v for k, v in os.environ.items() if k not in from_ci}
     env["PREFECT_HOME"] = str(tmp_path / "prefect-home")  # a first run
+    (tmp_path / "not-a-game.txt").write_text("no game here\n")  # fails in the flow run
     _, terminal = on_a_terminal(
-        "build-month", str(tmp_path / "missing.pgn"), "--month", "2024-01",
+        "build-month", str(tmp_path / "not-a-game.txt"), "--month", "2024-01",
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
         env=env, status=1,
     )  # fmt: skip
@@ -189,8 +190,8 @@ def test_a_build_failing_on_its_source_says_so_in_one_line(
     tmp_path: Path, source: str, verbose: bool, prefect_api: dict[str, str]
 ) -> None:
     """Prefect's `Finished in state Failed(...)` of the task and flow runs stays off the
-    terminal: the command's own line says it (a missing file, a file without a game, a file
-    of which the default filter keeps no game)."""
+    terminal: the command's own line says it (a missing file, said before any flow run
+    starts; a file without a game, a file of which the default filter keeps no game)."""
     if source.endswith(".txt"):
         (tmp_path / source).write_text("no game here\n")
     if source.startswith("nothing-kept"):
@@ -204,7 +205,9 @@ def test_a_build_failing_on_its_source_says_so_in_one_line(
     )  # fmt: skip
     *logged, last = lines
     assert last.startswith("chesspipe: error: ") and source in last, lines
-    if verbose:  # Prefect's lines of the runs up to the failure, none of it
+    if source == "missing.pgn":  # said at once: no flow run, no Prefect line
+        assert logged == [], lines
+    elif verbose:  # Prefect's lines of the runs up to the failure, none of it
         assert logged and all(LOG_RECORD.match(line) for line in logged), lines
         assert not [line for line in logged if "Failed" in line or "| ERROR" in line], lines
     else:
@@ -231,8 +234,9 @@ def test_verbose_points_at_a_prefect_ui_only_where_one_is_served(
     configured PREFECT_UI_URL is shown as Prefect shows it."""
     from tests.conftest import run_cli
 
+    (tmp_path / "not-a-game.txt").write_text("no game here\n")  # fails in the flow run
     proc = run_cli(
-        "build-month", str(tmp_path / "missing.pgn"), "--month", "2024-01",
+        "build-month", str(tmp_path / "not-a-game.txt"), "--month", "2024-01",
         "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"), "--verbose",
         check=False, env={"COLUMNS": "250", **({"PREFECT_UI_URL": ui_url} if ui_url else {})},
     )  # fmt: skip

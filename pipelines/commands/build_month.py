@@ -122,9 +122,11 @@ def run(args: argparse.Namespace) -> int:
 
     from pipelines.commands.ingest import ingest_errors_said, progress_shown
     from pipelines.errors import ChesspipeError
+    from pipelines.monthly.source import check_source
     from pipelines.warehouse.layout import check_month
 
     check_month(args.month)
+    check_source(args.source, args.variant)  # at once, not after seconds of Prefect
     with flow_command(args) as options:
         from pipelines.books.build import EmptyBook
         from pipelines.flows.monthly import build_month_flow

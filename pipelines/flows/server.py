@@ -193,12 +193,17 @@ class LocalApi:
             temporary_settings,
         )
 
+        # Whichever server the runs use, what they queue is sent before the command ends
+        # (`__exit__`): a configured one too, else Prefect drains at exit with a notice.
         if self._process is None:
+            self._connected = True
             return None
         if PREFECT_API_URL.value():
             self._stop_server()
+            self._connected = True
             return None
         self._wait_until_healthy()
+        self._connected = True
         assert self.url is not None
         updates: dict[Any, Any] = {PREFECT_API_URL: self.url}
         # No heartbeats: they let a server's automations mark a silent run crashed, and this
@@ -213,7 +218,6 @@ class LocalApi:
         # Processes this command starts (Dask workers) use the same server.
         os.environ["PREFECT_API_URL"] = self.url
         self._stack.callback(os.environ.pop, "PREFECT_API_URL", None)
-        self._connected = True
         return self.url
 
     def _wait_until_healthy(self) -> None:

@@ -48,6 +48,23 @@ class ResolvedSource:
     expected_sha256: str | None
 
 
+def local_file(resolved: str) -> Path:
+    """The file a resolved source that is neither stdin nor a URL names; ChesspipeError when
+    there is none."""
+    path = Path(resolved)
+    if not path.is_file():
+        raise ChesspipeError(f"cannot open {resolved}: no such file")
+    return path
+
+
+def check_source(source: str, variant: str) -> None:
+    """Raise the ChesspipeError a month's run would, for a source that names a local file
+    that is not there: what a command can say before it starts a flow (seconds of Prefect)."""
+    resolved = resolve(source, variant)
+    if resolved != "-" and not is_url(resolved) and "://" not in resolved:
+        local_file(resolved)
+
+
 def resolve_source(source: str, variant: str, download: DownloadOptions) -> ResolvedSource:
     """Find where a source is and what identifies its content, without reading all of it."""
     resolved = resolve(source, variant)
@@ -69,9 +86,7 @@ def resolve_source(source: str, variant: str, download: DownloadOptions) -> Reso
         return ResolvedSource(
             source, resolved, "url", SourceIdentity(None, size, resolved, etag), None
         )
-    path = Path(resolved)
-    if not path.is_file():
-        raise ChesspipeError(f"cannot open {resolved}: no such file")
+    path = local_file(resolved)
     digest = file_sha256(path)
     identity = SourceIdentity(digest, path.stat().st_size)
     return ResolvedSource(source, resolved, "file", identity, digest)
