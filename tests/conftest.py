@@ -6,7 +6,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -102,12 +101,11 @@ def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
     import fcntl
 
     from pipelines.flows.server import wait_until_healthy
+    from tests.serving import free_port
 
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
                "--port", str(port), "--no-ui", "--analytics-off", "--no-services"]  # fmt: skip

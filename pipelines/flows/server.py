@@ -195,11 +195,8 @@ class LocalApi:
 
         # Whichever server the runs use, what they queue is sent before the command ends
         # (`__exit__`): a configured one too, else Prefect drains at exit with a notice.
-        if self._process is None:
-            self._connected = True
-            return None
-        if PREFECT_API_URL.value():
-            self._stop_server()
+        if self._process is None or PREFECT_API_URL.value():
+            self._stop_server()  # none was started, or the profile names a server
             self._connected = True
             return None
         self._wait_until_healthy()

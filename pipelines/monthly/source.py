@@ -61,7 +61,7 @@ def check_source(source: str, variant: str) -> None:
     """Raise the ChesspipeError a month's run would, for a source that names a local file
     that is not there: what a command can say before it starts a flow (seconds of Prefect)."""
     resolved = resolve(source, variant)
-    if resolved != "-" and not is_url(resolved) and "://" not in resolved:
+    if resolved != "-" and not is_url(resolved):  # as resolve_source tells them apart
         local_file(resolved)
 
 

@@ -37,9 +37,8 @@ def check_reads(con: duckdb.DuckDBPyConnection, query: str | duckdb.Statement) -
     statement) only reads; DuckDB's parser decides what each statement is."""
     statements = con.extract_statements(query) if isinstance(query, str) else [query]
     for statement in statements:
-        kind = getattr(getattr(statement, "type", None), "name", None)
-        if kind not in READ_ONLY_STATEMENTS:
-            raise WriteNotAllowed(str(kind or type(statement).__name__))
+        if statement.type.name not in READ_ONLY_STATEMENTS:
+            raise WriteNotAllowed(statement.type.name)
 
 
 def _public(name: str) -> None:
