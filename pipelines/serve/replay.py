@@ -3,11 +3,11 @@
 A line of hundreds of plies costs milliseconds of python-chess, holding the interpreter lock
 that the event loop and the short requests need: one client sending such lines slows every
 other. The `Replayer` hands lines of at least `LONG_PLAY` plies to one process of its own
-(spawned, `os.nice`'d by `NICENESS`), one line at a time, and gets back the position reached
-as a FEN with its keys. Shorter lines, and any line while the process is not running (or not
-yet ready), are replayed in the calling thread (`explorer.board_of`), with the same answers
-and the same errors. A process that dies is started again; the line it took is replayed in
-the thread.
+(spawned, at the lowest priority: `lower_priority`), one line at a time, and gets back the
+position reached as a FEN with its keys. Shorter lines, and any line while the process is not
+running (or not yet ready), are replayed in the calling thread (`explorer.board_of`), with the
+same answers and the same errors. A process that dies is started again; the line it took is
+replayed in the thread.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from pipelines.serve.params import BadRequest
 
 #: Lines of at least this many plies are replayed in the worker process.
 LONG_PLAY = 40
-#: How much lower the worker's priority is than the server's.
+#: How much lower the worker's priority is than the server's where Linux's `SCHED_IDLE` is not
+#: offered (`lower_priority`).
 NICENESS = 10
 
 
@@ -121,7 +122,7 @@ _READY = "ready"
 def _serve(connection: Connection) -> None:
     """The worker: lines in, (fen, key, path, from start) or a BadRequest's reason out, until
     the server closes its end."""
-    os.nice(NICENESS)
+    lower_priority()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (a terminal's Ctrl-C is the server's to take)
     connection.send(_READY)
     while True:
@@ -143,3 +144,17 @@ def _serve(connection: Connection) -> None:
             connection.send(reply)
         except (OSError, BrokenPipeError):
             return
+
+
+def lower_priority() -> None:
+    """Make this process run only when no other wants the core: Linux's `SCHED_IDLE` policy,
+    else (elsewhere) `NICENESS` steps nicer.
+
+    Niced by 10, the worker still took its CFS share of a core whenever it contended with the
+    server's clients on a 2-core machine, and each such turn delayed an ordinary request by a
+    time slice: 4 clients sending 300-ply lines took the p95 of ordinary requests to 2.2-2.5x
+    of quiet; under `SCHED_IDLE`, 1.5x (bench/RESULTS.md)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(NICENESS)
