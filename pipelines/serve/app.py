@@ -6,10 +6,9 @@ worked out in threads, off the event loop: short requests in `SHORT_THREADS`, lo
 `play` of more than `LONG_PLAY` plies, a tablebase mainline) in `LONG_THREADS`, so that long
 requests wait for each other and not the short ones; the long lines themselves are replayed
 in a worker process of lower priority (`replay.Replayer`), so that they do not hold the
-interpreter the short requests need. Request heads are bounded
-(`http_guard.HeadLimit`). Several worker processes
-(uvicorn's `workers`) each open the application from `SETTINGS_VARIABLE`
-(`app_from_environment`).
+interpreter the short requests need. Request heads are bounded (`http_guard.HeadLimit`) and
+refusals sent late (`http_guard.SlowRefusals`). Several worker processes (uvicorn's `workers`)
+each open the application from `SETTINGS_VARIABLE` (`app_from_environment`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from starlette.routing import Route
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
-from pipelines.serve.http_guard import HeadLimit
+from pipelines.serve.http_guard import HeadLimit, SlowRefusals
 from pipelines.serve.masters import Masters
 from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
@@ -262,7 +261,11 @@ def make_app(
             explorer.position_of = board_of
             replayer.close()
 
-    return Starlette(routes=routes, middleware=[Middleware(HeadLimit)], lifespan=lifespan)
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(SlowRefusals), Middleware(HeadLimit)],
+        lifespan=lifespan,
+    )
 
 
 #: The environment variable that hands `ServeSettings` to worker processes.
