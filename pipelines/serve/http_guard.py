@@ -34,6 +34,7 @@ from typing import Any
 
 import h11
 import uvicorn
+from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 #: The longest request target (path and query string), in bytes.
@@ -203,12 +204,12 @@ class SlowRefusals:
         self.app = app
         self.delay = delay
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
 
-        async def send_late(message: dict[str, Any]) -> None:
+        async def send_late(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] in REFUSED:
                 await asyncio.sleep(self.delay)
             await send(message)
