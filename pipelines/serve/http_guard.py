@@ -19,7 +19,7 @@ added here:
   above) is sent `REFUSAL_DELAY` seconds late. A client that sends requests the server must
   refuse, one after the other, then waits instead of taking the event loop: four such clients
   sending 10 KB URLs had taken the p95 of ordinary requests from 1.7 to 17 ms, and took it to
-  2.2 ms once refusals waited (bench/RESULTS.md). The wait costs the server nothing but a
+  2.0 ms once refusals waited (bench/RESULTS.md). The wait costs the server nothing but a
   timer, and a person who mistyped a parameter does not notice 25 ms.
 
 Refusals are JSON, `{"error": reason}`, as the application's own.
