@@ -247,6 +247,23 @@ def assert_readers_see_whole_pairs(
             ), item
 
 
+def assert_a_run_manifest_records_the_month_beside_it(
+    partition: bytes | None,
+    ingest_manifest: bytes | None,
+    book: bytes | None,
+    run_manifest: bytes | None,
+) -> None:
+    """The run manifest is the month's record: while it is there, the partition, the ingest
+    manifest and the book beside it are the ones it records, never a mix of two runs."""
+    if run_manifest is None:
+        return
+    record = json.loads(run_manifest)
+    assert partition is not None and ingest_manifest is not None and book is not None
+    assert record["ingest"]["output_sha256"] == sha256(partition), "another run's partition"
+    assert record["ingest"] == json.loads(ingest_manifest), "another run's ingest manifest"
+    assert record["book_sha256"] == sha256(book), "another run's book"
+
+
 def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -302,20 +319,60 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     assert json.loads(new[key["run manifest"]])["book_sha256"] == reference.book_sha256
     for state in states:
         assert_readers_see_whole_pairs(state, previous, new, month)
-    # In order: the dead run's staging removed, every file staged, then pair by pair the old
-    # manifest deleted, the object copied into place and its manifest beside it.
+        assert_a_run_manifest_records_the_month_beside_it(*(state.get(k) for k in key.values()))
+    # In order: the dead run's staging removed, every file staged, the old manifests deleted
+    # (the run manifest first), then pair by pair the object copied into place and its
+    # manifest beside it.
     final = [k.removeprefix("wh/").removeprefix("books/") for k in key.values()]
     assert [(op, k.split("/.staging/")[-1].split("/", 1)[-1]) for op, k in steps] == [
         ("delete_objects", ""),  # (only the warehouse: the killed run staged no book)
         *(("put_object", k.rsplit("/", 1)[-1]) for k in final),
+        ("delete_object", final[3]),
         ("delete_object", final[1]),
         ("copy_object", final[0]),
         ("copy_object", final[1]),
-        ("delete_object", final[3]),
         ("copy_object", final[2]),
         ("copy_object", final[3]),
         *(("delete_object", k.rsplit("/", 1)[-1]) for k in final),
     ]
+
+
+def test_a_local_books_folder_gets_its_book_after_the_statistics_in_the_store(
+    moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Warehouse in a bucket, books in a folder: the folder's run manifest never records a
+    partition other than the bucket's, whenever the build is stopped."""
+    month, source = "2024-01", SAMPLE.format(month="2024-01")
+    bucket = moto.create_bucket("mixed")
+    warehouse, books = f"s3://{bucket}/wh", tmp_path / "books"
+    build_month(source, month, warehouse, books, settings(0))
+    book, run_manifest = published_paths(books, month)
+    previous = book.read_bytes()
+    key = keys(month)
+
+    def check(state: dict[str, bytes]) -> None:
+        assert_a_run_manifest_records_the_month_beside_it(
+            state.get(key["partition"]),
+            state.get(key["ingest manifest"]),
+            book.read_bytes() if book.exists() else None,
+            run_manifest.read_bytes() if run_manifest.exists() else None,
+        )
+
+    check(moto.objects(bucket))
+    rerun = PausedBuild(source, month, warehouse, str(books), "1800")
+    writes = 0
+    try:
+        while rerun.next_write() is not None:
+            writes += 1
+            check(moto.objects(bucket))
+            rerun.resume()
+        assert rerun.wait() == 0
+    finally:
+        rerun.kill()
+    check(moto.objects(bucket))
+    assert writes >= 6 and book.read_bytes() != previous
+    assert json.loads(run_manifest.read_text())["book"]["warehouse"] == warehouse
+    assert not list(books.glob(".staging/*")) and not list(books.glob(".*.tmp"))
 
 
 def test_kill_9_in_the_middle_of_an_upload_leaves_the_previous_objects(

@@ -39,6 +39,7 @@ from pipelines.progress import ProgressCallback
 from pipelines.sources.options import DownloadOptions
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file
 from pipelines.warehouse.locks import clean_month_if_free, month_lock
+from schemas.atomic_files import OutputSet, check_output
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -299,12 +300,13 @@ def _build_month_remote(
     """Build in a local scratch folder seeded from object storage, then publish what changed.
 
     Each changed file goes up with its manifest as `pipelines.sources.object_publish` does it:
-    partition and ingest manifest, then book and run manifest.
+    partition and ingest manifest, then book and run manifest, the run manifest (the set's
+    record) deleted first and put in place last. A local books folder is published last.
     """
     import tempfile
 
     from pipelines.sources import object_store as store
-    from pipelines.sources.object_publish import Described, publish, remove_stale
+    from pipelines.sources.object_publish import Described, put_in_place, remove_stale, stage
 
     remote_wh, remote_books = store.is_remote(warehouse), store.is_remote(books)
     remote_roots = [
@@ -314,12 +316,18 @@ def _build_month_remote(
         store.check_access(root)
     key = hashlib.sha256(f"{warehouse}\n{books}".encode()).hexdigest()[:16]
     lock_root = Path(tempfile.gettempdir()) / "chesspipe-locks" / key
-    with build_lock(lock_root, month), tempfile.TemporaryDirectory(prefix="chesspipe-") as tmp:
+    with ExitStack() as stack:
+        stack.enter_context(build_lock(lock_root, month))
+        if not remote_books:
+            make_folder(Path(books))
+            stack.enter_context(build_lock(Path(books), month))
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chesspipe-")))
         for root in remote_roots:
             remove_stale(root, month)
-        scratch = Path(tmp)
         local_wh = scratch / "warehouse" if remote_wh else Path(warehouse)
-        local_books = scratch / "books" if remote_books else Path(books)
+        # The book is built in scratch even for a local books folder, so that it is published
+        # after the statistics it was built from.
+        local_books = scratch / "books"
         book, manifest_file = published_paths(local_books, month, settings.ingest.rules.variant)
         stats_file = partition_file(local_wh, month)
         stats_manifest = manifest_path(local_wh, month)
@@ -337,9 +345,24 @@ def _build_month_remote(
                 root=base,
             )
 
+        # (scratch path, published path) of the book and its run manifest in a local folder
+        local_pairs = tuple(
+            zip(
+                (book, manifest_file),
+                published_paths(Path(books), month, settings.ingest.rules.variant),
+                strict=True,
+            )
+            if not remote_books
+            else ()
+        )
         if remote_books and not force:
             for local in (manifest_file, book):
                 store.download_if_exists(url(books, local, local_books), local)
+        if local_pairs and not force:
+            make_folder(local_books)
+            for local, published in local_pairs:
+                if published.is_file():
+                    shutil.copyfile(published, local)
         if remote_wh and not force:
             store.download_if_exists(url(warehouse, stats_manifest, local_wh), stats_manifest)
             previous = read_manifest(local_wh, month)
@@ -361,5 +384,14 @@ def _build_month_remote(
             changed.append(described(stats_file, stats_manifest, warehouse, local_wh))
         if remote_books:
             changed.append(described(book, manifest_file, books, local_books))
-        publish(changed, month=month)
+        for _, published in local_pairs:  # a device or a folder in the way: say so first
+            check_output(published)
+        staged = stage(changed, month=month)
+        if local_pairs:  # the set's record goes first, as in the store
+            local_pairs[1][1].unlink(missing_ok=True)
+        put_in_place(staged)
+        if local_pairs:
+            with OutputSet(*(published for _, published in local_pairs)) as outputs:
+                for local, published in local_pairs:
+                    shutil.copyfile(local, outputs.path(published))
         return manifest
