@@ -81,12 +81,6 @@ def put_in_place(staged: Sequence[Staged]) -> None:
         remove(pair.manifest_copy)
 
 
-def publish(items: Sequence[Described], *, month: str) -> None:
-    """Publish files and their manifests in order, the last manifest as the set's record: no
-    manifest is ever beside another object, and none of the set's is beside a mixed set."""
-    put_in_place(stage(items, month=month))
-
-
 def remove_stale(root: str, month: str) -> list[str]:
     """Delete the staging folders runs of a month left under a root; return their URLs.
 
