@@ -64,10 +64,8 @@ class OutputSet:
     Each is written to a temporary path beside its place (`path(target)`). When the block
     ends well and every one is whole, they are renamed into place in the order given, the
     manifest last; if the block fails, or a file was not written, no target changes and no
-    temporary file stays. The previous manifest is moved aside before the first rename, so a
-    kill during the renames leaves the data without a manifest, never the previous manifest
-    beside new data. If a rename fails, the targets already renamed are put back as they were
-    (the previous files are kept as hard links until the end). Every target must not
+    temporary file stays. If a rename fails, the targets already renamed are put back as they
+    were (the previous files are kept as hard links until the end). Every target must not
     exist or be a regular file (NotARegularFile), before and after the block.
 
     Temporary names are `.NAME.XXXXXXXX.tmp` beside each target, for leftover cleaners.
@@ -121,18 +119,10 @@ class OutputSet:
             if self.sync:
                 _fsync(tmp)
         done: list[tuple[Path, Path | None]] = []
-        manifest = self.targets[-1]
         try:
-            # A set's previous manifest is moved aside first: a kill from here on leaves the
-            # set without its manifest (counted as absent), never the old one beside new data.
-            aside = None
-            if len(self.targets) > 1 and manifest.exists():
-                aside = _temporary(manifest)
-                os.replace(manifest, aside)
-                done.append((manifest, aside))
             for target, tmp in self._tmp.items():
-                if target != manifest or aside is None:
-                    done.append((target, _keep(target)))
+                backup = _keep(target)
+                done.append((target, backup))
                 os.replace(tmp, target)
         except BaseException:
             for target, backup in reversed(done):

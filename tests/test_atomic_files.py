@@ -81,46 +81,6 @@ def test_an_output_set_appears_together_or_stays_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.bin", "data.json", "fresh"]
 
 
-@pytest.mark.parametrize("count", [2, 3])
-def test_a_kill_during_the_renames_never_leaves_a_manifest_beside_another_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
-) -> None:
-    """Whatever rename a kill -9 comes before, the files in place are the previous set, the new
-    set, or data files (each previous or new) without a manifest."""
-    import os
-
-    from schemas.atomic_files import OutputSet
-
-    *data, manifest = (tmp_path / f"file{n}" for n in range(count))
-    for path in (*data, manifest):
-        path.write_bytes(b"old " + path.name.encode())
-
-    def in_place() -> dict[str, bytes]:
-        return {p.name: p.read_bytes() for p in tmp_path.iterdir() if not p.name.startswith(".")}
-
-    previous = in_place()
-    states: list[dict[str, bytes]] = []
-    real_replace = os.replace
-
-    def recording_replace(src: os.PathLike[str] | str, dst: os.PathLike[str] | str) -> None:
-        states.append(in_place())  # what a kill just before this rename leaves
-        real_replace(src, dst)
-
-    monkeypatch.setattr(os, "replace", recording_replace)
-    with OutputSet(*data, manifest) as outputs:
-        for path in (*data, manifest):
-            outputs.path(path).write_bytes(b"new " + path.name.encode())
-    monkeypatch.setattr(os, "replace", real_replace)
-    new = in_place()
-    assert new == {name: b"new " + name.encode() for name in previous}
-    for state in [*states, new]:
-        if manifest.name in state:
-            assert state in (previous, new)
-        else:
-            assert all(state[p.name] in (previous[p.name], new[p.name]) for p in data)
-    assert len(states) == count + 1  # the manifest moved aside, then one rename per file
-
-
 def test_an_error_names_the_output_not_the_temporary_file(tmp_path: Path) -> None:
     from schemas.atomic_files import OutputSet
 
