@@ -81,6 +81,45 @@ def test_an_output_set_appears_together_or_stays_as_it_was(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.bin", "data.json", "fresh"]
 
 
+@pytest.mark.parametrize("count", [2, 3])
+def test_a_reader_finds_the_manifest_at_every_rename_of_a_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Readers count a month by its manifest (`available_months`): the previous manifest stays
+    in place until the new one is renamed onto it, and each data file is the previous or the
+    new one whenever a reader looks."""
+    import os
+
+    from schemas.atomic_files import OutputSet
+
+    *data, manifest = (tmp_path / f"file{n}" for n in range(count))
+    for path in (*data, manifest):
+        path.write_bytes(b"old " + path.name.encode())
+
+    def in_place() -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in tmp_path.iterdir() if not p.name.startswith(".")}
+
+    previous = in_place()
+    states: list[dict[str, bytes]] = []
+    real_replace = os.replace
+
+    def recording_replace(src: os.PathLike[str] | str, dst: os.PathLike[str] | str) -> None:
+        states.append(in_place())  # what a reader sees just before this rename
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", recording_replace)
+    with OutputSet(*data, manifest) as outputs:
+        for path in (*data, manifest):
+            outputs.path(path).write_bytes(b"new " + path.name.encode())
+    monkeypatch.setattr(os, "replace", real_replace)
+    new = in_place()
+    assert new == {name: b"new " + name.encode() for name in previous}
+    assert states
+    for state in [*states, new]:
+        assert state.keys() == previous.keys()
+        assert all(state[name] in (previous[name], new[name]) for name in state)
+
+
 def test_an_error_names_the_output_not_the_temporary_file(tmp_path: Path) -> None:
     from schemas.atomic_files import OutputSet
 
