@@ -328,7 +328,10 @@ def _build_month_remote(
         # The book is built in scratch even for a local books folder, so that it is published
         # after the statistics it was built from.
         local_books = scratch / "books"
-        book, manifest_file = published_paths(local_books, month, settings.ingest.rules.variant)
+        variant = settings.ingest.rules.variant
+        book, manifest_file = published_paths(local_books, month, variant)
+        # A local books folder's book and run manifest, published from scratch last
+        local_targets = None if remote_books else published_paths(Path(books), month, variant)
         stats_file = partition_file(local_wh, month)
         stats_manifest = manifest_path(local_wh, month)
 
@@ -345,22 +348,12 @@ def _build_month_remote(
                 root=base,
             )
 
-        # (scratch path, published path) of the book and its run manifest in a local folder
-        local_pairs = tuple(
-            zip(
-                (book, manifest_file),
-                published_paths(Path(books), month, settings.ingest.rules.variant),
-                strict=True,
-            )
-            if not remote_books
-            else ()
-        )
         if remote_books and not force:
             for local in (manifest_file, book):
                 store.download_if_exists(url(books, local, local_books), local)
-        if local_pairs and not force:
+        if local_targets is not None and not force:
             make_folder(local_books)
-            for local, published in local_pairs:
+            for local, published in zip((book, manifest_file), local_targets, strict=True):
                 if published.is_file():
                     shutil.copyfile(published, local)
         if remote_wh and not force:
@@ -384,14 +377,16 @@ def _build_month_remote(
             changed.append(described(stats_file, stats_manifest, warehouse, local_wh))
         if remote_books:
             changed.append(described(book, manifest_file, books, local_books))
-        for _, published in local_pairs:  # a device or a folder in the way: say so first
+        if local_targets is None:
+            put_in_place(stage(changed, month=month))
+            return manifest
+        local_book, local_manifest = local_targets
+        for published in local_targets:  # a device or a folder in the way: say so first
             check_output(published)
         staged = stage(changed, month=month)
-        if local_pairs:  # the set's record goes first, as in the store
-            local_pairs[1][1].unlink(missing_ok=True)
+        local_manifest.unlink(missing_ok=True)  # the set's record goes first, as in the store
         put_in_place(staged)
-        if local_pairs:
-            with OutputSet(*(published for _, published in local_pairs)) as outputs:
-                for local, published in local_pairs:
-                    shutil.copyfile(local, outputs.path(published))
+        with OutputSet(local_book, local_manifest) as outputs:
+            shutil.copyfile(book, outputs.path(local_book))
+            shutil.copyfile(manifest_file, outputs.path(local_manifest))
         return manifest
