@@ -19,7 +19,13 @@ from pipelines.ingest.settings import IngestSettings
 from pipelines.serve.stats_index import StatsIndex
 from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.read_only import WriteNotAllowed
-from pipelines.warehouse.sql import ReadNotAllowed, connect, run_query
+from pipelines.warehouse.sql import (
+    DEFAULT_TIMEOUT,
+    QueryTimedOut,
+    ReadNotAllowed,
+    connect,
+    run_query,
+)
 from schemas.speed import Speed
 from tests.conftest import run_cli
 from tests.sample_tool import make_sample
@@ -370,3 +376,63 @@ def test_a_query_sees_one_version_of_a_month_being_replaced(
     finally:
         stop.set()
         replacer.join()
+
+
+def test_no_query_reads_a_temp_folder(warehouse: Path, tmp_path: Path) -> None:
+    """DuckDB lets every query read its temp_directory (`.tmp` under the current folder unless
+    set): each connection spills to a private folder of its own, which holds no one's file."""
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / ".tmp" / "k.txt").write_text("SECRET\n")
+    for query in ("SELECT * FROM read_text('.tmp/k.txt')", "SELECT * FROM glob('.tmp/*')"):
+        proc = run_cli("sql", "--warehouse", str(warehouse), query, cwd=tmp_path, check=False)
+        assert proc.returncode == 1, proc.stdout
+        assert "SECRET" not in proc.stdout and "k.txt" not in proc.stdout
+        assert proc.stderr.count("\n") == 1 and "the query opens" in proc.stderr
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        with pytest.raises(ReadNotAllowed):
+            run_query(warehouse, "SELECT * FROM read_text('.tmp/k.txt')")
+        con = connect(warehouse)
+        try:
+            with pytest.raises(duckdb.PermissionException):
+                con.execute("SELECT * FROM read_text('.tmp/k.txt')").fetchall()
+            spill = Path(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
+            # What the lock lets through besides the views' files: the connection's own folder.
+            allowed = con.execute("SELECT current_setting('allowed_directories')").fetchone()[0]
+            assert [Path(folder) for folder in allowed] == [spill]
+            assert spill.is_absolute() and not spill.is_relative_to(tmp_path)
+            assert oct(spill.parent.stat().st_mode & 0o777) == "0o700"
+            # A file put in another connection's spill folder is not readable from this one.
+            other = connect(warehouse)
+            other_spill = other.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+            Path(other_spill).mkdir()
+            (Path(other_spill) / "k.txt").write_text("SECRET\n")
+            with pytest.raises(duckdb.PermissionException):
+                con.execute(f"SELECT * FROM read_text('{other_spill}/k.txt')").fetchall()
+            other.close()
+        finally:
+            con.close()
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_query_past_its_time_limit_is_stopped_in_one_line(warehouse: Path) -> None:
+    """A cross join of 10^18 rows would run for days: --timeout stops it and says so."""
+    endless = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
+    started = time.monotonic()
+    proc = run_cli("sql", "--warehouse", str(warehouse), endless, "--timeout", "1", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        "chesspipe: error: the query ran for 1 s and was stopped (its time limit)\n"
+    )
+    assert time.monotonic() - started < 60
+    with pytest.raises(QueryTimedOut):
+        run_query(warehouse, endless, timeout=0.5)
+    # Under the limit a query answers as before, and the limit has a default a person would
+    # not reach by accident.
+    columns, rows = run_query(warehouse, "SELECT count(*) AS n FROM move_stats", timeout=30)
+    assert columns == ["n"] and rows[0][0] > 0
+    assert DEFAULT_TIMEOUT >= 60
+    bad = run_cli("sql", "--warehouse", str(warehouse), "SELECT 1", "--timeout", "0", check=False)
+    assert bad.returncode == 2 and "--timeout" in bad.stderr

@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import positive_number
+from pipelines.warehouse.sql import DEFAULT_TIMEOUT
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -38,6 +41,13 @@ def register(subparsers: Any) -> None:
         "CREATE, SET, ...); without it a query only reads (SELECT, WITH, VALUES, DESCRIBE, "
         "SHOW, SUMMARIZE, EXPLAIN), cannot change a setting and cannot write a file",
     )
+    parser.add_argument(
+        "--timeout",
+        type=positive_number,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"stop a query still running after this long (default {DEFAULT_TIMEOUT:g})",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -51,7 +61,11 @@ def run(args: argparse.Namespace) -> int:
             raise ChesspipeError(f"--allow-read {extra}: no such file or folder")
     try:
         columns, rows = run_query(
-            args.warehouse, args.query, allow_write=args.allow_write, allow_read=args.allow_read
+            args.warehouse,
+            args.query,
+            allow_write=args.allow_write,
+            allow_read=args.allow_read,
+            timeout=args.timeout,
         )
     except WriteNotAllowed as exc:
         raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None

@@ -24,7 +24,7 @@ import numpy as np
 
 from pipelines.serve.games_index import SPEED_NAMES, GamesIndex, counted_rows
 from pipelines.warehouse.layout import available_months
-from pipelines.warehouse.sql import connect
+from pipelines.warehouse.sql import DEFAULT_TIMEOUT, connect, time_limit
 from schemas.dimensions import RATING_GROUPS
 
 #: The group index of rows from months without rating groups.
@@ -146,15 +146,16 @@ class StatsIndex:
                 FROM move_stats WHERE month IN (SELECT unnest($chosen))
                 GROUP BY ALL ORDER BY key
             """
-            found = con.execute(
-                sql,
-                {
-                    "months": months,
-                    "chosen": stats_months,
-                    "speeds": list(SPEED_NAMES),
-                    "groups": list(RATING_GROUPS),
-                },
-            ).fetchnumpy()
+            with time_limit(con, DEFAULT_TIMEOUT):  # as long as `chesspipe sql` lets a query run
+                found = con.execute(
+                    sql,
+                    {
+                        "months": months,
+                        "chosen": stats_months,
+                        "speeds": list(SPEED_NAMES),
+                        "groups": list(RATING_GROUPS),
+                    },
+                ).fetchnumpy()
         finally:
             con.close()
         columns = {name: np.asarray(found[name], dtype=t) for name, t in dtypes.items()}

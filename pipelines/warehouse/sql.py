@@ -5,7 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Callable, Sequence
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
@@ -42,18 +46,62 @@ class ReadNotAllowed(ValueError):
 _NOT_ALLOWED = re.compile(r'Permission Error: Cannot access (?:file|directory) "(.*?)"')
 
 
+class QueryTimedOut(ChesspipeError):
+    """A query stopped because it ran longer than it was allowed."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the query ran for {seconds:g} s and was stopped (its time limit)")
+        self.seconds = seconds
+
+
+#: How long a query may run unless told otherwise: far past any query of the statistics a
+#: person means (a position over every month takes a fraction of a second), short of a
+#: cross join that would run for days.
+DEFAULT_TIMEOUT = 300.0
+
+
+@contextlib.contextmanager
+def time_limit(con: Any, seconds: float | None) -> Iterator[None]:
+    """Interrupt what `con` (a DuckDB connection, or its read-only wrapper) runs once
+    `seconds` have passed (None: no limit); DuckDB's interrupt then raises QueryTimedOut."""
+    import duckdb
+
+    if seconds is None:
+        yield
+        return
+    fired = threading.Event()
+
+    def interrupt() -> None:
+        fired.set()
+        con.interrupt()
+
+    timer = threading.Timer(seconds, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except duckdb.InterruptException:
+        if fired.is_set():
+            raise QueryTimedOut(seconds) from None
+        raise
+    finally:
+        timer.cancel()
+
+
 def run_query(
     warehouse: Path,
     query: str,
     *,
     allow_write: bool = False,
     allow_read: Sequence[Path] = (),
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run a query over the warehouse; return column names and rows.
 
     Unless `allow_write`, only statements that read are taken, and they open no file but the
     warehouse's statistics, the bundled opening names and what lies under `allow_read`
-    (`connect`).
+    (`connect`). A query still running after `timeout` seconds (None: no limit) is stopped:
+    QueryTimedOut.
     """
     import duckdb
 
@@ -70,9 +118,10 @@ def run_query(
             allow_write=allow_write,
         )
         try:
-            result = con.execute(query)  # a read-only connection refuses what does not read
-            columns = [d[0] for d in result.description] if result.description else []
-            return columns, result.fetchall() if result.description else []
+            with time_limit(con, timeout):
+                result = con.execute(query)  # a read-only connection refuses what does not read
+                columns = [d[0] for d in result.description] if result.description else []
+                return columns, result.fetchall() if result.description else []
         finally:
             con.close()
 
@@ -300,7 +349,13 @@ def connect(
     config: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
     if threads is not None:
         config["threads"] = threads
+    # DuckDB spills to its temp_directory (`.tmp` under the current folder unless set) and lets
+    # every query read that folder whatever the lock says: it gets a private folder of its own,
+    # made for the connection and removed with it.
+    spill = private_spill_folder()
+    config["temp_directory"] = str(spill)
     con = duckdb.connect(config=config)
+    weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
     # No bar on a server's or a command's terminal (the setting is locked below); in Jupyter
     # without ipywidgets DuckDB refuses the setting, and has no bar to turn off.
     with contextlib.suppress(duckdb.InvalidInputException):
@@ -324,6 +379,13 @@ def connect(
         return con
     lock(con, [*months, *yearly, *parts, *read], allow_read)
     return ReadOnlyConnection(con)
+
+
+def private_spill_folder() -> Path:
+    """A new folder for one DuckDB connection's spilled data, that only this user may enter;
+    DuckDB creates it when it first spills."""
+    parent = Path(tempfile.mkdtemp(prefix="chesspipe-duckdb-"))
+    return parent / "spill"
 
 
 def lock(
