@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pipelines.commands.options import check_file_roles
 from pipelines.errors import ChesspipeError, Stopped
 from schemas.version import __version__
 
@@ -87,6 +88,7 @@ def _run(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     show_notices(args)
     try:
+        check_file_roles(args)
         status = args.handler(args)
     except ChesspipeError as exc:
         print(f"chesspipe: error: {exc}", file=sys.stderr)

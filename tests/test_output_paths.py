@@ -155,3 +155,176 @@ def test_kept_games_to_what_is_not_a_regular_file_publish_nothing(
     ]
     assert _snapshot(kept) == before
     assert not (tmp_path / "wh" / "move_stats").exists()
+
+
+# Every command that reads a file and writes one: its arguments, with IN (the input) and OUT.
+SAME_FILE_COMMANDS = {
+    "book dump": ("book", "dump", "{book}", "--out", "{out}"),
+    "book report": ("book", "report", "{book}", "--out", "{out}"),
+    "book merge": ("book", "merge", "{book}", "{other}", "{out}"),
+    "book merge (second)": ("book", "merge", "{other}", "{book}", "{out}"),
+    "training convert": ("training", "convert", "{plain}", "{out}"),
+    "training shuffle": ("training", "shuffle", "{plain}", "{out}", "--seed", "1"),
+    "training filter": ("training", "filter", "{plain}", "{out}"),
+    "training dedupe": ("training", "dedupe", "{plain}", "{out}"),
+    "training to-pgn": ("training", "to-pgn", "{plain}", "{out}"),
+    "training rescore": ("training", "rescore", "{plain}", "{out}", "--syzygy", "{tables}"),
+    "training interleave": ("training", "interleave", "{other}", "{plain}", "--out", "{out}", "--seed", "1"),
+    "training from-games": ("training", "from-games", "{pgn}", "--month", MONTH, "--out", "{out}"),
+    "endgames from-epd": ("endgames", "from-epd", "{plain}", "--out", "{out}", "--syzygy", "{tables}"),
+    "ingest --write-kept": ("ingest", "{pgn}", "--month", MONTH, "--warehouse", "{tmp}/wh", "--write-kept", "{out}"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["same path", "hard link", "symlinked folder"])
+@pytest.mark.parametrize("command", sorted(SAME_FILE_COMMANDS))
+def test_no_command_writes_over_its_own_input(
+    book: Path, tmp_path: Path, plain_fixture: Path, syzygy_dir: Path, command: str, how: str
+) -> None:
+    """`book dump b.bin --out b.bin` turned the book into PGN, `training to-pgn g g` destroyed
+    the file: an output that is the command's input (by any name) is refused before anything
+    is read, in one line, and the input is left as it was."""
+    args = SAME_FILE_COMMANDS[command]
+    kind = "pgn" if "{pgn}" in args else "plain" if "{plain}" in args else "book"
+    sources = {
+        "book": book,
+        "plain": plain_fixture,
+        "pgn": make_sample.sample_path(MONTH),
+    }
+    victim = tmp_path / f"input.{kind}"
+    victim.write_bytes(sources[kind].read_bytes())
+    other = tmp_path / f"other.{'plain' if kind == 'plain' else 'bin'}"
+    other.write_bytes((plain_fixture if kind == "plain" else book).read_bytes())
+    if how == "same path":
+        out = victim
+    elif how == "hard link":
+        out = tmp_path / f"linked.{kind}"
+        os.link(victim, out)
+    else:
+        (tmp_path / "alias").symlink_to(tmp_path)
+        out = tmp_path / "alias" / victim.name
+    before = victim.read_bytes()
+    filled = [
+        a.format(book=victim, plain=victim, pgn=victim, other=other, out=out, tmp=tmp_path,
+                 tables=syzygy_dir)
+        for a in args
+    ]  # fmt: skip
+    proc = run_cli(*filled, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "an output never replaces what the command reads" in proc.stderr
+    assert victim.read_bytes() == before
+    assert not (tmp_path / "wh").exists()
+
+
+#: Arguments whose names say file but that name none: a template of many months' sources, a
+#: book's name under --books.
+NOT_FILES = {
+    ("chesspipe backfill", "source"),
+    ("chesspipe backfill", "book"),
+    ("chesspipe serve-monthly", "source"),
+}
+
+
+def test_every_output_argument_is_checked_against_the_inputs() -> None:
+    """Each command's arguments that name what it writes are declared (add_file_roles), and
+    so are those that name files it reads beside them: a new command cannot forget."""
+    import argparse
+
+    from pipelines.cli import build_parser
+
+    writes_named = {"out", "output", "write_kept", "books", "dir"}
+    reads_named = {"source", "input", "inputs", "book", "in1", "in2", "file", "labels"}
+    seen = 0
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        nonlocal seen
+        dests = {a.dest for a in parser._actions}
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, child in action.choices.items():
+                    walk(child, f"{name} {sub}")
+        written = dests & writes_named
+        if not written:
+            return
+        seen += 1
+        roles = parser.get_default("file_writes") or ()
+        assert {dest for dest, _ in roles} == written, name
+        read = {dest for dest in dests & reads_named if (name, dest) not in NOT_FILES}
+        declared = {dest for dest, _ in parser.get_default("file_reads") or ()}
+        assert declared == read, name
+
+    walk(build_parser(), "chesspipe")
+    assert seen >= 20
+
+
+def _warehouse_with_everything(sample_warehouse: Path, tmp_path: Path) -> Path:
+    """A copy of the sample warehouse with explorer and evaluation folders holding data."""
+    import shutil
+
+    wh = tmp_path / "wh"
+    shutil.copytree(sample_warehouse, wh)
+    (wh / "explorer" / f"month={MONTH}").mkdir(parents=True)
+    (wh / "evals").mkdir()
+    import pyarrow.parquet as pq
+
+    from schemas.evals import evals_schema
+
+    part = wh / "evals" / "part-20240101T000000-1-0123abcd.parquet"
+    pq.write_table(evals_schema().empty_table(), part)
+    return wh
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "move_stats/month={month}/part-0.parquet",
+        "move_stats/month={month}.json",
+        "move_stats/book.bin",
+        "explorer/month={month}/book.bin",
+        "evals/book.bin",
+    ],
+)
+def test_no_output_lands_in_a_warehouses_data(
+    sample_warehouse: Path, tmp_path: Path, book: Path, where: str
+) -> None:
+    """`book build --out WH/move_stats/month=.../part-0.parquet` replaced the month with a
+    book: an output inside a warehouse's data folders is refused, whatever command writes it,
+    and the warehouse reads as before."""
+    wh = _warehouse_with_everything(sample_warehouse, tmp_path)
+    target = wh / where.format(month=MONTH)
+    before = _digests_of(wh)
+    for args in (
+        ("book", "build", "--warehouse", str(wh), "--months", MONTH, "--out", str(target)),
+        ("book", "dump", str(book), "--out", str(target)),
+        ("book", "merge", str(book), str(book), str(target)),
+    ):
+        proc = run_cli(*args, check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.count("\n") == 1
+        assert "lies in the warehouse data folder" in proc.stderr, proc.stderr
+    assert _digests_of(wh) == before
+    run_cli("sql", "--warehouse", str(wh), "SELECT count(*) FROM move_stats")
+
+
+def test_a_books_folder_inside_the_statistics_is_refused(
+    sample_warehouse: Path, tmp_path: Path
+) -> None:
+    wh = _warehouse_with_everything(sample_warehouse, tmp_path)
+    proc = run_cli(
+        "build-month", str(make_sample.sample_path(MONTH)), "--month", MONTH,
+        "--warehouse", str(wh), "--books", str(wh / "move_stats"), check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "--books" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    # A folder beside the data, or one that merely shares a name with them, is fine.
+    elsewhere = tmp_path / "mine" / "evals"
+    elsewhere.mkdir(parents=True)
+    out = elsewhere / "b.bin"
+    run_cli("book", "build", "--warehouse", str(wh), "--months", MONTH, "--min-games", "1",
+            "--out", str(out))  # fmt: skip
+    assert out.stat().st_size > 0
+
+
+def _digests_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}

@@ -9,6 +9,7 @@ from typing import Any
 
 from pipelines.commands.options import (
     add_build_options,
+    add_file_roles,
     add_locations,
     add_output_options,
     add_source_template,
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
     )
     add_build_options(parser)
     add_output_options(parser)
+    add_file_roles(parser, writes=("books",))
     parser.set_defaults(handler=run)
 
 

@@ -12,6 +12,7 @@ from pipelines.books.settings import BookSettings
 from pipelines.commands.options import (
     SETTING_FLAGS,
     add_book_options,
+    add_file_roles,
     existing_warehouse,
     integer,
     non_negative_int,
@@ -44,6 +45,7 @@ def register(subparsers: Any) -> None:
         "in the warehouse); every month chosen must be there",
     )
     parser.add_argument("--out", required=True, type=Path)
+    add_file_roles(parser, writes=("out",))
     add_book_options(parser)
     side = parser.add_mutually_exclusive_group()
     side.add_argument(

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.books.settings import DUMP_MOST_PLIES, DumpSettings
-from pipelines.commands.options import positive_int
+from pipelines.commands.options import add_file_roles, positive_int
 
 
 def register(subparsers: Any) -> None:
@@ -22,6 +22,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("book", type=Path)
     parser.add_argument("--out", type=Path, help="the PGN file to write (standard output)")
+    add_file_roles(parser, reads=("book",), writes=("out",))
     parser.add_argument(
         "--depth",
         type=positive_int,

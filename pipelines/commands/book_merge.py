@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pipelines.commands.options import add_file_roles
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -20,6 +22,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("in1", type=Path, metavar="IN1")
     parser.add_argument("in2", type=Path, metavar="IN2")
     parser.add_argument("out", type=Path, metavar="OUT")
+    add_file_roles(parser, reads=("in1", "in2"), writes=("out",))
     parser.set_defaults(handler=run)
 
 

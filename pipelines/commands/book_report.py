@@ -9,6 +9,7 @@ from typing import Any
 from pipelines.books.settings import ReportSettings
 from pipelines.commands.options import (
     add_evals_view_option,
+    add_file_roles,
     evals_view_warehouse,
     non_negative_int,
     positive_int,
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("book", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="the HTML file to write")
+    add_file_roles(parser, reads=("book",), writes=("out",))
     default = ReportSettings()
     parser.add_argument(
         "--plies",

@@ -16,6 +16,7 @@ from pipelines.commands.book_build import book_settings_from_args
 from pipelines.commands.options import (
     SETTING_FLAGS,
     add_build_options,
+    add_file_roles,
     add_locations,
     add_output_options,
     as_said,
@@ -69,6 +70,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")
     add_locations(parser)
+    add_file_roles(parser, reads=("source",), writes=("books",))
     add_build_options(parser)
     add_output_options(parser)
     parser.set_defaults(handler=run)

@@ -13,6 +13,7 @@ from pipelines.commands.options import (
     add_action,
     add_actions,
     add_allow_empty_option,
+    add_file_roles,
     add_filter_options,
     add_frame_workers_option,
     add_month_source,
@@ -75,6 +76,7 @@ def register(subparsers: Any) -> None:
     sample.add_argument("--materials", required=True, help="e.g. KRvKP:1000,KQvKR:500")
     sample.add_argument("--seed", type=integer, default=1)
     sample.add_argument("--out", required=True, type=Path)
+    add_file_roles(sample, writes=("out",))
     add_table_options(sample)
     add_overwrite_option(sample)
     add_progress_options(sample)
@@ -89,6 +91,7 @@ def register(subparsers: Any) -> None:
     )
     epd.add_argument("file", type=Path)
     epd.add_argument("--out", required=True, type=Path)
+    add_file_roles(epd, reads=("file",), writes=("out",))
     epd.add_argument(
         "--skip-uncovered",
         action="store_true",
@@ -108,6 +111,7 @@ def register(subparsers: Any) -> None:
     )
     add_month_source(games, "YYYY-MM the games belong to")
     games.add_argument("--out", required=True, type=Path)
+    add_file_roles(games, reads=("source",), writes=("out",))
     add_table_options(games)
     add_overwrite_option(games)
     add_filter_options(games)

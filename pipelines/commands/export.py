@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_action, add_actions
+from pipelines.commands.options import add_action, add_actions, add_file_roles
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +42,7 @@ def _add_format(formats: Any, name: str, **about: str) -> None:
     parser = add_action(formats, name, run_plain, **about)
     parser.add_argument("--labels", required=True, type=Path, help="folder of label files")
     parser.add_argument("--out", required=True, type=Path, help=f"the .{name} file to write")
+    add_file_roles(parser, reads=("labels",), writes=("out",))
     parser.add_argument("--score-scheme", choices=("tb", "cp", "wdl"), default="tb")
     parser.set_defaults(binpack=name == "binpack")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
+    add_file_roles,
     add_ingest_options,
     add_partition_options,
     as_said,
@@ -106,6 +107,7 @@ def register(subparsers: Any) -> None:
         help="also write the games kept, as the source has them, in its order, to FILE "
         "(zstd-compressed when it ends in .zst): check the filter, or reuse its games",
     )
+    add_file_roles(parser, reads=("source",), writes=("write_kept",))
     parser.set_defaults(handler=run)
 
 

@@ -102,6 +102,73 @@ def add_action(actions: Any, name: str, handler: Callable[..., int], **about: st
     return parser
 
 
+# The files a command reads and those it writes.
+
+
+def add_file_roles(
+    parser: argparse.ArgumentParser, *, reads: tuple[str, ...] = (), writes: tuple[str, ...]
+) -> None:
+    """Say which of a command's arguments (their `dest`, added before) name files or folders
+    it reads and which name what it writes; before the command runs, `check_file_roles`
+    refuses an output that is one of its inputs or lies in a warehouse's data."""
+    labels = {}
+    for action in parser._actions:
+        if action.dest in (*reads, *writes):
+            metavar = action.metavar if isinstance(action.metavar, str) else None
+            labels[action.dest] = (
+                action.option_strings[0]
+                if action.option_strings
+                else metavar or action.dest.upper()
+            )
+    missing = set(reads + writes) - set(labels)
+    if missing:
+        raise ValueError(f"{parser.prog} has no argument {', '.join(sorted(missing))}")
+    parser.set_defaults(
+        file_reads=tuple((dest, labels[dest]) for dest in reads),
+        file_writes=tuple((dest, labels[dest]) for dest in writes),
+    )
+
+
+def _paths(value: object) -> list[str]:
+    """The local paths an argument's value names: none for None, '-' (standard input or
+    output) or a URL."""
+    values = value if isinstance(value, list | tuple) else [value]
+    return [str(v) for v in values if v is not None and str(v) != "-" and "://" not in str(v)]
+
+
+def check_file_roles(args: argparse.Namespace) -> None:
+    """Refuse (ChesspipeError) an output of the command that is the same file as one of its
+    inputs (hard links and symlinks included), or that lies inside a warehouse's data folders
+    (`move_stats/`, `explorer/`, `evals/`, ...), which only the runs that own them write."""
+    import os
+
+    from pipelines.warehouse.layout import data_folder_holding
+
+    reads = [
+        (label, path)
+        for dest, label in getattr(args, "file_reads", ())
+        for path in _paths(getattr(args, dest))
+    ]
+    for dest, label in getattr(args, "file_writes", ()):
+        for out in _paths(getattr(args, dest)):
+            for read_label, read in reads:
+                try:
+                    same = os.path.samefile(out, read)
+                except (OSError, ValueError):
+                    continue  # one of them does not exist (yet): not the same file
+                if same:
+                    raise ChesspipeError(
+                        f"{label} {out} is the input {read_label} {read}: an output never "
+                        "replaces what the command reads"
+                    )
+            folder = data_folder_holding(Path(out))
+            if folder is not None:
+                raise ChesspipeError(
+                    f"{out} lies in the warehouse data folder {folder}, which only the runs "
+                    f"that own it write; give {label} a path outside it"
+                )
+
+
 # Groups of options several subcommands add.
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipelines.commands.options import add_build_options, add_locations, add_source_template, port
+from pipelines.commands.options import (
+    add_build_options,
+    add_file_roles,
+    add_locations,
+    add_source_template,
+    port,
+)
 from pipelines.flows.server import UI_PORT
 from pipelines.monthly.schedule import MONTHLY_CRON
 
@@ -31,6 +37,7 @@ def register(subparsers: Any) -> None:
         help=f"port of the local Prefect server and UI ({UI_PORT})",
     )
     add_build_options(parser)
+    add_file_roles(parser, writes=("books",))
     parser.set_defaults(handler=run)
 
 

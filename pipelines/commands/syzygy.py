@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import add_action, add_actions, non_negative_int
+from pipelines.commands.options import add_action, add_actions, add_file_roles, non_negative_int
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +28,7 @@ def register(subparsers: Any) -> None:
         "files already complete. Then point --syzygy or SYZYGY_PATH at DIR.",
     )
     download.add_argument("dir", type=Path)
+    add_file_roles(download, writes=("dir",))
     download.add_argument(
         "--set",
         dest="set_name",

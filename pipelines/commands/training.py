@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pipelines.commands.options import (
     add_action,
     add_actions,
+    add_file_roles,
     add_frame_workers_option,
     add_progress_options,
     int_range,
@@ -85,6 +86,7 @@ def register(subparsers: Any) -> None:
     )
     interleave.add_argument("inputs", type=Path, nargs="+", metavar="IN")
     interleave.add_argument("--out", type=Path, required=True)
+    add_file_roles(interleave, reads=("inputs",), writes=("out",))
     interleave.add_argument("--seed", type=integer, required=True)
 
     _add_from_games(actions)
@@ -100,6 +102,7 @@ def _add_copy(actions: Any, name: str, handler: Any, **about: str) -> argparse.A
     parser: argparse.ArgumentParser = add_action(actions, name, handler, **about)
     parser.add_argument("input", type=Path, metavar="IN")
     parser.add_argument("output", type=Path, metavar="OUT")
+    add_file_roles(parser, reads=("input",), writes=("output",))
     add_progress_options(parser)
     return parser
 
@@ -239,6 +242,7 @@ def _add_from_games(actions: Any) -> None:
     )
     add_month_source(parser, "YYYY-MM of the games", metavar="SOURCE")
     parser.add_argument("--out", required=True, type=Path, help="FILE.binpack or FILE.plain")
+    add_file_roles(parser, reads=("source",), writes=("out",))
     add_table_options(parser)
     parser.add_argument(
         "--no-tables", action="store_true", help="no rescoring: keep every game's own result"

@@ -11,6 +11,7 @@ from typing import Any
 from pipelines.commands.options import (
     add_action,
     add_actions,
+    add_file_roles,
     add_progress_options,
     existing_warehouse,
 )
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
         help="the books folder (build-month's --books): a clean line counts its books",
     )
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
+    add_file_roles(check, writes=("books",))
     compact = add_action(
         actions,
         "compact",

@@ -145,6 +145,36 @@ def recorded_plies(warehouse: Path, month: str) -> int | None:
     return plies if isinstance(plies, int) else None
 
 
+#: The folders of a warehouse that hold its data, each written only by the runs that own it
+#: (ingest, explorer index, evals, warehouse compact) and the runs' staging folder.
+DATA_FOLDERS = ("move_stats", "move_stats_yearly", "explorer", "evals", ".staging")
+
+
+def _holds_data(folder: Path) -> bool:
+    """Whether a folder named as one of DATA_FOLDERS holds what its runs write there: months,
+    years, evaluation parts, runs' staging folders."""
+    try:
+        names = [child.name for child in folder.iterdir()]
+    except OSError:
+        return False
+    if folder.name == ".staging":
+        return any(MONTH_RE.match(name) for name in names)
+    return any(
+        name.startswith(("month=", "year=")) or re.fullmatch(r"part-[0-9]{8}T.*\.parquet", name)
+        for name in names
+    )
+
+
+def data_folder_holding(path: Path) -> Path | None:
+    """The data folder of a warehouse (DATA_FOLDERS: `move_stats/`, `explorer/`, ...) that
+    `path` lies in or is, after symlinks; None when it lies in none."""
+    target = Path(os.path.realpath(path))
+    for folder in (target, *target.parents):
+        if folder.name in DATA_FOLDERS and folder.is_dir() and _holds_data(folder):
+            return folder
+    return None
+
+
 def staging_dir(warehouse: Path, month: str) -> Path:
     """Return a fresh private folder for a run's temporary files."""
     path = Path(warehouse) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
