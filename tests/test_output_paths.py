@@ -169,10 +169,16 @@ SAME_FILE_COMMANDS = {
     "training dedupe": ("training", "dedupe", "{plain}", "{out}"),
     "training to-pgn": ("training", "to-pgn", "{plain}", "{out}"),
     "training rescore": ("training", "rescore", "{plain}", "{out}", "--syzygy", "{tables}"),
-    "training interleave": ("training", "interleave", "{other}", "{plain}", "--out", "{out}", "--seed", "1"),
+    "training interleave": (
+        "training", "interleave", "{other}", "{plain}", "--out", "{out}", "--seed", "1"
+    ),
     "training from-games": ("training", "from-games", "{pgn}", "--month", MONTH, "--out", "{out}"),
-    "endgames from-epd": ("endgames", "from-epd", "{plain}", "--out", "{out}", "--syzygy", "{tables}"),
-    "ingest --write-kept": ("ingest", "{pgn}", "--month", MONTH, "--warehouse", "{tmp}/wh", "--write-kept", "{out}"),
+    "endgames from-epd": (
+        "endgames", "from-epd", "{plain}", "--out", "{out}", "--syzygy", "{tables}"
+    ),
+    "ingest --write-kept": (
+        "ingest", "{pgn}", "--month", MONTH, "--warehouse", "{tmp}/wh", "--write-kept", "{out}"
+    ),
 }  # fmt: skip
 
 
