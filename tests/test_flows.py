@@ -31,7 +31,7 @@ OPTIONS = BuildOptions(
 )
 # (and how many processes read a month: where it ran, not what it holds: a Dask worker's
 # process is daemonic and reads alone)
-VOLATILE = {"timings", "finished_at", "seconds", "workers"}
+VOLATILE = {"timings", "finished_at", "seconds", "workers", "output_mtime_ns"}
 
 
 @pytest.fixture(scope="module")

@@ -90,7 +90,8 @@ MANIFEST_KEYS = (
     "chesspipe_version", "month", "source", "source_resolved", "source_kind", "source_size",
     "source_bytes_read", "source_sha256", "source_sha256_verified", "settings", "games_read",
     "games_kept", "games_dropped", "pgn_bytes", "rows", "partial", "error", "output",
-    "output_sha256", "opening_tree", "workers", "timings", "finished_at",
+    "output_sha256", "opening_tree", "workers", "timings", "finished_at", "output_size",
+    "output_mtime_ns",
 )  # fmt: skip
 OLD_MANIFEST = """{
   "chesspipe_version": "0.1.0",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -12,11 +13,12 @@ from pipelines.books.manifest import BookManifest, PruningRecord, book_manifest_
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
+from pipelines.warehouse.integrity import DamagedMonth, check_contents, month_expected
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.sql import connect, stable_read
-from pipelines.warehouse.yearly import choose_years, yearly_file
+from pipelines.warehouse.yearly import choose_years, year_expected, yearly_file
 from schemas import first_play
 from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
@@ -348,8 +350,21 @@ def _build_book(
             con.close()
         return found or ("", 0, 0, 0)
 
-    # A month re-ingested meanwhile: the book reads one version of it (stable_read).
-    hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), read)
+    # A month re-ingested meanwhile: the book reads one version of it (stable_read). Each file
+    # read is hashed meanwhile, on threads of its own: a book is never built from a file that
+    # is not the one its manifest records.
+    expected = [month_expected(Path(warehouse), month) for month in choice.months]
+    expected += [year_expected(Path(warehouse), year) for year in choice.years]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        verified = pool.submit(check_contents, Path(warehouse), expected)
+        try:
+            hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), read)
+        except DamagedMonth:
+            raise
+        except BaseException:
+            verified.result()  # a damaged file is what went wrong: say that
+            raise
+        verified.result()
     if walked and walked[0].unreached and notes is not None:
         notes.append(
             f"{walked[0].unreached:,} positions of the book are reached by no walk from a start "

@@ -68,6 +68,11 @@ class IngestManifest:
     #: The month holds the games of the source whose Date tag puts them in it, not all of its
     #: games (ingest by date: pipelines.ingest.by_date; in the file when true).
     dated: bool = False
+    #: The partition's size in bytes and its modification time (ns) as published: readers
+    #: compare them with the file's on every open (pipelines.warehouse.integrity); None in
+    #: manifests written before they were recorded.
+    output_size: int | None = None
+    output_mtime_ns: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return the manifest as plain JSON values, in the file's order."""
@@ -83,6 +88,9 @@ class IngestManifest:
             del data["unreadable_bytes"]
         if not self.dated:
             del data["dated"]
+        for recorded in ("output_size", "output_mtime_ns"):
+            if data[recorded] is None:
+                del data[recorded]
         data["opening_tree"] = asdict(self.opening_tree)
         data["timings"] = asdict(self.timings)
         return data

@@ -366,6 +366,7 @@ def publish_month(
     with OutputSet(*files, manifest_file) as outputs:
         tmp = outputs.path(target)
         rows = counted.write(tmp)
+        written = tmp.stat()
         manifest = IngestManifest(
             chesspipe_version=__version__,
             month=job.month,
@@ -396,6 +397,8 @@ def publish_month(
             unreadable_bytes=stats.unreadable_bytes,
             warnings=_unreadable_warning(stats),
             dated=dated,
+            output_size=written.st_size,
+            output_mtime_ns=written.st_mtime_ns,
         )
         if job.write_kept is not None:
             write_kept_games(

@@ -361,7 +361,10 @@ def _build_month_remote(
             previous = read_manifest(local_wh, month)
             wanted = settings.ingest
             if previous is not None and previous.settings == wanted:
-                store.download_if_exists(url(warehouse, stats_file, local_wh), stats_file)
+                got = store.download_if_exists(url(warehouse, stats_file, local_wh), stats_file)
+                recorded = previous.output_mtime_ns
+                if got and recorded is not None:  # the copy's time is the one published
+                    os.utime(stats_file, ns=(recorded, recorded))
         # `chesspipe serve` reads a local warehouse: the explorer is not indexed into scratch.
         kept = replace(settings, explorer=False) if remote_wh else settings
         manifest = build_month(

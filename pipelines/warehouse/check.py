@@ -20,11 +20,11 @@ from pipelines.warehouse.explorer_files import (
     explorer_month_dir,
     explorer_temp_files,
 )
+from pipelines.warehouse.integrity import DamagedMonth, record_times, recorded_output
 from pipelines.warehouse.layout import (
     MONTH_RE,
     manifest_path,
     partition_file,
-    recorded_sha256,
     stats_dir,
 )
 from pipelines.warehouse.leftovers import is_dead, pid_of, remove_leftovers, staging_root
@@ -88,7 +88,7 @@ def _months_with_leftovers(warehouse: Path) -> dict[str | None, list[Path]]:
     return groups
 
 
-def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
+def _manifest_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
     stats = stats_dir(warehouse)
     if not stats.is_dir():
         return
@@ -122,13 +122,42 @@ def _manifest_findings(warehouse: Path) -> Iterator[Finding]:
             yield Finding(
                 "no-partition", manifest, month, "manifest without a partition; re-ingest the month"
             )
-        elif part.exists() and recorded_sha256(warehouse, month) != file_sha256(part):
-            yield Finding(
-                "sha256-mismatch",
-                part,
-                month,
-                f"does not match output_sha256 of {manifest.name}; re-ingest the month",
-            )
+        elif part.exists():
+            yield from _partition_findings(warehouse, month, repair)
+
+
+def _partition_findings(warehouse: Path, month: str, repair: bool) -> Iterator[Finding]:
+    """A month's partition against its manifest: a manifest that cannot be read, a file whose
+    sha256 is not the recorded one, and a file whose content is the recorded one but whose
+    size or time is not (copied without its times): readers refuse it, and `repair` records
+    the file's time in the manifest."""
+    part, manifest = partition_file(warehouse, month), manifest_path(warehouse, month)
+    try:
+        recorded = recorded_output(warehouse, month)
+    except DamagedMonth:
+        detail = "not readable as a manifest; re-ingest the month"
+        yield Finding("bad-manifest", manifest, month, detail)
+        return
+    if recorded.sha256 != file_sha256(part):
+        detail = f"does not match output_sha256 of {manifest.name}; re-ingest the month"
+        yield Finding("sha256-mismatch", part, month, detail)
+        return
+    if recorded.mtime_ns is None or part.stat().st_mtime_ns == recorded.mtime_ns:
+        return
+    if not repair:
+        detail = (
+            f"its content is the one {manifest.name} records, its modification time is not "
+            "(copied without its times): readers refuse it"
+        )
+        yield Finding("times-changed", part, month, detail, repair="records the file's time")
+        return
+    try:
+        with month_lock(warehouse, month, clean=False):
+            record_times(warehouse, month)
+    except ChesspipeError:
+        yield Finding("in-use", warehouse, month, "month in use, skipped")
+        return
+    yield Finding("times-changed", part, month, "the file's time recorded in the manifest", True)
 
 
 def _year_of(path: Path) -> str | None:
@@ -365,7 +394,7 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
                 findings.append(
                     Finding(_kind(warehouse, path), path, month, detail, repair="removes it")
                 )
-    findings += _manifest_findings(warehouse)
+    findings += _manifest_findings(warehouse, repair)
     findings += _yearly_findings(warehouse, repair)
     findings += _evals_findings(warehouse, repair)
     findings += _explorer_findings(warehouse, repair)

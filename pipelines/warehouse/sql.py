@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 from pipelines.errors import ChesspipeError
 from pipelines.warehouse.evals_files import eval_parts
+from pipelines.warehouse.integrity import check_opened
 from pipelines.warehouse.layout import (
     available_months,
     partition_file,
@@ -365,7 +366,9 @@ def connect(
     if chess_terms:
         read += register_chess_terms(con)
     root = Path(warehouse).absolute()
-    months = [partition_file(root, month) for month in available_months(root)]
+    present = available_months(root)
+    check_opened(Path(warehouse), present)  # sizes and times, as the manifests record them
+    months = [partition_file(root, month) for month in present]
     _stats_view(con, "move_stats", months, "month")
     yearly = fresh_yearly_files(root)
     _stats_view(con, "move_stats_yearly", yearly, "year")

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
 from pipelines.progress import bar
+from pipelines.warehouse.integrity import Expected
 from pipelines.warehouse.layout import (
     PARQUET_OPTIONS,
     ROW_GROUP_ROWS,
@@ -161,6 +162,18 @@ def year_state(warehouse: Path, year: str) -> YearState | None:
             f"compacted year {year} is stale ({', '.join(stale)} changed since); compact it again",
         )
     return YearState(year, True)
+
+
+def year_expected(warehouse: Path, year: str) -> Expected:
+    """A compacted year's file and the sha256 its manifest records (None: no readable
+    manifest, which fresh_yearly_files never chooses)."""
+    try:
+        recorded: str | None = YearlyManifest.read(
+            yearly_manifest_path(warehouse, year)
+        ).output_sha256
+    except (OSError, ValueError):
+        recorded = None
+    return Expected(f"compacted year {year}", yearly_file(warehouse, year), recorded)
 
 
 def fresh_yearly_files(warehouse: Path) -> list[Path]:
