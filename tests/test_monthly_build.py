@@ -578,3 +578,97 @@ def test_the_build_indexes_the_explorer(tmp_path: Path, games_2021: Path) -> Non
     other = build_month(str(games_2021), "2021-10", tmp_path / "wh-off", tmp_path / "b-off", off)
     assert other.status == "built" and not other.settings.explorer
     assert not (tmp_path / "wh-off" / "explorer").exists()
+
+
+#: STOP_AFTER_RENAME, stopping at the first rename onto TARGET only (a stopped run that puts
+#: the previous file back renames onto TARGET again).
+STOP_ONCE_AFTER_RENAME = STOP_AFTER_RENAME.replace(
+    "    if os.path.abspath(dst) == target:\n",
+    "    if os.path.abspath(dst) == target and not replace.__dict__.get('done'):\n"
+    "        replace.__dict__['done'] = True\n",
+)
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGKILL"])
+def test_a_build_stopped_after_its_ingest_leaves_a_book_the_check_finds_and_rebuilds(
+    tmp_path: Path, prefect_api: dict[str, str], stop: str
+) -> None:
+    """A month built from one dump, then built from another and stopped right after its
+    ingest: the new statistics stand beside the previous book, whose run manifest records the
+    statistics it was built from. `warehouse check --books` reports the book (and the
+    explorer's month) as older than the month, `--repair` builds the book again from the
+    statistics the month has, and the next build-month equals an uninterrupted one."""
+    from pipelines.explorer.layout import games_file
+    from pipelines.monthly.check import check_books
+    from tests.sample_tool import make_sample
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    first, second = (make_sample.sample_path(m) for m in make_sample.SAMPLE_MONTHS[:2])
+    warehouse, books = tmp_path / "wh", tmp_path / "books"
+    options = ("--month", month, "--warehouse", str(warehouse), "--books", str(books),
+               "--min-rating", "0", "--min-games", "1", "--quiet")  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **prefect_api)
+    subprocess.run([sys.executable, "-m", "pipelines", "build-month", str(first), *options],
+                   cwd=ROOT, env=env, check=True, capture_output=True)  # fmt: skip
+    book, run_manifest = published_paths(books, month)
+    old_book = book.read_bytes()
+    # Stopped as the explorer step renames its first file: the ingest step is done.
+    target = games_file(warehouse, month)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOP_ONCE_AFTER_RENAME, str(target), "build-month", str(second),
+         *options],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not stopped(proc.pid):
+            assert proc.poll() is None, "the build ended before its ingest manifest was renamed"
+            assert time.monotonic() < deadline, "the build never renamed its ingest manifest"
+            time.sleep(0.01)
+        number = getattr(signal, stop)
+        os.kill(proc.pid, number)
+        os.kill(proc.pid, signal.SIGCONT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode in (-number, 128 + number), (proc.returncode, stderr)
+    if stop != "SIGKILL":
+        assert stderr.count(b"\n") == 1, stderr
+    # The month's statistics are the second dump's; the book is still the first's.
+    assert json.loads(manifest_path(warehouse, month).read_text())["source"] == str(second)
+    assert book.read_bytes() == old_book
+    checked = run_cli("warehouse", "check", str(warehouse), "--books", str(books), check=False)
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert any(line.startswith(f"stale-book [{month}] {run_manifest}") for line in lines), lines
+    if stop != "SIGKILL":  # the explorer's set was put back as it was: the first dump's
+        assert any(line.startswith(f"stale-explorer [{month}] ") for line in lines), lines
+    repaired = run_cli("warehouse", "check", str(warehouse), "--books", str(books), "--repair",
+                       check=False)  # fmt: skip
+    assert f"stale-book [{month}] {book}: book built again" in repaired.stdout
+    # The repaired book is the one `book build` makes from the statistics the month has now.
+    reference = tmp_path / "reference.bin"
+    run_cli("book", "build", "--warehouse", str(warehouse), "--months", month,
+            "--min-games", "1", "--out", str(reference))  # fmt: skip
+    assert book.read_bytes() == reference.read_bytes() != old_book
+    recorded = MonthManifest.read(run_manifest)
+    assert recorded is not None and recorded.status == "repaired"
+    assert [f for f in check_books(warehouse, books) if f.kind == "stale-book"] == []
+    # The next build of the month indexes the explorer again and equals an uninterrupted build.
+    subprocess.run([sys.executable, "-m", "pipelines", "build-month", str(second), *options],
+                   cwd=ROOT, env=env, check=True, capture_output=True)  # fmt: skip
+    assert check_books(warehouse, books) == []
+    clean = tmp_path / "clean"
+    subprocess.run(
+        [sys.executable, "-m", "pipelines", "build-month", str(second), "--month", month,
+         "--warehouse", str(clean / "wh"), "--books", str(clean / "books"), "--min-rating", "0",
+         "--min-games", "1", "--quiet"],
+        cwd=ROOT, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    assert book.read_bytes() == published_paths(clean / "books", month)[0].read_bytes()
+    assert partition_file(warehouse, month).read_bytes() == (
+        partition_file(clean / "wh", month).read_bytes()
+    )

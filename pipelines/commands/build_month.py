@@ -64,8 +64,9 @@ def register(subparsers: Any) -> None:
         "with the command, unless PREFECT_API_URL names one): stream SOURCE, ingest it into "
         "WAREHOUSE, build the month's book and publish BOOKS/lichess-YYYY-MM.bin with a "
         "manifest BOOKS/lichess-YYYY-MM.json. Nothing is rebuilt when the source and settings "
-        "are unchanged. Ctrl-C or SIGTERM stops it within seconds, leaving the month as it was "
-        "(exit status 130 or 143).",
+        "are unchanged. Ctrl-C or SIGTERM stops it within seconds (exit status 130 or 143), each "
+        "output whole; a build stopped after its ingest leaves the new statistics beside the "
+        "previous book, which `warehouse check --books` reports and --repair builds again.",
     )
     parser.add_argument("source", help="path, URL, '-' or lichess:YYYY-MM ({month} is replaced)")
     parser.add_argument("--month", required=True, help="YYYY-MM")

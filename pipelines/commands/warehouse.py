@@ -45,7 +45,9 @@ def register(subparsers: Any) -> None:
         "--books",
         type=Path,
         metavar="BOOKS",
-        help="the books folder (build-month's --books): a clean line counts its books",
+        help="the books folder (build-month's --books): also check each month's book against "
+        "the statistics its run manifest records (a book older than its month: --repair "
+        "builds it again) and remove killed runs' temporary files there",
     )
     check.add_argument("--repair", action="store_true", help="remove what is safe to remove")
     add_file_roles(check, writes=("books",))
@@ -74,6 +76,10 @@ def run_check(args: argparse.Namespace) -> int:
     if args.books is not None and not args.books.is_dir():
         raise ChesspipeError(f"{args.books}: no such books folder")
     findings = check_warehouse(args.warehouse, repair=args.repair)
+    if args.books is not None:
+        from pipelines.monthly.check import check_books
+
+        findings += check_books(args.warehouse, args.books, repair=args.repair)
     for finding in findings:
         sys.stdout.write(finding.line("--repair") + "\n")
     if not findings:

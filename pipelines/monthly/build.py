@@ -244,7 +244,7 @@ def build_month(
             "resolve-source", resolve_source, source, settings.ingest.rules.variant, download
         )
         if not force:
-            current = up_to_date_book(books, month, resolved.identity, settings)
+            current = up_to_date_book(books, month, resolved.identity, settings, warehouse)
             if current is not None:
                 return replace(current, status="up-to-date")
         ingested: IngestResult = run_step(

@@ -14,6 +14,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.monthly.manifest import IngestResult, MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
 from pipelines.monthly.source import ResolvedSource, SourceIdentity
+from pipelines.warehouse.layout import recorded_sha256
 from pipelines.warehouse.leftovers import month_staging, remove_leftovers
 from schemas.atomic_files import OutputSet
 from schemas.version import __version__
@@ -49,9 +50,15 @@ def range_book_path(books: Path, name: str, months: list[str]) -> Path:
 
 
 def up_to_date_book(
-    books: Path, month: str, identity: SourceIdentity | None, settings: MonthSettings
+    books: Path,
+    month: str,
+    identity: SourceIdentity | None,
+    settings: MonthSettings,
+    warehouse: Path,
 ) -> MonthManifest | None:
-    """Return the published run manifest if it was made from this content and these settings."""
+    """Return the published run manifest if it was made from this content and these settings,
+    from the statistics the month has in `warehouse` now (not those of a build stopped after
+    its ingest)."""
     book, manifest_file = published_paths(books, month, settings.ingest.rules.variant)
     if identity is None or not manifest_file.exists() or not book.exists():
         return None
@@ -59,6 +66,8 @@ def up_to_date_book(
     if manifest is None:
         return None
     if manifest.source_identity != identity or manifest.settings != settings:
+        return None
+    if manifest.ingest.output_sha256 != recorded_sha256(warehouse, month):
         return None
     if manifest.book_sha256 != file_sha256(book):
         return None
@@ -89,8 +98,10 @@ def publish_step(
     book_manifest: BookManifest,
     staging: Path,
     started: float,
+    status: str = "built",
 ) -> MonthManifest:
-    """Move the staged book into place, then write the run manifest beside it; return it."""
+    """Move the staged book into place, then write the run manifest (of `status`) beside it;
+    return it."""
     variant = settings.ingest.rules.variant
     book, manifest_file = published_paths(books, month, variant)
     staged = staging / book.name
@@ -99,7 +110,7 @@ def publish_step(
     with OutputSet(book, manifest_file) as outputs:  # the book, then the run manifest
         os.replace(staged, outputs.path(book))
         manifest = _run_manifest(
-            "built",
+            status,
             month,
             resolved,
             settings,
