@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 from pipelines.training.settings import FromGamesSettings
 from pipelines.training.skip_settings import SkipSettings
+from tests.conftest import run_cli
 
 SETTINGS = (
     GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings, ExplorerSettings,
@@ -81,3 +84,20 @@ def test_a_backfill_failure_says_each_month_as_the_command_line_does() -> None:
         " (--keep-partial keeps what was read))"
     )
     assert as_said(ChesspipeError("other")) == "other"
+
+
+def test_workers_are_cut_to_the_cores_and_said(tmp_path: Path) -> None:
+    """`--workers 1000` on a 3.5 MB input had not finished after 120 s: more workers than cores
+    only share the cores, so the number is cut to them, in one line on stderr."""
+    from pipelines.commands.options import usable_cores
+    from tests.sample_tool import make_sample
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    proc = run_cli("ingest", str(make_sample.sample_path(month)), "--month", month,
+                   "--warehouse", str(tmp_path / "wh"), "--workers", "1000", "--quiet")  # fmt: skip
+    cores = usable_cores()
+    assert proc.stderr == (
+        f"chesspipe: --workers 1000 is more than the {cores} cores here: {cores} used\n"
+    )
+    manifest = json.loads((tmp_path / "wh" / "move_stats" / f"month={month}.json").read_text())
+    assert manifest["workers"] in (cores, 1)  # 1: a source too small to split

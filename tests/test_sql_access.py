@@ -263,7 +263,7 @@ def test_a_python_connection_cannot_overwrite_the_views_files(
                 attempt()
         with pytest.raises(AttributeError):
             relation._con  # noqa: B018 - DuckDB's unchecked connection stays out of reach
-        with pytest.raises(duckdb.PermissionException):  # a relation's writers, via a temp file
+        with pytest.raises(WriteNotAllowed):  # a relation's own writers
             relation.limit(1).to_parquet(str(target))
         # What reads still reads, through every door.
         [(games,)] = con.execute("SELECT sum(games) FROM move_stats").fetchall()
@@ -436,3 +436,56 @@ def test_a_query_past_its_time_limit_is_stopped_in_one_line(warehouse: Path) -> 
     assert DEFAULT_TIMEOUT >= 60
     bad = run_cli("sql", "--warehouse", str(warehouse), "SELECT 1", "--timeout", "0", check=False)
     assert bad.returncode == 2 and "--timeout" in bad.stderr
+
+
+def test_a_relation_cannot_create_or_change_a_table_or_view(warehouse: Path) -> None:
+    """`rel.create_view('move_stats', replace=True)`, `to_table` and `create` succeeded and every
+    later query failed with "infinite recursion": a read-only connection's relations refuse
+    whatever creates or changes a table or a view, as the statements that do it are refused;
+    so do the connection's methods that insert rows or load code."""
+    con = connect(warehouse)
+    try:
+        relation = con.sql("SELECT * FROM move_stats")
+        attempts: list[Callable[[], object]] = [
+            lambda: relation.create_view("move_stats", replace=True),
+            lambda: relation.to_view("move_stats"),
+            lambda: relation.to_table("t"),
+            lambda: relation.create("t"),
+            lambda: relation.insert([1]),
+            lambda: relation.insert_into("move_stats"),
+            lambda: relation.update({"games": 0}),
+            lambda: relation.filter("games > 0").create_view("move_stats", replace=True),
+            lambda: relation.write_csv("/tmp/never.csv"),
+            lambda: con.append("move_stats", relation.df()),
+            lambda: con.install_extension("httpfs"),
+            lambda: con.load_extension("httpfs"),
+        ]
+        for attempt in attempts:
+            with pytest.raises(WriteNotAllowed):
+                attempt()
+        [(games,)] = con.execute("SELECT sum(games) FROM move_stats").fetchall()
+        assert games > 0
+        assert relation.aggregate("sum(games)").fetchall() == [(games,)]
+    finally:
+        con.close()
+    assert not Path("/tmp/never.csv").exists()
+
+
+@pytest.mark.parametrize("name", ["wh?q", "wh[1]", "w*h"])
+def test_no_command_writes_a_warehouse_it_could_not_read(tmp_path: Path, name: str) -> None:
+    """ingest, explorer index and build-month wrote into `wh?q`, which sql and book build then
+    refused: a warehouse path DuckDB would read as a pattern is refused before any write."""
+    sample = str(make_sample.sample_path(MONTH))
+    warehouse, books = tmp_path / name, tmp_path / "books"
+    for args in (
+        ("ingest", sample, "--month", MONTH, "--warehouse", str(warehouse)),
+        ("explorer", "index", sample, "--month", MONTH, "--warehouse", str(warehouse)),
+        ("build-month", sample, "--month", MONTH, "--warehouse", str(warehouse),
+         "--books", str(books)),
+        ("evals", "from-games", sample, "--warehouse", str(warehouse)),
+    ):  # fmt: skip
+        proc = run_cli(*args, check=False)
+        assert proc.returncode == 1, (args, proc.stderr)
+        [line] = proc.stderr.splitlines()
+        assert "in a path as a pattern" in line
+    assert not warehouse.exists() and not books.exists()

@@ -45,6 +45,33 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def workers(text: str) -> int:
+    """A number of processes (or engines) working at once, at least 1 and at most the cores
+    this process may use: more only share the same cores (1,000 took minutes to start); a
+    larger number is cut to the cores, saying so on stderr."""
+    import sys
+
+    value = positive_int(text)
+    cores = usable_cores()
+    if value > cores:
+        print(
+            f"chesspipe: --workers {value} is more than the {cores} cores here: {cores} used",
+            file=sys.stderr,
+        )
+        return cores
+    return value
+
+
 def fraction(text: str) -> float:
     """A number from 0 to 1."""
     if not _NUMBER.fullmatch(text.strip()):
@@ -129,6 +156,10 @@ def add_file_roles(
     )
 
 
+#: The arguments that name a warehouse (statistics, explorer, evaluations) on every command.
+WAREHOUSE_ARGUMENTS = ("warehouse", "masters", "evals")
+
+
 def _paths(value: object) -> list[str]:
     """The local paths an argument's value names: none for None, '-' (standard input or
     output) or a URL."""
@@ -139,10 +170,15 @@ def _paths(value: object) -> list[str]:
 def check_file_roles(args: argparse.Namespace) -> None:
     """Refuse (ChesspipeError) an output of the command that is the same file as one of its
     inputs (hard links and symlinks included), or that lies inside a warehouse's data folders
-    (`move_stats/`, `explorer/`, `evals/`, ...), which only the runs that own them write."""
+    (`move_stats/`, `explorer/`, `evals/`, ...), which only the runs that own them write; and a
+    warehouse path that DuckDB would read as a pattern, before anything is written there."""
     import os
 
-    from pipelines.warehouse.layout import data_folder_holding
+    from pipelines.warehouse.layout import check_no_pattern, data_folder_holding
+
+    for dest in WAREHOUSE_ARGUMENTS:  # written there, or read: never a pattern for DuckDB
+        for path in _paths(getattr(args, dest, None)):
+            check_no_pattern(path)
 
     reads = [
         (label, path)
@@ -270,7 +306,7 @@ def add_ingest_options(parser: argparse.ArgumentParser) -> None:
     add_allow_empty_option(parser, "publish an empty month")
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=None,
         help="processes that scan and count (default: all cores; 1: this process alone)",
     )
@@ -292,7 +328,7 @@ def add_frame_workers_option(parser: argparse.ArgumentParser) -> None:
     (training from-games, endgames from-games)."""
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=None,
         help="processes for pzstd-framed files (default: all cores; 1 reads in order)",
     )
@@ -402,7 +438,7 @@ def add_engine_options(parser: argparse.ArgumentParser) -> None:
     limit.add_argument("--movetime", type=positive_int, help="milliseconds per position")
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=default.workers,
         help=f"engines run at once, one thread each ({default.workers})",
     )

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import non_negative_int, port, positive_int
+from pipelines.commands.options import non_negative_int, port, workers
 from pipelines.errors import ChesspipeError
 from pipelines.serve.answer_cache import CACHE_BYTES
 
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=positive_int,
+        type=workers,
         default=1,
         help="server processes (default 1); each loads the warehouse's index",
     )

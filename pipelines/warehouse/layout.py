@@ -219,13 +219,19 @@ def sql_paths(paths: list[Path]) -> str:
     read `whXq`. A path with one is refused (ChesspipeError) rather than read as a pattern.
     """
     for path in paths:
-        found = sorted(GLOB_CHARACTERS.intersection(str(path)))
-        if found:
-            raise ChesspipeError(
-                f"{path}: DuckDB reads {' '.join(found)} in a path as a pattern (it would read "
-                "other files too); give a path without * ? ["
-            )
+        check_no_pattern(path)
     return sql_list([str(path) for path in paths])
+
+
+def check_no_pattern(path: Path | str) -> None:
+    """Refuse (ChesspipeError) a path with `*`, `?` or `[`, which DuckDB's readers take as a
+    pattern: a warehouse there could be written and never read, so it is refused first."""
+    found = sorted(GLOB_CHARACTERS.intersection(str(path)))
+    if found:
+        raise ChesspipeError(
+            f"{path}: DuckDB reads {' '.join(found)} in a path as a pattern (it would read "
+            "other files too); give a path without * ? ["
+        )
 
 
 def sql_list(texts: list[str]) -> str:

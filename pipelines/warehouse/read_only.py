@@ -24,9 +24,9 @@ READ_ONLY_STATEMENTS = frozenset({"SELECT", "EXPLAIN"})
 class WriteNotAllowed(ValueError):
     """A statement that does not only read, on a connection that only reads."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, what: str = "statements") -> None:
         super().__init__(
-            f"{kind} statements are refused: a query only reads (SELECT, WITH, VALUES, "
+            f"{kind} {what} are refused: a query only reads (SELECT, WITH, VALUES, "
             "DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
         )
         self.kind = kind
@@ -41,6 +41,26 @@ def check_reads(con: duckdb.DuckDBPyConnection, query: str | duckdb.Statement) -
             raise WriteNotAllowed(statement.type.name)
 
 
+#: A relation's methods that create or change a table or a view, or write a file: refused as
+#: the statements that do it are (`rel.create_view('move_stats', replace=True)` would make
+#: every later query of the view recurse for ever).
+RELATION_WRITERS = frozenset(
+    {"create", "create_view", "to_view", "to_table", "insert", "insert_into", "update",
+     "to_csv", "to_parquet", "write_csv", "write_parquet"}
+)  # fmt: skip
+
+#: A connection's methods that insert rows, load code, profile to a file or add a file system.
+CONNECTION_WRITERS = frozenset(
+    {"append", "appender", "query_appender", "install_extension", "load_extension",
+     "register_filesystem", "unregister_filesystem", "enable_profiling"}
+)  # fmt: skip
+
+
+def _refuse_writer(name: str, writers: frozenset[str]) -> None:
+    if name in writers:
+        raise WriteNotAllowed(f"{name}()", what="calls")
+
+
 def _public(name: str) -> None:
     """Refuse DuckDB's private attributes (a relation's `_con` is the unchecked connection);
     IPython's display hooks stay reachable."""
@@ -50,8 +70,8 @@ def _public(name: str) -> None:
 
 class ReadOnlyRelation:
     """A DuckDB relation whose `query` runs only statements that read; every other method is
-    DuckDB's, and relations it returns are read-only too. (The relation's own writers,
-    `to_parquet` and `to_csv`, go through a temporary file the connection's lock refuses.)"""
+    DuckDB's but those that create or change a table or a view or write a file
+    (RELATION_WRITERS), and relations it returns are read-only too."""
 
     __slots__ = ("_connection", "_relation")
 
@@ -68,6 +88,7 @@ class ReadOnlyRelation:
 
     def __getattr__(self, name: str) -> Any:
         _public(name)
+        _refuse_writer(name, RELATION_WRITERS)
         return _guarded(getattr(self._relation, name), self._connection, self)
 
     def __getitem__(self, item: Any) -> Any:
@@ -136,6 +157,7 @@ class ReadOnlyConnection:
 
     def __getattr__(self, name: str) -> Any:
         _public(name)
+        _refuse_writer(name, CONNECTION_WRITERS)
         return _guarded(getattr(self._connection, name), self._connection, self)
 
     def __repr__(self) -> str:
