@@ -334,3 +334,36 @@ def test_a_books_folder_inside_the_statistics_is_refused(
 
 def _digests_of(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_later_run_removes_what_a_killed_one_left_beside_its_outputs(
+    warehouse: Path, tmp_path: Path, book: Path
+) -> None:
+    """`book build` killed with -9 left `.b.json.XXXXXXXX.tmp` beside the book, `training
+    from-games` its file's and its lineage's: the next run to the same output removes them
+    (under the output's lock), and `warehouse check --books --repair` removes a books folder's."""
+    out = tmp_path / "b.bin"
+    left = [tmp_path / ".b.bin.0123abcd.tmp", tmp_path / ".b.json.89abcdef.tmp"]
+    other = tmp_path / ".other.bin.0123abcd.tmp"  # another output's: not this run's to remove
+    for path in (*left, other):
+        path.write_bytes(b"x")
+    run_cli("book", "build", "--warehouse", str(warehouse), "--months", MONTH,
+            "--min-games", "1", "--out", str(out))  # fmt: skip
+    assert not any(p.exists() for p in left) and other.exists()
+    training = tmp_path / "t.binpack"
+    left = [tmp_path / ".t.binpack.0123abcd.tmp", tmp_path / ".t.binpack.lineage.parquet.0123abcd.tmp",
+            tmp_path / ".t.binpack.json.0123abcd.tmp"]  # fmt: skip
+    for path in left:
+        path.write_bytes(b"x")
+    run_cli("training", "from-games", str(make_sample.sample_path(MONTH)), "--month", MONTH,
+            "--out", str(training), "--no-tables", "--no-require-eval", "--min-rating", "0",
+            "--speeds", "all")  # fmt: skip
+    assert training.exists() and not any(p.exists() for p in left)
+    books = tmp_path / "books"
+    books.mkdir()
+    stale = books / ".lichess-2024-01.bin.0123abcd.tmp"
+    stale.write_bytes(b"x")
+    found = run_cli("warehouse", "check", str(warehouse), "--books", str(books), check=False)
+    assert f"temp-file {stale}: left by a killed" in found.stdout and stale.exists()
+    run_cli("warehouse", "check", str(warehouse), "--books", str(books), "--repair")
+    assert not stale.exists()

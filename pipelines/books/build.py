@@ -287,7 +287,7 @@ def build_book(
     out = Path(out)
     for path in (out, book_manifest_path(out)):
         check_output(path)
-    with output_lock(out):
+    with output_lock(out, book_manifest_path(out)):
         return _build_book(
             warehouse, months, out, settings, allow_empty=allow_empty, notes=notes, pruning=pruning
         )

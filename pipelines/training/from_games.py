@@ -42,6 +42,7 @@ from pipelines.training.settings import POSITION_FILTERS, FromGamesSettings
 from pipelines.training.skip_settings import SkipSettings
 from pipelines.training.skips import SKIP_REASONS, SkipPredicate
 from pipelines.warehouse.layout import check_month
+from pipelines.warehouse.locks import output_lock
 from schemas.atomic_files import OutputSet
 from schemas.training_lineage import lineage_path_for
 from schemas.version import __version__
@@ -245,6 +246,7 @@ def export_games(
     manifest_file = manifest_path_for(out)
     try:
         with (
+            output_lock(out, lineage, manifest_file),
             open_source(source, settings.rules.variant) as opened,
             # The records, their lineage, the manifest last: all or none.
             OutputSet(out, lineage, manifest_file) as outputs,

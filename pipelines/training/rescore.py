@@ -30,6 +30,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.progress import ReadCallback
 from pipelines.training.chains import Game, games
 from pipelines.training.files import BadInput, read_training, training_format, training_writer
+from pipelines.warehouse.locks import output_lock
 from schemas.atomic_files import OutputSet
 from schemas.plain import PlainRecord
 from schemas.version import __version__
@@ -161,7 +162,7 @@ def rescore_file(
     bad = BadInput() if skip_bad else None
     counts = RescoreCounts()
     manifest_file = manifest_path_for(out)
-    with OutputSet(out, manifest_file) as outputs:
+    with output_lock(out, manifest_file), OutputSet(out, manifest_file) as outputs:
         written = 0
         with training_writer(outputs.path(out), kind=kind) as write:
             records = read_training(source, legal=True, bad=bad, progress=progress)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from glob import escape as glob_escape
 from pathlib import Path
 
 from pipelines.errors import ChesspipeError
@@ -120,14 +122,30 @@ def month_lock(warehouse: Path, month: str, clean: bool = True) -> Iterator[None
 
 
 @contextmanager
-def output_lock(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on an output written with others beside it (a book and its
+def output_lock(out: Path, *others: Path) -> Iterator[None]:
+    """Hold an exclusive lock on an output written with `others` beside it (a book and its
     manifest), so that two runs to one output cannot pair one's file with the other's: the
-    lock file `.NAME.lock` stays beside it, empty once the run is over."""
+    lock file `.NAME.lock` stays beside it, empty once the run is over. Once it is held, the
+    temporary files killed runs left beside `out` and `others` (`.NAME.XXXXXXXX.tmp`) go."""
     out = Path(out)
     lock_path = out.with_name(f".{out.name}.lock")
     with exclusive_lock(lock_path, f"{out} is being written by another run; try again later"):
+        for path in (out, *others):
+            for tmp in output_temp_files(Path(path)):
+                tmp.unlink(missing_ok=True)
         yield
+
+
+def output_temp_files(path: Path) -> list[Path]:
+    """The temporary files of an output (`.NAME.XXXXXXXX.tmp` beside it) that runs writing it
+    leave until they rename them in: a killed run's stay."""
+    if not path.parent.is_dir():
+        return []
+    return [
+        tmp
+        for tmp in path.parent.glob(f".{glob_escape(path.name)}.*.tmp")
+        if re.fullmatch(r"[0-9a-f]{8}", tmp.name[len(path.name) + 2 : -len(".tmp")])
+    ]
 
 
 def clean_month_if_free(warehouse: Path, month: str) -> bool:
