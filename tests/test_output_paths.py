@@ -351,8 +351,8 @@ def test_a_later_run_removes_what_a_killed_one_left_beside_its_outputs(
             "--min-games", "1", "--out", str(out))  # fmt: skip
     assert not any(p.exists() for p in left) and other.exists()
     training = tmp_path / "t.binpack"
-    left = [tmp_path / ".t.binpack.0123abcd.tmp", tmp_path / ".t.binpack.lineage.parquet.0123abcd.tmp",
-            tmp_path / ".t.binpack.json.0123abcd.tmp"]  # fmt: skip
+    tails = ("", ".lineage.parquet", ".json")
+    left = [tmp_path / f".t.binpack{tail}.0123abcd.tmp" for tail in tails]
     for path in left:
         path.write_bytes(b"x")
     run_cli("training", "from-games", str(make_sample.sample_path(MONTH)), "--month", MONTH,
