@@ -254,6 +254,7 @@ class Explorer:
             speeds=query.speeds,
             groups=query.groups,
             tournament=query.tournament,
+            variant=query.variant,
         )
         unexplored = index.unexplored_months(selection) if self.games is not None else []
         if query.tournament is not None and index.unexplored_months(selection):

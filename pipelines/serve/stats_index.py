@@ -59,6 +59,23 @@ class Selection:
     flags: np.ndarray
 
 
+def month_variant(warehouse: Path, month: str, explored: bool) -> str:
+    """The variant of a month's games, as its explorer manifest (`explored`) or its ingest
+    manifest records it ("standard" when neither says)."""
+    import json
+
+    from pipelines.warehouse.explorer_files import explorer_manifest_path
+    from pipelines.warehouse.layout import manifest_path
+
+    path = explorer_manifest_path(warehouse, month) if explored else manifest_path(warehouse, month)
+    try:
+        settings = json.loads(path.read_text())["settings"]
+        variant = settings["rules"]["variant"] if explored else settings["variant"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "standard"
+    return variant if variant in ("standard", "chess960") else "standard"
+
+
 class StatsIndex:
     """Every month's rows, summed per (key, move, month, speed, rating group), sorted by key."""
 
@@ -68,8 +85,11 @@ class StatsIndex:
         rated: list[bool],
         columns: dict[str, np.ndarray],
         explored: list[bool] | None = None,
+        variants: list[str] | None = None,
     ):
         self.months = months
+        #: Per month: the variant of its games (standard or chess960).
+        self.variants = variants or ["standard"] * len(months)
         #: Per month: whether its rows have rating groups and rating sums.
         self.rated = np.array(rated, dtype=bool)
         #: Per month: whether its rows are the explorer's counts (else the move statistics').
@@ -98,6 +118,7 @@ class StatsIndex:
         stats_months = [m for m in available_months(warehouse) if m not in explored]
         months = sorted({*stats_months, *explored})
         from_stats = cls._load_stats(warehouse, stats_months, months)
+        from_stats.variants = [month_variant(warehouse, m, m in explored) for m in months]
         if games is None or not games.count:
             return from_stats
         numbers = [months.index(m) for m in games.months]
@@ -108,7 +129,8 @@ class StatsIndex:
         order = np.argsort(columns["key"], kind="stable")
         columns = {name: values[order] for name, values in columns.items()}
         rated = [bool(from_stats.rated[i]) or m in explored for i, m in enumerate(months)]
-        return cls(months, rated, columns, [m in explored for m in months])
+        explored_months = [m in explored for m in months]
+        return cls(months, rated, columns, explored_months, from_stats.variants)
 
     def column(self, name: str) -> np.ndarray:
         found: np.ndarray = getattr(self, "keys" if name == "key" else name)
@@ -172,11 +194,17 @@ class StatsIndex:
         speeds: tuple[str, ...] = (),
         groups: tuple[int, ...] = (),
         tournament: bool | None = None,
+        variant: str | None = None,
     ) -> Selection:
-        """The rows of the months inside since/until, of the speeds and groups (all if empty),
-        tournament games or the others (None: both)."""
+        """The rows of the months inside since/until and of the variant (None: any), of the
+        speeds and groups (all if empty), tournament games or the others (None: both)."""
         months = np.array(
-            [(since is None or m >= since) and (until is None or m <= until) for m in self.months],
+            [
+                (since is None or m >= since)
+                and (until is None or m <= until)
+                and (variant is None or v == variant)
+                for m, v in zip(self.months, self.variants, strict=True)
+            ],
             dtype=bool,
         )
         speed_ok = np.array([not speeds or name in speeds for name in SPEED_NAMES], dtype=bool)
