@@ -29,8 +29,12 @@ def _answer(warehouse: Path, query: str) -> dict[str, Any]:
     from pipelines.serve.app import ServeSettings, open_app
 
     with served_in_thread(open_app(ServeSettings(str(warehouse), []))) as url:
-        with urllib.request.urlopen(f"{url}/lichess?{query}") as response:
-            answer: dict[str, Any] = json.loads(response.read())
+        return _get(f"{url}/lichess?{query}")
+
+
+def _get(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url) as response:
+        answer: dict[str, Any] = json.loads(response.read())
     return answer
 
 
