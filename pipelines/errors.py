@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 
@@ -80,3 +81,13 @@ class Stopped(BaseException):
 
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
+
+
+def write_error(exc: OSError, out: str | os.PathLike[str]) -> ChesspipeError:
+    """The one line for an OSError met while a command wrote `out`: it names the file the
+    error names (a source that cannot be read, a sidecar in the way), else `out`."""
+    reason = exc.strerror or str(exc)
+    named = exc.filename
+    if named is None or os.path.abspath(named) == os.path.abspath(out):
+        return ChesspipeError(f"cannot write {out}: {reason}")
+    return ChesspipeError(f"{named}: {reason}")

@@ -651,3 +651,67 @@ def test_a_run_with_far_fewer_games_never_replaces_a_good_month(
         policy=RunPolicy(replace_month=True, allow_empty=True),
     )
     assert forced.games_read == 0
+
+
+# --- errors that name the right thing (what an adversarial run found named wrongly) ----------
+
+
+def test_a_symlink_loop_is_named_in_one_line(tmp_path: Path) -> None:
+    """`book merge` of a symlink loop printed a RuntimeError traceback."""
+    loop = tmp_path / "loop.bin"
+    loop.symlink_to(loop)
+    proc = run_cli("book", "merge", str(loop), str(loop), str(tmp_path / "m.bin"), check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Too many levels of symbolic links" in proc.stderr and "loop.bin" in proc.stderr
+
+
+def test_a_sidecar_in_the_way_is_named_not_the_output(tmp_path: Path) -> None:
+    """A symlinked OUT.json was reported as OUT."""
+    from tests.sample_tool import make_sample
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    out = tmp_path / "t.binpack"
+    sidecar = tmp_path / "t.binpack.json"
+    sidecar.symlink_to(tmp_path / "elsewhere.json")
+    proc = run_cli("training", "from-games", str(make_sample.sample_path(month)), "--month",
+                   month, "--out", str(out), "--no-tables", "--no-require-eval",
+                   "--min-rating", "0", "--speeds", "all", check=False)  # fmt: skip
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"chesspipe: error: {sidecar}: exists and is a symlink")
+    assert not out.exists()
+
+
+def test_statements_are_named_as_they_are(sample_warehouse: Path) -> None:
+    """`UPDATE EXTENSIONS` was refused as "29 is not a valid StatementType", and PIVOT, which
+    reads, as "MULTI statements"."""
+    wh = str(sample_warehouse)
+    refused = run_cli("sql", "--warehouse", wh, "UPDATE EXTENSIONS", check=False)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("chesspipe: error: UPDATE EXTENSIONS statements are refused")
+    pivot = run_cli("sql", "--warehouse", wh, "PIVOT move_stats ON speed USING sum(games) "
+                    "GROUP BY rating_band ORDER BY rating_band", "--format", "csv")  # fmt: skip
+    header = pivot.stdout.splitlines()[0].split(",")
+    assert header[0] == "rating_band" and "blitz" in header
+    for sneaked in ("PIVOT move_stats ON speed USING sum(games); COPY (SELECT 1) TO 'x.csv'",
+                    "/* PIVOT */ COPY (SELECT 1) TO 'x.csv'"):  # fmt: skip
+        proc = run_cli("sql", "--warehouse", wh, sneaked, check=False)
+        assert proc.returncode == 1 and "COPY statements are refused" in proc.stderr
+
+
+def test_probe_with_corrupt_tables_says_one_line(tmp_path: Path) -> None:
+    """Fathom printed its own three lines before chesspipe's."""
+    from pipelines.endgames import fathom
+
+    if not fathom.available():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"libfathom is needed in CI: {fathom.unavailable_reason()}")
+        pytest.skip(f"libfathom not installed: {fathom.unavailable_reason()}")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for suffix in (".rtbw", ".rtbz"):
+        (tables / f"KQvK{suffix}").write_bytes(os.urandom(5000))
+    proc = run_cli("probe", "4k3/8/8/8/8/8/8/4KQ2 w - - 0 1", "--syzygy", str(tables),
+                   "--backend", "fathom", check=False)  # fmt: skip
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "Fathom found no tables" in proc.stderr and "KQvK" in proc.stderr

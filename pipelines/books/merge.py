@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -58,7 +59,7 @@ def merge_entries(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, in
 
 def merge_books(first: Path, second: Path, out: Path) -> MergedBook:
     """Write the merge of two books (PolyGlot `merge-book -in1 FIRST -in2 SECOND -out OUT`)."""
-    if Path(out).resolve() in (Path(first).resolve(), Path(second).resolve()):
+    if os.path.realpath(out) in (os.path.realpath(first), os.path.realpath(second)):
         raise ChesspipeError(f"the merged book {out} would replace one of the books merged")
     try:
         entries, summed = merge_entries(read_entries(first), read_entries(second))

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import chess
@@ -120,6 +122,37 @@ def _en_passant(board: chess.Board) -> int:
     return board.ep_square if board.ep_square is not None and board.has_legal_en_passant() else 0
 
 
+@contextmanager
+def _output_kept() -> Iterator[list[str]]:
+    """Keep what C code writes to standard output and error meanwhile (Fathom prints a line
+    for each table it cannot read, one to each): the lines it wrote, without duplicates and
+    without its `info string ` prefix, are in the list once the block ends."""
+    import sys
+    import tempfile
+
+    said: list[str] = []
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as kept:
+        try:
+            os.dup2(kept.fileno(), 1)
+            os.dup2(kept.fileno(), 2)
+            yield said
+        finally:
+            libc.fflush(None)
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            kept.seek(0)
+            for line in kept.read().decode(errors="replace").splitlines():
+                line = line.removeprefix("info string ").strip()
+                if line and line not in said:
+                    said.append(line)
+
+
 class FathomBackend:
     """Probes with Fathom's C code."""
 
@@ -141,11 +174,16 @@ class FathomBackend:
         global _initialised_path
         if self.path != _initialised_path:
             _initialised_path = None
-            if not self.lib.tb_init(self.path.encode()):
-                raise TablebaseError(f"Fathom could not load tables from {self.path}")
+            with _output_kept() as said:
+                loaded = self.lib.tb_init(self.path.encode())
+            why = f" ({'; '.join(said)})" if said else ""
+            if not loaded:
+                raise TablebaseError(f"Fathom could not load tables from {self.path}{why}")
             _initialised_path = self.path
             if largest() == 0:
-                raise TablebaseError(f"Fathom found no tables in {self.path}")
+                raise TablebaseError(f"Fathom found no tables in {self.path}{why}")
+            for line in said:  # tables it skipped, while others loaded
+                logging.getLogger(__name__).warning("Fathom: %s", line)
 
     def root(self, board: chess.Board) -> RootProbe:
         if self.path != _initialised_path:

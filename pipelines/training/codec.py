@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.errors import ChesspipeError, CorruptInput, write_error
 from pipelines.progress import ReadCallback, ReadProgress
 from pipelines.training.files import PROGRESS_RECORDS
 from schemas.atomic_files import atomic_path
@@ -67,7 +67,7 @@ def convert_file(source: Path, out: Path, *, progress: ReadCallback | None = Non
                     records = _binpack_to_plain(handle, sink, str(source), report)
                 report.done(records)
     except OSError as exc:
-        raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise write_error(exc, out) from None
     return records
 
 

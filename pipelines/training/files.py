@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pipelines.errors import ChesspipeError, CorruptInput
+from pipelines.errors import ChesspipeError, CorruptInput, write_error
 from pipelines.progress import ReadCallback, ReadProgress
 from schemas.atomic_files import atomic_path
 from schemas.binpack import BinpackFormatError, BinpackWriter, iter_binpack
@@ -148,7 +148,7 @@ def write_training(
                     where = source(count) if callable(source) else f"{source}: record {count}"
                     raise ChesspipeError(f"{where}: {exc}") from None
     except OSError as exc:
-        raise ChesspipeError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise write_error(exc, path) from None
     return count
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import write_error
 from pipelines.files import file_sha256, write_json
 from pipelines.games.frames import Frame
 from pipelines.games.game_filter import NothingKept, ScanStats, keep_game
@@ -318,5 +318,5 @@ def export_games(
             )
             write_json(outputs.path(manifest_file), manifest.to_json())
     except OSError as exc:
-        raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise write_error(exc, out) from None
     return manifest

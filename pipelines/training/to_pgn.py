@@ -18,7 +18,7 @@ from typing import Any
 
 import chess
 
-from pipelines.errors import ChesspipeError
+from pipelines.errors import write_error
 from pipelines.progress import ReadCallback
 from pipelines.training.chains import Game, games
 from pipelines.training.files import BadInput, read_training
@@ -109,7 +109,7 @@ def to_pgn_file(
                 handle.write(game_pgn(game, count, source.name))
                 records += len(game.positions)
     except OSError as exc:
-        raise ChesspipeError(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise write_error(exc, out) from None
     return ToPgnResult(
         str(source),
         str(out),
