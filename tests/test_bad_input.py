@@ -715,3 +715,25 @@ def test_probe_with_corrupt_tables_says_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert "Fathom found no tables" in proc.stderr and "KQvK" in proc.stderr
+
+
+def test_a_corrupt_parquet_dump_and_a_non_utf8_list_say_one_line(
+    tmp_path: Path, sample_warehouse: Path
+) -> None:
+    """`evals import` of a corrupt .parquet printed 23 lines of traceback, `endgames from-epd`
+    of a file that is not UTF-8 20 lines."""
+    from tests.conftest import SYZYGY_DIR
+
+    corrupt = tmp_path / "evals.parquet"
+    corrupt.write_bytes(b"PAR1" + os.urandom(64) + b"PAR1")
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    proc = run_cli("evals", "import", str(corrupt), "--warehouse", str(wh), check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"chesspipe: error: {corrupt}: not readable as Parquet")
+    epd = tmp_path / "list.epd"
+    epd.write_bytes(b"8/8/8/8/8/8/8/K1k5 w - - 0 1\n\xff\xfe\n")
+    proc = run_cli("endgames", "from-epd", str(epd), "--out", str(tmp_path / "labels"),
+                   "--syzygy", str(SYZYGY_DIR), check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert proc.stderr == f"chesspipe: error: {epd}:2: not UTF-8 text\n"

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import chess
 
@@ -144,14 +145,24 @@ def read_fen(text: str) -> chess.Board:
     return board
 
 
+def _numbered_lines(handle: BinaryIO, path: Path) -> Iterator[tuple[int, str]]:
+    """A file's lines as text, with their numbers; a line that is not UTF-8 fails in one line
+    naming it."""
+    for number, raw in enumerate(handle, 1):
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ChesspipeError(f"{path}:{number}: not UTF-8 text") from None
+
+
 def epd_positions(path: Path) -> Iterator[Position]:
     """Yield the positions of an EPD or FEN list, one a line ('#' comments and blanks skipped)."""
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115
+        handle = open(path, "rb")  # noqa: SIM115
     except OSError as exc:
         raise ChesspipeError(f"cannot open {path}: {exc.strerror}") from None
     with handle:
-        for number, line in enumerate(handle, 1):
+        for number, line in _numbered_lines(handle, path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue

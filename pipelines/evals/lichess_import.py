@@ -289,7 +289,11 @@ def _parquet_positions(path: Path) -> Iterator[tuple[Any, list[DumpEvaluation]]]
     import pyarrow.parquet as pq
 
     wanted = ["fen", "line", "depth", "knodes", "cp", "mate"]
-    handle = pq.ParquetFile(path)
+    try:
+        handle = pq.ParquetFile(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ChesspipeError(f"{path}: not readable as Parquet ({first})") from None
     missing = sorted(set(wanted) - set(handle.schema_arrow.names))
     if missing:
         raise ChesspipeError(f"{path}: no column {', '.join(missing)}: not the Lichess evaluations")
