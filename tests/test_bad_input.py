@@ -737,3 +737,19 @@ def test_a_corrupt_parquet_dump_and_a_non_utf8_list_say_one_line(
                    "--syzygy", str(SYZYGY_DIR), check=False)  # fmt: skip
     assert proc.returncode == 1
     assert proc.stderr == f"chesspipe: error: {epd}:2: not UTF-8 text\n"
+
+
+def test_no_help_shows_a_doubled_percent() -> None:
+    """argparse formats `help` with %, not `description`: `[%%eval]` showed as written."""
+    import argparse
+
+    from pipelines.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser) -> None:
+        assert "%%" not in parser.format_help(), parser.prog
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    walk(child)
+
+    walk(build_parser())

@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
         help="store the [%%eval] comments of the games ingest keeps",
         description="Read SOURCE (as ingest reads it: a file, a folder, a URL, lichess:YYYY-MM), "
         "keep the games the filter keeps (the same options and defaults as ingest, so the same "
-        "games), and store the [%%eval] comment after each of their first --plies moves as the "
+        "games), and store the [%eval] comment after each of their first --plies moves as the "
         "evaluation of the position it follows, from the side to move, source `games`. Such "
         "comments give no depth or engine: an engine's or the Lichess dump's evaluation of a "
         "position ranks above them, and `evals analyse` analyses the position again.",

@@ -234,7 +234,7 @@ def _add_from_games(actions: Any) -> None:
         run_from_games,
         help="every position of a month's kept games, results rescored by the tablebases",
         description="Write every position of SOURCE's kept games as training records (score: "
-        "the Lichess [%%eval] after the move, from the mover's view; result: the game's, "
+        "the Lichess [%eval] after the move, from the mover's view; result: the game's, "
         "rescored from the first position the tables cover), less the positions the "
         "position filters drop and the records the loader's skips (as `training filter` "
         "takes them) drop. Writes OUT, OUT.lineage.parquet and the run manifest OUT.json, "
