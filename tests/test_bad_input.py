@@ -753,3 +753,20 @@ def test_no_help_shows_a_doubled_percent() -> None:
                     walk(child)
 
     walk(build_parser())
+
+
+def test_an_engine_is_found_where_debian_puts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian installs stockfish in /usr/games, which is not on every PATH."""
+    import shutil
+
+    from pipelines.evals.analyse import EngineProblem, check_engine
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    if not Path("/usr/games/stockfish").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("Debian's stockfish (/usr/games/stockfish) is needed in CI")
+        pytest.skip("Debian's stockfish is not installed")
+    assert shutil.which("stockfish") is None
+    assert check_engine("stockfish") == "/usr/games/stockfish"
+    with pytest.raises(EngineProblem, match="no such program on PATH nor in /usr/games"):
+        check_engine("no-such-engine-here")

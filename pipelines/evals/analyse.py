@@ -119,13 +119,22 @@ class EngineProblem(ChesspipeError):
     """The engine cannot be run or does not speak UCI."""
 
 
+#: Where Debian and Ubuntu install engines (`stockfish`, `ethereal-chess`, ...), a folder
+#: that is not on every PATH (not root's, not a service's).
+GAMES_FOLDERS = ("/usr/games", "/usr/local/games")
+
+
 def check_engine(engine: str | os.PathLike[str]) -> str:
-    """Return the engine's program path (a path, or a name on PATH), or raise EngineProblem."""
+    """Return the engine's program path (a path, or a name on PATH or in GAMES_FOLDERS), or
+    raise EngineProblem."""
     name = os.fspath(engine)
-    found = shutil.which(name) if os.sep not in name else None
+    found = None
+    if os.sep not in name:
+        found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(GAMES_FOLDERS))
     path = Path(found or name)
     if not path.exists():
-        raise EngineProblem(f"engine {name}: no such program")
+        looked = "" if os.sep in name else f" on PATH nor in {', '.join(GAMES_FOLDERS)}"
+        raise EngineProblem(f"engine {name}: no such program{looked}")
     if path.is_dir() or not os.access(path, os.X_OK):
         raise EngineProblem(f"engine {name}: not an executable program")
     return str(path)
