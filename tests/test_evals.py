@@ -319,7 +319,10 @@ def test_bad_engines_are_one_line(tmp_path: Path) -> None:
     proc = run_cli("evals", "analyse", "--warehouse", str(warehouse), "--book", str(book),
                    "--engine", "no-such-engine-here", check=False)  # fmt: skip
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "chesspipe: error: engine no-such-engine-here: no such program"
+    assert proc.stderr.strip() == (
+        "chesspipe: error: engine no-such-engine-here: no such program on PATH nor in "
+        "/usr/games, /usr/local/games"
+    )
 
 
 # The Lichess evaluation dump, made here: Stockfish's evaluations of real positions written as
