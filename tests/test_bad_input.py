@@ -770,3 +770,12 @@ def test_an_engine_is_found_where_debian_puts_it(monkeypatch: pytest.MonkeyPatch
     assert check_engine("stockfish") == "/usr/games/stockfish"
     with pytest.raises(EngineProblem, match="no such program on PATH nor in /usr/games"):
         check_engine("no-such-engine-here")
+
+
+def test_ci_installs_trust_the_systems_certificates() -> None:
+    """uv ignores the system's certificate authorities unless asked (pip uses them): behind a
+    proxy with its own authority, README's second command failed."""
+    from tests.conftest import ROOT
+
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.index('export UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}"') < script.index("uv pip")
