@@ -495,3 +495,21 @@ def test_drop_reasons_count_every_game(tmp_path: Path, capablanca: Path) -> None
     expected, kept = recount(source, 0, ALL_NAMES)
     assert manifest.games_kept == 40 == kept
     assert stats_counter(tmp_path / "w", "2024-01") == expected
+
+
+def test_a_run_that_keeps_nothing_names_the_options_that_keep_such_games(
+    tmp_path: Path,
+) -> None:
+    """An over-the-board file failed on its time controls, then, with `--speeds all`, on its
+    ratings: the one line names both options at once, and they keep every decided game."""
+    london = need(OTB / "London1851.pgn", "the London 1851 collection (otb/)")
+    warehouse = str(tmp_path / "wh")
+    failed = run_cli("ingest", str(london), "--month", "1851-07", "--warehouse", warehouse,
+                     check=False)  # fmt: skip
+    assert failed.returncode == 1
+    [line] = failed.stderr.splitlines()
+    assert "--speeds all --min-rating 0 keep games without ratings or time control" in line
+    kept = run_cli("ingest", str(london), "--month", "1851-07", "--warehouse", warehouse,
+                   "--speeds", "all", "--min-rating", "0", "--quiet")  # fmt: skip
+    summary = json.loads(kept.stdout)
+    assert summary["games_kept"] == decided_standard(london) > 0

@@ -207,9 +207,19 @@ class NothingKept(ChesspipeError):
             value = ",".join(value) if isinstance(value, list) else value
         why = says.format(setting=setting, value=value)
         count = self.dropped[reason]
+        hint = ""
+        if reason in ("rating_missing", "time_control"):
+            # Games without ratings mostly lack a time control too (over-the-board games),
+            # and only the first reason is counted: name both settings that keep them.
+            speeds = names.get("GameFilter.speeds", "speeds")
+            rating = names.get("GameFilter.min_rating", "min_rating")
+            hint = (
+                f" ({speeds} all {rating} 0 keep games without ratings or time control, as "
+                "over-the-board games are)"
+            )
         return (
-            f"no game of {self.source} is kept: {count:,} of {self.games_read:,} games {why}; "
-            "nothing published"
+            f"no game of {self.source} is kept: {count:,} of {self.games_read:,} games {why}"
+            f"{hint}; nothing published"
         )
 
 
