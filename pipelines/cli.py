@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from pipelines.commands.options import check_file_roles
+from pipelines.commands.stopping import stop_asked, stop_line
 from pipelines.errors import ChesspipeError, Stopped
 from schemas.version import __version__
 
@@ -91,6 +92,8 @@ def _run(argv: list[str]) -> int:
         check_file_roles(args)
         status = args.handler(args)
     except ChesspipeError as exc:
+        if stop_asked() is not None:  # what the stop broke (a worker, a download) says so
+            return _stopped()
         print(f"chesspipe: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -102,12 +105,25 @@ def _run(argv: list[str]) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
+        if stop_asked() is not None:
+            return _stopped()
         # What the OS says about a path (a file where a folder should be, and so on), in a line.
         reason = exc.strerror or str(exc)
         where = f"{exc.filename}: " if exc.filename is not None else ""
         print(f"chesspipe: error: {where}{reason}", file=sys.stderr)
         return 1
+    except Exception:
+        if stop_asked() is None:
+            raise
+        return _stopped()  # a stop a library wrapped in an error of its own
     return int(status or 0)
+
+
+def _stopped() -> int:
+    """Say that the command stopped at the signal that asked it to; return its exit status."""
+    signum = stop_asked() or 0
+    print(f"chesspipe: {stop_line(signum)}", file=sys.stderr)
+    return 128 + signum
 
 
 if __name__ == "__main__":

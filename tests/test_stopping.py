@@ -142,3 +142,35 @@ def test_a_monthly_build_stops_when_asked(
     if signum != signal.SIGKILL:  # what a SIGKILL leaves, the month's next run removes
         assert not list((warehouse / ".staging").glob("*"))
         assert not list((books / ".staging").glob("*"))
+
+
+#: A command whose work turns the stop it is sent into an error of another kind, as pydantic
+#: wraps one in a PydanticSerializationError during Prefect's start-up.
+WRAPPED_STOP = """
+import os, signal, sys
+import pipelines.commands.build_month as build_month
+from pipelines.commands.stopping import stop_on_signals
+
+def run(args):
+    stop_on_signals()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+    except BaseException as exc:
+        raise RuntimeError(f"Error calling function: {exc}") from None
+    return 0
+
+build_month.run = run
+from pipelines.cli import main
+sys.exit(main(["build-month", "x.pgn", "--month", "2024-01", "--warehouse", "w", "--books", "b"]))
+"""
+
+
+def test_a_stop_a_library_wraps_still_ends_in_one_line(tmp_path: Path) -> None:
+    """SIGTERM during build-month's Prefect start-up ended in exit 1 and a 43-line traceback
+    (a PydanticSerializationError around the stop): any error after a stop is asked says
+    that the command stopped, with the signal's exit status."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", WRAPPED_STOP], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 143, proc.stderr
+    assert proc.stderr == "chesspipe: stopped by SIGTERM\n"

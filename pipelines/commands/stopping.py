@@ -40,6 +40,8 @@ def stop_on_signals(*, grace: float = STOP_GRACE) -> None:
     watcher.start()
 
     def stop(signum: int, frame: object) -> None:
+        if not _asked:
+            _asked.append(signum)
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise Stopped(signum)
@@ -60,6 +62,7 @@ def _watch(read: int, grace: float) -> None:
                     _end_now(asked)
                 continue  # (Prefect sends SIGTERM again once its run has ended)
             asked = signum
+            _asked.append(signum)
             for handler in stream_handlers():
                 handler.setLevel(logging.CRITICAL + 1)
             timer = threading.Timer(grace, _end_now, (signum,))
@@ -67,9 +70,24 @@ def _watch(read: int, grace: float) -> None:
             timer.start()
 
 
+#: The stop signal the command was sent, once it was (a list, so that the watcher can add it).
+_asked: list[int] = []
+
+
+def stop_asked() -> int | None:
+    """The signal that asked the command to stop (SIGINT, SIGTERM), or None: whatever error a
+    stop then raises, wrapped by a library (pydantic wraps it in a serialization error), the
+    command says it stopped, in one line."""
+    return _asked[0] if _asked else None
+
+
+def stop_line(signum: int) -> str:
+    """What a stopped command says."""
+    return "interrupted" if signum == signal.SIGINT else str(Stopped(signum))
+
+
 def _end_now(signum: int) -> None:
-    message = "interrupted" if signum == signal.SIGINT else str(Stopped(signum))
-    print(f"chesspipe: {message}", file=sys.stderr, flush=True)
+    print(f"chesspipe: {stop_line(signum)}", file=sys.stderr, flush=True)
     os._exit(128 + signum)
 
 
