@@ -88,3 +88,38 @@ def test_a_quiet_server_logs_no_request(warehouse: Path) -> None:
         server.terminate()
         rest, _ = server.communicate(timeout=30)
     assert "GET /lichess" not in rest
+
+
+def test_the_workers_die_with_a_server_killed_with_sigkill(warehouse: Path) -> None:
+    """`serve --workers 2` killed with -9 left both uvicorn workers, their replay workers and
+    the resource tracker running and answering: they end with it."""
+    import signal
+    import time
+
+    from tests.test_stopping import alive, descendants
+
+    port = free_port()
+    server = _serve(warehouse, port, "--workers", "2")
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # every worker answers a long line (the replay workers start)
+            try:
+                play = ",".join(["g1f3", "g8f6", "f3g1", "f6g8"] * 10)
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lichess?play={play}"):
+                    pass
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        started = descendants(server.pid)
+        assert len(started) >= 2, started
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+        until = time.monotonic() + 20
+        while alive(started) and time.monotonic() < until:
+            time.sleep(0.1)
+        assert not alive(started), f"left running: {sorted(alive(started))}"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

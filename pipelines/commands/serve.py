@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
 
     from pipelines.endgames.tables import split_paths
-    from pipelines.serve.app import SETTINGS_VARIABLE, ServeSettings, open_app
+    from pipelines.serve.app import PARENT_VARIABLE, SETTINGS_VARIABLE, ServeSettings, open_app
     from pipelines.serve.http_guard import server_config
 
     if not args.warehouse.is_dir():
@@ -83,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         _Announcing(config, f"chesspipe: serving {url}: {app.state.serves}").run(sockets=[sock])
         return 0
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
+    os.environ[PARENT_VARIABLE] = str(os.getpid())  # its workers die with it, even by kill -9
     config = server_config(
         "pipelines.serve.app:app_from_environment",
         factory=True,

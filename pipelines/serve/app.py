@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from pipelines.lifetime import die_with_parent
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
@@ -271,6 +272,9 @@ def make_app(
 #: The environment variable that hands `ServeSettings` to worker processes.
 SETTINGS_VARIABLE = "CHESSPIPE_SERVE_SETTINGS"
 
+#: The server process that started uvicorn's workers, for them to die with it.
+PARENT_VARIABLE = "CHESSPIPE_SERVE_PARENT"
+
 
 @dataclass(frozen=True)
 class ServeSettings:
@@ -317,5 +321,10 @@ def serves(explorer: Explorer, syzygy: list[str]) -> str:
 
 
 def app_from_environment() -> Starlette:
-    """The application of the settings in `SETTINGS_VARIABLE` (for uvicorn's workers)."""
+    """The application of the settings in `SETTINGS_VARIABLE` (for uvicorn's workers), in a
+    worker that dies with the server process named by `PARENT_VARIABLE` (its replay worker
+    and the resource tracker follow when their pipes close)."""
+    parent = os.environ.get(PARENT_VARIABLE)
+    if parent is not None:
+        die_with_parent(int(parent))
     return open_app(ServeSettings.from_json(os.environ[SETTINGS_VARIABLE]))
