@@ -129,6 +129,28 @@ def uci_line(board: chess.Board, moves: Sequence[chess.Move]) -> list[str]:
     return line
 
 
+#: How long `stop` and `quit` wait for the search thread before answering for it: a search
+#: stuck where it cannot see the stop (a probe of a damaged table) must not hold the GUI.
+STOP_WAIT = 0.08
+
+
+class _Answer:
+    """A search's one `bestmove`: given by the search thread when it ends, or by `stop` for a
+    thread that does not end in time (the best move reported so far, else a legal move)."""
+
+    def __init__(self, board: chess.Board) -> None:
+        self.board = board
+        self.best: chess.Move | None = None
+        self._lock = threading.Lock()
+        self._given = False
+
+    def take(self) -> bool:
+        """Whether the caller is the one to give the answer (once only)."""
+        with self._lock:
+            given, self._given = self._given, True
+            return not given
+
+
 class UciEngine:
     """The engine's state between commands: position, options, book, tables, search thread."""
 
@@ -144,6 +166,7 @@ class UciEngine:
         self.rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._answer: _Answer | None = None
         #: True from `go` until the search thread has decided on its bestmove.
         self._busy = False
 
@@ -319,11 +342,13 @@ class UciEngine:
                 self.searcher.tablebases = None
             if value:
                 try:
-                    self.searcher.tablebases = Tablebases(value)
+                    self.searcher.tablebases = Tablebases(value, on_drop=self.tell)
                 except ValueError as exc:
                     self.tell(f"no tablebases loaded: {exc}")
                     return
                 tables = self.searcher.tablebases
+                for why in tables.dropped:
+                    self.tell(f"tablebase left out: {why}")
                 self.tell(
                     f"tablebases {value}: {tables.files} files, up to {tables.max_pieces} pieces"
                 )
@@ -335,9 +360,11 @@ class UciEngine:
         self._stop = threading.Event()
         board = self.board.copy()
         self._busy = True
+        self._answer = answer = _Answer(board.copy())
         self._thread = threading.Thread(
-            target=self._think, args=(board, limits, self._stop), name="search", daemon=True
-        )
+            target=self._think, args=(board, limits, self._stop, answer), name="search",
+            daemon=True,
+        )  # fmt: skip
         self._thread.start()
 
     def _parse_go(self, tokens: list[str]) -> Limits:
@@ -375,15 +402,26 @@ class UciEngine:
         return limits
 
     def stop_search(self) -> None:
-        """Stop a running search and wait for its `bestmove`."""
+        """Stop a running search and wait for its `bestmove`, STOP_WAIT at most: a thread that
+        has not ended by then is left (it answers nothing more) and the best move it reported
+        so far is sent for it."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(STOP_WAIT)
+            answer = self._answer
+            if self._thread.is_alive() and answer is not None and answer.take():
+                board = answer.board
+                move = answer.best or next(iter(board.legal_moves), None)
+                self._busy = False
+                self.tell("the search did not stop in time; its best move so far is played")
+                self.send(f"bestmove {board.uci(move) if move else '(none)'}")
             self._thread = None
 
     # The search thread -------------------------------------------------------------------
 
-    def _think(self, board: chess.Board, limits: Limits, stop: threading.Event) -> None:
+    def _think(
+        self, board: chess.Board, limits: Limits, stop: threading.Event, answer: _Answer
+    ) -> None:
         move: chess.Move | None = None
         ponder: chess.Move | None = None
         try:
@@ -395,14 +433,20 @@ class UciEngine:
             ):
                 move = book_move(self.book, board, self.rng)
                 if move is not None:
+                    answer.best = move
                     self.tell(f"book move {board.uci(move)}")
                     # A GUI analysing wants a score: the book move's, from a one-ply search.
                     self.searcher.search(
-                        board, Limits(depth=1, searchmoves=[move]), stop, self._report(board)
+                        board,
+                        Limits(depth=1, searchmoves=[move]),
+                        stop,
+                        self._report(board, answer),
                     )
             if move is None:
                 budget = time_budget(limits, board.turn, self.overhead_ms)
-                result = self.searcher.search(board, limits, stop, self._report(board), budget)
+                result = self.searcher.search(
+                    board, limits, stop, self._report(board, answer), budget
+                )
                 move = result.best_move
                 if len(result.pv) > 1 and result.pv[0] == move:
                     ponder = result.pv[1]
@@ -418,12 +462,16 @@ class UciEngine:
             fallback = next(iter(board.legal_moves), None)
             line = [board.uci(fallback)] if fallback else ["(none)"]
         text = f"bestmove {line[0]}" + (f" ponder {line[1]}" if len(line) > 1 else "")
+        if not answer.take():
+            return  # `stop` answered for this search already
         # Idle before the GUI can read the bestmove, so its next commands are never refused.
         self._busy = False
         self.send(text)
 
-    def _report(self, board: chess.Board) -> Callable[[Info], None]:
+    def _report(self, board: chess.Board, answer: _Answer) -> Callable[[Info], None]:
         def report(info: Info) -> None:
+            if info.pv:  # the best move so far, which `stop` plays for a search stuck
+                answer.best = info.pv[0]
             millis = int(info.seconds * 1000)
             nps = int(info.nodes / info.seconds) if info.seconds > 0 else info.nodes * 1000
             score = "" if info.score is None else f"score {uci_score(info.score)} "

@@ -202,3 +202,89 @@ def test_mates_stockfish_within_the_fifty_move_rule(
                 assert board.halfmove_clock <= 100, start.fen()
     finally:
         stockfish.quit()
+
+
+def _damaged_tables(folder: Path, syzygy_dir: Path) -> Path:
+    """The folder an adversarial run gave the engine: random KQvK, KRvK and KPvK tables, and
+    a KQvKR table that is KQvK's file (its probe looped for ever in python-chess)."""
+    import os
+    import shutil
+
+    folder.mkdir()
+    for name in ("KQvK", "KRvK", "KPvK"):
+        (folder / f"{name}.rtbw").write_bytes(os.urandom(20000))
+    shutil.copyfile(syzygy_dir / "KQvK.rtbw", folder / "KQvKR.rtbw")
+    return folder
+
+
+def test_damaged_tables_are_left_out_and_never_trusted(syzygy_dir: Path, tmp_path: Path) -> None:
+    """With a damaged folder the engine spun at 100% CPU and ignored stop and quit, or, with a
+    random KQvK alone, hung its queen (f1f8) after `search failed`: tables whose header is not
+    their name's are left out, each said in one info string, and the search plays on."""
+    from tests.engine_support import raw_engine
+
+    damaged = _damaged_tables(tmp_path / "damaged", syzygy_dir)
+    with raw_engine() as engine:
+        said = engine.ask(f"setoption name SyzygyPath value {damaged}")
+        [line] = said
+        assert line.startswith("info string no tablebases loaded: ") and "4 left out" in line
+        engine.send("position fen 4k3/8/8/3r4/8/8/8/4KQ2 w - - 0 1", "go depth 3")
+        lines = engine.until("bestmove", timeout=60)
+        assert lines[-1].split()[1] != "f1f8", lines
+        assert not any("search failed" in line for line in lines), lines
+    # A table that passes the header check and fails its probe is dropped, once, and the
+    # search goes on without it: a good KQvK beside a KRvK with garbage after its end.
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "KQvK.rtbw").write_bytes((syzygy_dir / "KQvK.rtbw").read_bytes())
+    (mixed / "KRvK.rtbw").write_bytes((syzygy_dir / "KRvK.rtbw").read_bytes() + b"\0" * 999)
+    with raw_engine() as engine:
+        engine.ask(f"setoption name SyzygyPath value {mixed}")
+        engine.send("position fen 4k3/8/8/8/8/8/8/R3K3 w - - 0 1", "go depth 2")
+        lines = engine.until("bestmove", timeout=60)
+        dropped = [line for line in lines if "tablebase dropped" in line]
+        assert len(dropped) == 1 and "KRvK" in dropped[0], lines
+        assert not any("search failed" in line for line in lines), lines
+
+
+def test_stop_and_quit_are_answered_whatever_a_probe_does(syzygy_dir: Path) -> None:
+    """A probe that never returns (as python-chess's did on a damaged table) holds the search
+    thread: `stop` still gets a bestmove at once, the best move reported so far, and the
+    engine takes commands again."""
+    import threading
+    import time
+
+    from engine.uci import UciEngine
+
+    lines: list[str] = []
+    answered = threading.Event()
+
+    def write(line: str) -> None:
+        lines.append(line)
+        if line.startswith("bestmove"):
+            answered.set()
+
+    engine = UciEngine(write)
+    engine.handle(f"setoption name SyzygyPath value {syzygy_dir}")
+    tables = engine.searcher.tablebases
+    assert tables is not None
+    stuck = threading.Event()
+
+    def probe_for_ever(board: chess.Board) -> int | None:
+        stuck.set()
+        while True:
+            time.sleep(0.01)
+
+    tables.probe_wdl = probe_for_ever  # type: ignore[method-assign]
+    engine.handle("position fen 4k3/8/8/3r4/8/8/8/4KQ2 w - - 0 1")
+    engine.handle("go infinite")
+    assert stuck.wait(30), lines
+    asked = time.monotonic()
+    engine.handle("stop")
+    assert answered.is_set()
+    assert time.monotonic() - asked < 2.0  # STOP_WAIT (0.08 s) and a margin for a busy machine
+    [best] = [line for line in lines if line.startswith("bestmove")]
+    move = chess.Move.from_uci(best.split()[1])
+    assert move in chess.Board("4k3/8/8/3r4/8/8/8/4KQ2 w - - 0 1").legal_moves
+    engine.handle("isready")
+    assert lines[-1] == "readyok"
