@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -467,3 +468,48 @@ def test_warehouse_check_covers_the_store(tmp_path: Path) -> None:
     repaired = check_warehouse(tmp_path, repair=True)
     assert not leftover.exists() and broken.exists() and good.exists()
     assert {f.kind for f in repaired if not f.repaired} == {"bad-eval-part"}
+
+
+def test_ctrl_c_of_two_engines_ends_in_one_line_and_keeps_the_work(
+    tmp_path: Path, book: Path, real_warehouse: Path, stockfish: str
+) -> None:
+    """Ctrl-C of `evals analyse --workers 2` printed python-chess's InvalidStateError
+    tracebacks (3 runs of 5): the engines run in their own process group, the command stops
+    them, says `interrupted` and keeps what they analysed."""
+    import shutil
+
+    from tests.test_stopping import alive, descendants
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for attempt in range(3):
+        warehouse = tmp_path / f"w{attempt}"
+        shutil.copytree(real_warehouse, warehouse)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pipelines", "evals", "analyse", "--warehouse",
+             str(warehouse), "--book", str(book), "--engine", stockfish, "--workers", "2",
+             "--nodes", "200000", "--quiet"],
+            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            engines: set[tuple[int, int]] = set()
+            while len(engines) < 2:
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                engines = descendants(proc.pid)
+                time.sleep(0.05)
+            time.sleep(1.0 + attempt * 0.7)  # the engines mid-search
+            os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130, err
+        assert err == "chesspipe: interrupted\n", err
+        until = time.monotonic() + 10
+        while alive(engines) and time.monotonic() < until:
+            time.sleep(0.05)
+        assert not alive(engines)
+        assert read_evaluations(warehouse)  # what was analysed is stored
+        assert run_cli("warehouse", "check", str(warehouse)).returncode == 0

@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -153,7 +153,10 @@ class _Engine:
         """Start the engine; return its name (`id name`)."""
         try:
             transport, protocol = await asyncio.wait_for(
-                chess.engine.popen_uci(self.program), self.settings.start_timeout
+                # Its own process group: a Ctrl-C is this command's to handle (it stops the
+                # engines itself); an engine reads the end of its input if this one dies.
+                chess.engine.popen_uci(self.program, setpgrp=True),
+                self.settings.start_timeout,
             )
         except TimeoutError:
             raise EngineProblem(
@@ -193,10 +196,16 @@ class _Engine:
         self.transport = self.protocol = None
 
     async def quit(self) -> None:
-        if self.protocol is not None:
+        """Ask the engine to quit (kill it if it does not), and wait until it has exited, so
+        that no exit is reported to a loop already closed."""
+        protocol = self.protocol
+        if protocol is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.protocol.quit(), 5)
+                await asyncio.wait_for(protocol.quit(), 5)
         self.kill()
+        if protocol is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(protocol.returncode), 5)
 
 
 def _line(board: chess.Board, info: chess.engine.InfoDict) -> EngineLine | None:
@@ -333,6 +342,21 @@ async def _run_workers(run: _Run, program: str) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@contextlib.contextmanager
+def _asyncio_quiet() -> Iterator[None]:
+    """Keep asyncio's warnings off the terminal meanwhile, and after a stop: stopped by
+    Ctrl-C, its child watcher thread reports engines that exit after the loop closed ("Loop
+    ... that handles pid ... is closed"), which is the engines stopping, not a fault to show.
+    After a run that ends by itself, asyncio's logging is as it was."""
+    import logging
+
+    logger = logging.getLogger("asyncio")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield  # (not restored after an exception: the watcher may report once the run ended)
+    logger.setLevel(level)
+
+
 def _import_writers() -> None:
     """Import what saving a batch needs (DuckDB, pyarrow's Parquet writer and, where it is
     installed, pandas, which pyarrow imports on making its first array from a list: 1.5-2 s
@@ -409,7 +433,8 @@ def analyse_positions(
         try:
             if todo:
                 threading.Thread(target=_import_writers, daemon=True).start()
-                asyncio.run(_run_workers(run, program))
+                with _asyncio_quiet():
+                    asyncio.run(_run_workers(run, program))
         finally:
             try:
                 flush()
