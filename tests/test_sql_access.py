@@ -4,6 +4,7 @@ setting that would widen it; `chesspipe sql`, `run_query` and `connect` alike.""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -342,6 +343,7 @@ def test_a_query_sees_one_version_of_a_month_being_replaced(
     versions = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
     shutil.copy(_partition(warehouse), versions[0])
     shutil.copy(_partition(other), versions[1])
+    manifests = [json.loads(_manifest(w).read_text()) for w in (warehouse, other)]
     query = "SELECT sum(games), count(*), sum(key % 1000003) FROM move_stats"
     expected = {tuple(run_query(w, query)[1][0]) for w in (warehouse, other)}
     assert len(expected) == 2
@@ -357,11 +359,20 @@ def test_a_query_sees_one_version_of_a_month_being_replaced(
     took = max(time.monotonic() - started, 0.02)
 
     def replace_again_and_again() -> None:
+        """As ingest publishes a month: the new file, then its manifest, each renamed in."""
         target, rng, n = _partition(copy), random.Random(1), 0
         while not stop.is_set():
             staged = target.with_name(f".next-{n}.tmp")
             shutil.copy(versions[n % 2], staged)  # a new file, whole, then the rename
+            written = staged.stat()
+            recorded = manifests[n % 2] | {
+                "output_size": written.st_size,
+                "output_mtime_ns": written.st_mtime_ns,
+            }
+            staged_manifest = _manifest(copy).with_name(f".next-{n}.json.tmp")
+            staged_manifest.write_text(json.dumps(recorded))
             os.replace(staged, target)
+            os.replace(staged_manifest, _manifest(copy))
             n += 1
             time.sleep(rng.uniform(0.3 * took, 3 * took))
 

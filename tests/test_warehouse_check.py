@@ -85,6 +85,14 @@ def test_a_clean_line_counts_the_books_of_the_books_folder(
     (books / "notes.txt").write_text("not a book")
     assert sorted(p.name for p in books.glob("*.json")) == ["lichess-2021-10.json",
                                                              "openings.json"]  # fmt: skip
+    # The killed build's temporary file is reported, and removed by --repair.
+    found = run_cli(*check, check=False)
+    assert found.returncode == 1
+    assert found.stdout == (
+        f"temp-file {books / '.openings.bin.0123abcd.tmp'}: left by a killed book build or "
+        "build-month; --repair removes it\n"
+    )
+    run_cli(*check, "--repair")
     assert run_cli(*check).stdout == f"{warehouse}: clean: 1 month, 2 books\n"
     missing = run_cli("warehouse", "check", str(warehouse), "--books", str(tmp_path / "no"),
                       check=False)  # fmt: skip

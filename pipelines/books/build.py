@@ -353,18 +353,22 @@ def _build_book(
     # A month re-ingested meanwhile: the book reads one version of it (stable_read). Each file
     # read is hashed meanwhile, on threads of its own: a book is never built from a file that
     # is not the one its manifest records.
-    expected = [month_expected(Path(warehouse), month) for month in choice.months]
-    expected += [year_expected(Path(warehouse), year) for year in choice.years]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        verified = pool.submit(check_contents, Path(warehouse), expected)
-        try:
-            hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), read)
-        except DamagedMonth:
-            raise
-        except BaseException:
-            verified.result()  # a damaged file is what went wrong: say that
-            raise
-        verified.result()
+    def verified_read() -> tuple[str, int, int, int]:
+        expected = [month_expected(Path(warehouse), month) for month in choice.months]
+        expected += [year_expected(Path(warehouse), year) for year in choice.years]
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            verified = pool.submit(check_contents, Path(warehouse), expected)
+            try:
+                found = read()
+            except DamagedMonth:
+                raise
+            except BaseException:
+                verified.result()  # a damaged file is what went wrong: say that
+                raise
+            verified.result()
+        return found
+
+    hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), verified_read)
     if walked and walked[0].unreached and notes is not None:
         notes.append(
             f"{walked[0].unreached:,} positions of the book are reached by no walk from a start "

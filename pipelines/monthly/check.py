@@ -12,6 +12,7 @@ month's build lock.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -57,6 +58,12 @@ def _month_findings(
     warehouse: Path, books: Path, manifest_file: Path, repair: bool
 ) -> Iterator[Finding]:
     month = RUN_MANIFEST_RE.fullmatch(manifest_file.name).group(1)  # type: ignore[union-attr]
+    try:
+        fields = json.loads(manifest_file.read_bytes())
+    except (OSError, ValueError):
+        fields = None
+    if isinstance(fields, dict) and "ingest" not in fields:
+        return  # a book's own manifest (`book build --out BOOKS/lichess-YYYY-MM.bin`)
     run = MonthManifest.read(manifest_file)
     if run is None:
         detail = "not readable as a run manifest; build the month again"

@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -15,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 from pipelines.errors import ChesspipeError
 from pipelines.warehouse.evals_files import eval_parts
-from pipelines.warehouse.integrity import check_opened
+from pipelines.warehouse.integrity import DamagedMonth, check_opened
 from pipelines.warehouse.layout import (
     available_months,
+    manifest_path,
     partition_file,
     recorded_plies,
     sql_list,
@@ -157,10 +159,14 @@ def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None 
     attempts = READ_ATTEMPTS if attempts is None else attempts
     for _ in range(attempts):
         files = statistics_files(warehouse)
+        files += [manifest_path(warehouse, month) for month in available_months(warehouse)]
         before = _identities(files)
         try:
             found = read()
-        except duckdb.Error:
+        except (duckdb.Error, DamagedMonth):
+            # A month's file and its manifest are renamed one after the other: a read between
+            # the two sees a partition its manifest does not record, and reads again.
+            time.sleep(0.01)
             if _identities(files) == before:
                 raise
             continue
