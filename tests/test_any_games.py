@@ -447,6 +447,13 @@ def test_stdin_and_a_glob(tmp_path: Path, london: Path) -> None:
     manifest = ingest(str(tmp_path / "x*"), "1851-03", tmp_path / "w", IngestSettings(EVERY_GAME))
     assert manifest.games_kept == 2 * decided_standard(london)
     assert manifest.source_kind == "files"
+    # `**` goes down any depth of folders (it did not recurse): the two files and one below.
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "x3.pgn").write_bytes(london.read_bytes())
+    manifest = ingest(str(tmp_path / "**" / "x*.pgn*"), "1851-04", tmp_path / "w",
+                      IngestSettings(EVERY_GAME))  # fmt: skip
+    assert manifest.games_kept == 3 * decided_standard(london)
 
 
 @pytest.mark.parametrize("damage", ["truncated_gz", "corrupt_zip_member", "truncated_bz2"])

@@ -105,7 +105,8 @@ _GLOB_CHARACTERS = re.compile(r"[*?\[]")
 
 def source_files(resolved: str) -> list[str] | None:
     """Return the files a folder or a glob names (sorted by name), or None for a source of
-    one stream. A folder's files are those with GAME_FILE_SUFFIXES, in it and below it."""
+    one stream. A folder's files are those with GAME_FILE_SUFFIXES, in it and below it; `**`
+    in a glob matches folders at any depth."""
     if is_url(resolved) or resolved == "-":
         return None
     if os.path.isdir(resolved):
@@ -121,7 +122,8 @@ def source_files(resolved: str) -> list[str] | None:
         return sorted(found)
     if os.path.exists(resolved) or not _GLOB_CHARACTERS.search(resolved):
         return None
-    found = sorted(path for path in glob.glob(resolved) if os.path.isfile(path))
+    # `**` matches any depth of folders, as in a shell with globstar.
+    found = sorted(path for path in glob.glob(resolved, recursive=True) if os.path.isfile(path))
     if not found:
         raise ChesspipeError(f"no file matches {resolved}")
     return found
