@@ -548,3 +548,21 @@ def test_page(
         assert path.stat().st_size > 1000
     with capsys.disabled():
         print("\nscreenshots of the explorer page:", *map(str, shots), sep="\n  ")
+
+
+def test_explorer_index_shows_its_progress_as_ingest_does(tmp_path: Path) -> None:
+    """`explorer index` showed no progress on a terminal: it draws ingest's line (here asked
+    with --progress, as a pipe is no terminal), ending on the run's own counts."""
+    from tests.conftest import run_cli
+    from tests.sample_tool import make_sample
+
+    month = make_sample.SAMPLE_MONTHS[0]
+    for partition in (("--month", month), ("--month-by", "date")):
+        proc = run_cli("explorer", "index", str(make_sample.sample_path(month)), *partition,
+                       "--warehouse", str(tmp_path / partition[0]), "--min-rating", "0",
+                       "--progress")  # fmt: skip
+        summary = json.loads(proc.stdout)
+        lines = proc.stderr.splitlines()
+        last = [line for line in lines if line.startswith("[")][-1]
+        assert "100.0%" in last
+        assert f"{summary['games_read']:,} games" in last

@@ -59,7 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.commands.ingest import filter_from_args
+    from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
     from pipelines.games.game_filter import NothingKept
@@ -68,17 +68,19 @@ def run(args: argparse.Namespace) -> int:
     with settings_as_flags():
         settings = ExplorerSettings(rules, args.plies)
     if args.month is not None:
-        with said_as_flags(NothingKept):
+        with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifest = index_month(
-                args.source, args.month, args.warehouse, settings, allow_empty=args.allow_empty
-            )
+                args.source, args.month, args.warehouse, settings, allow_empty=args.allow_empty,
+                progress=shown,
+            )  # fmt: skip
         print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
         manifests = [manifest]
     else:
-        with said_as_flags(NothingKept):
+        with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifests, stats = index_by_date(
-                args.source, args.warehouse, settings, allow_empty=args.allow_empty
-            )
+                args.source, args.warehouse, settings, allow_empty=args.allow_empty,
+                progress=shown,
+            )  # fmt: skip
         summary = {
             "games_read": stats.games_read,
             "games_kept": stats.games_kept,

@@ -28,7 +28,8 @@ from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
 from pipelines.games.scan import game_blocks, kept_games_in_blocks
-from pipelines.sources.open import open_source
+from pipelines.progress import Progress, ProgressCallback
+from pipelines.sources.open import OpenSource, open_source
 from pipelines.warehouse.explorer_files import explorer_lock, explorer_temp_files
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import OutputSet
@@ -87,6 +88,7 @@ def index_month(
     source_sha256: str | None = None,
     http_options: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> ExplorerManifest:
     """Index a month's games for the explorer; return the manifest published with them.
 
@@ -95,14 +97,15 @@ def index_month(
     content, is recorded in the manifest (the monthly build reuses a month indexed from it);
     `http_options` are how a URL is read (`pipelines.sources.download.open_url`'s: timeout,
     retries, backoff, cache). A run that keeps no game raises NothingKept (naming why the games
-    were dropped) and publishes nothing, unless `allow_empty`.
+    were dropped) and publishes nothing, unless `allow_empty`. `progress` hears of the bytes
+    read and the games read and kept, as ingest's does.
     """
     settings = settings or ExplorerSettings()
     check_month(month)
     with _month_held(Path(warehouse), month):
         return _index_month(
             source, month, Path(warehouse), settings, source_sha256, http_options or {},
-            allow_empty,
+            allow_empty, progress,
         )  # fmt: skip
 
 
@@ -114,6 +117,7 @@ def _index_month(
     source_sha256: str | None,
     http_options: Mapping[str, Any],
     allow_empty: bool,
+    progress: ProgressCallback | None = None,
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
@@ -124,10 +128,11 @@ def _index_month(
         open_source(source, settings.rules.variant, **http_options) as opened,
     ):
         writer = _Writer(output.path(targets[0]), output.path(targets[1]))
+        reporter = _Reporter(opened, stats, started, progress)
         try:
             texts: list[bytes] = []
             chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
-            blocks = game_blocks(iter(chunks), stats, check_end=True)
+            blocks = game_blocks(reporter.ticking(iter(chunks)), stats, check_end=True)
             pending: list[tuple[KeptGame, bytes]] = []
             for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
                 pending.append((kept, texts.pop()))
@@ -135,6 +140,7 @@ def _index_month(
                     writer.add(_replayed(pending, settings, stats, chess960))
                     pending = []
             writer.add(_replayed(pending, settings, stats, chess960))
+            reporter.report(done=True)
         finally:
             writer.close()
         if stats.games_kept == 0 and not allow_empty:
@@ -145,6 +151,46 @@ def _index_month(
             started=started, source_sha256=source_sha256,
         )  # fmt: skip
     return manifest
+
+
+class _Reporter:
+    """Tells a progress callback, at most every REPORT_EVERY seconds as chunks are read, the
+    bytes read of the source and the games read and kept."""
+
+    REPORT_EVERY = 0.25
+
+    def __init__(
+        self,
+        opened: OpenSource,
+        stats: ScanStats,
+        started: float,
+        progress: ProgressCallback | None,
+    ) -> None:
+        self.opened, self.stats, self.started, self.progress = opened, stats, started, progress
+        self.last = started
+
+    def ticking(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
+        """The chunks, with a report when one is due after each."""
+        for chunk in chunks:
+            yield chunk
+            if self.progress is not None and time.monotonic() - self.last >= self.REPORT_EVERY:
+                self.report()
+
+    def report(self, *, done: bool = False) -> None:
+        if self.progress is None:
+            return
+        self.last = now = time.monotonic()
+        stats = self.stats
+        self.progress(
+            Progress(
+                self.opened.reader.bytes_read,
+                self.opened.size,
+                stats.games_read,
+                stats.games_kept,
+                now - self.started,
+                done,
+            )  # fmt: skip
+        )
 
 
 def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path]:
@@ -209,6 +255,7 @@ def index_by_date(
     *,
     http_options: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
+    progress: ProgressCallback | None = None,
 ) -> tuple[list[ExplorerManifest], ScanStats]:
     """Index a source's games for the explorer, each game into the month its Date tag names
     (pipelines.ingest.dates: a year alone in its January, no year in UNDATED), as for a
@@ -253,8 +300,9 @@ def index_by_date(
                     dated.pending = []
 
         texts: list[bytes] = []
+        reporter = _Reporter(opened, stats, started, progress)
         chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
-        blocks = game_blocks(iter(chunks), stats, check_end=True)
+        blocks = game_blocks(reporter.ticking(iter(chunks)), stats, check_end=True)
         waiting = 0
         for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
             text = texts.pop()
@@ -280,6 +328,7 @@ def index_by_date(
             )  # fmt: skip
             manifests.append(manifest)
         stats.games_kept = sum(m.games_kept for m in manifests)
+        reporter.report(done=True)
     return manifests, stats
 
 
