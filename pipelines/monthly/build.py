@@ -191,6 +191,18 @@ def explorer_step(
     )
 
 
+@contextmanager
+def book_staging(books: Path, month: str) -> Iterator[Path]:
+    """A private staging folder for a month's book under BOOKS/.staging, removed at the end
+    (one a killed run left is removed by the next build of the month: build_lock)."""
+    staging = Path(books) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir(parents=True)
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
     """Build the month's book into a hidden staging folder; return its manifest.
 
@@ -261,9 +273,7 @@ def build_month(
                 download,
                 force,
             )
-        staging = books / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
-        try:
+        with book_staging(books, month) as staging:
             book_manifest: BookManifest = run_step(
                 "build-book", book_step, warehouse, month, settings, staging
             )
@@ -281,8 +291,6 @@ def build_month(
                 staging,
                 started,
             )
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return manifest
 
 

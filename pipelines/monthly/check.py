@@ -13,11 +13,8 @@ month's build lock.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +23,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.files import file_sha256
 from pipelines.ingest.manifest import IngestManifest, read_manifest
-from pipelines.monthly.build import book_step, build_lock
+from pipelines.monthly.build import book_staging, book_step, build_lock
 from pipelines.monthly.manifest import IngestResult, MonthManifest
 from pipelines.monthly.publish import publish_step, published_paths
 from pipelines.monthly.source import ResolvedSource
@@ -144,25 +141,13 @@ def rebuild_book(
     resolved = ResolvedSource(
         current.source, current.source_resolved, current.source_kind, None, None
     )
-    with build_lock(books, month):
-        staging = books / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        staging.mkdir(parents=True)
-        try:
-            book_manifest = book_step(warehouse, month, settings, staging)
-            ingested = IngestResult(current, reused=True)
-            return publish_step(
-                books,
-                month,
-                resolved,
-                settings,
-                ingested,
-                book_manifest,
-                staging,
-                started,
-                status="repaired",
-            )
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+    with build_lock(books, month), book_staging(books, month) as staging:
+        book_manifest = book_step(warehouse, month, settings, staging)
+        ingested = IngestResult(current, reused=True)
+        return publish_step(
+            books, month, resolved, settings, ingested, book_manifest, staging, started,
+            status="repaired",
+        )  # fmt: skip
 
 
 def _temp_findings(books: Path, repair: bool) -> Iterator[Finding]:
