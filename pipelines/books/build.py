@@ -17,6 +17,7 @@ from pipelines.warehouse.integrity import DamagedMonth, check_contents, month_ex
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
+from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from pipelines.warehouse.sql import connect, stable_read
 from pipelines.warehouse.yearly import choose_years, year_expected, yearly_file
 from schemas import first_play
@@ -265,8 +266,11 @@ def build_book(
     allow_empty: bool = True,
     notes: list[str] | None = None,
     pruning: EvalPruning | None = None,
+    resources: QueryResources = DEFAULT_RESOURCES,
 ) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest.
+
+    `resources`: DuckDB's memory limit and where it spills (the machine's defaults).
 
     With `pruning`, the moves that lose by the stored evaluations are left out
     (pipelines.evals.pruning) and the manifest records the rule and its counts; without it the
@@ -289,8 +293,9 @@ def build_book(
         check_output(path)
     with output_lock(out, book_manifest_path(out)):
         return _build_book(
-            warehouse, months, out, settings, allow_empty=allow_empty, notes=notes, pruning=pruning
-        )
+            warehouse, months, out, settings, allow_empty=allow_empty, notes=notes,
+            pruning=pruning, resources=resources,
+        )  # fmt: skip
 
 
 def _build_book(
@@ -302,6 +307,7 @@ def _build_book(
     allow_empty: bool,
     notes: list[str] | None,
     pruning: EvalPruning | None = None,
+    resources: QueryResources = DEFAULT_RESOURCES,
 ) -> BookManifest:
     """build_book, under the output's lock."""
     settings = settings or BookSettings()
@@ -320,7 +326,7 @@ def _build_book(
     walked: list[SideKeys] = []
 
     def read() -> tuple[str, int, int, int]:
-        con = connect(Path(warehouse))
+        con = connect(Path(warehouse), resources=resources)
         judged.clear()
         walked.clear()
         try:

@@ -13,9 +13,11 @@ from pipelines.commands.options import (
     SETTING_FLAGS,
     add_book_options,
     add_file_roles,
+    add_resources_options,
     existing_warehouse,
     integer,
     non_negative_int,
+    resources_from_args,
     settings_as_flags,
 )
 from pipelines.errors import ChesspipeError
@@ -47,6 +49,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--out", required=True, type=Path)
     add_file_roles(parser, writes=("out",))
     add_book_options(parser)
+    add_resources_options(parser)
     side = parser.add_mutually_exclusive_group()
     side.add_argument(
         "--only-white",
@@ -111,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             allow_empty=False,
             notes=notes,
             pruning=pruning,
+            resources=resources_from_args(args),
         )
     except EmptyBook as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None

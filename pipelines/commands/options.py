@@ -208,6 +208,33 @@ def check_file_roles(args: argparse.Namespace) -> None:
 # Groups of options several subcommands add.
 
 
+def add_resources_options(parser: argparse.ArgumentParser) -> None:
+    """Add --memory-limit and --temp-dir, what DuckDB may use (defaults: QueryResources)."""
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="memory DuckDB may hold before it spills to disk, as 4GB or 512MiB (default: half "
+        "of this machine's)",
+    )
+    parser.add_argument(
+        "--temp-dir",
+        type=Path,
+        metavar="DIR",
+        help="where DuckDB spills past its memory limit: a private folder made in DIR for the "
+        "run, removed after (default: the system's temp folder)",
+    )
+
+
+def resources_from_args(args: argparse.Namespace) -> Any:
+    """The QueryResources of --memory-limit and --temp-dir."""
+    from pipelines.warehouse.resources import QueryResources, parse_size
+
+    limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
+    if args.temp_dir is not None and not args.temp_dir.is_dir():
+        raise ChesspipeError(f"--temp-dir {args.temp_dir}: no such folder")
+    return QueryResources(limit, args.temp_dir)
+
+
 def existing_warehouse(path: Path) -> Path:
     """Return `path` when it is a folder (a warehouse), else raise an error naming it."""
     if not path.is_dir():

@@ -9,7 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import positive_number
+from pipelines.commands.options import (
+    add_resources_options,
+    positive_number,
+    resources_from_args,
+)
 from pipelines.warehouse.sql import DEFAULT_TIMEOUT
 
 
@@ -48,6 +52,7 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help=f"stop a query still running after this long (default {DEFAULT_TIMEOUT:g})",
     )
+    add_resources_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -66,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             allow_write=args.allow_write,
             allow_read=args.allow_read,
             timeout=args.timeout,
+            resources=resources_from_args(args),
         )
     except WriteNotAllowed as exc:
         raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None

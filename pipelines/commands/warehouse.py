@@ -13,6 +13,7 @@ from pipelines.commands.options import (
     add_actions,
     add_file_roles,
     add_progress_options,
+    add_resources_options,
     existing_warehouse,
 )
 
@@ -66,6 +67,7 @@ def register(subparsers: Any) -> None:
     compact.add_argument("warehouse", type=Path, metavar="DIR")
     compact.add_argument("--year", required=True, metavar="YYYY", help="the year to compact")
     add_progress_options(compact)
+    add_resources_options(compact)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -91,7 +93,13 @@ def run_compact(args: argparse.Namespace) -> int:
     import json
 
     from pipelines.commands.ingest import progress_shown
-    from pipelines.warehouse.yearly import CompactProgress, compact_year, format_compact_progress
+    from pipelines.commands.options import resources_from_args
+    from pipelines.warehouse.yearly import (
+        CompactProgress,
+        CompactSettings,
+        compact_year,
+        format_compact_progress,
+    )
 
     existing_warehouse(args.warehouse)
     with progress_shown(args) as shown:
@@ -100,7 +108,8 @@ def run_compact(args: argparse.Namespace) -> int:
             if shown is not None:
                 shown.show(format_compact_progress(report), report.seconds, force=report.finished)
 
-        manifest = compact_year(args.warehouse, args.year, progress=progress)
+        settings = CompactSettings(resources=resources_from_args(args))
+        manifest = compact_year(args.warehouse, args.year, settings=settings, progress=progress)
     record = manifest.to_json()
     summary = {k: record[k] for k in ("year", "output", "rows", "month_rows", "seconds")}
     sys.stdout.write(json.dumps(summary, indent=2) + "\n")

@@ -6,7 +6,6 @@ import contextlib
 import os
 import re
 import shutil
-import tempfile
 import threading
 import time
 import weakref
@@ -27,6 +26,7 @@ from pipelines.warehouse.layout import (
 )
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.read_only import ReadOnlyConnection
+from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from pipelines.warehouse.yearly import fresh_yearly_files
 from schemas.evals import EVALS_ORDER, LINES_SQL, SCORE_SQL
 
@@ -98,13 +98,14 @@ def run_query(
     allow_write: bool = False,
     allow_read: Sequence[Path] = (),
     timeout: float | None = DEFAULT_TIMEOUT,
+    resources: QueryResources = DEFAULT_RESOURCES,
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
     """Run a query over the warehouse; return column names and rows.
 
     Unless `allow_write`, only statements that read are taken, and they open no file but the
     warehouse's statistics, the bundled opening names and what lies under `allow_read`
     (`connect`). A query still running after `timeout` seconds (None: no limit) is stopped:
-    QueryTimedOut.
+    QueryTimedOut. `resources`: DuckDB's memory limit and where it spills.
     """
     import duckdb
 
@@ -119,6 +120,7 @@ def run_query(
             chess_terms=uses_chess_terms(query),
             allow_read=allow_read,
             allow_write=allow_write,
+            resources=resources,
         )
         try:
             with time_limit(con, timeout):
@@ -298,7 +300,7 @@ _EMPTY_STATS = (
 def connect(
     warehouse: Path,
     *,
-    memory_limit: str = ...,
+    resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
@@ -308,7 +310,7 @@ def connect(
 def connect(
     warehouse: Path,
     *,
-    memory_limit: str = ...,
+    resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
@@ -318,7 +320,7 @@ def connect(
 def connect(
     warehouse: Path,
     *,
-    memory_limit: str = ...,
+    resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
@@ -327,7 +329,7 @@ def connect(
 def connect(
     warehouse: Path,
     *,
-    memory_limit: str = "2GB",
+    resources: QueryResources = DEFAULT_RESOURCES,
     threads: int | None = None,
     chess_terms: bool = False,
     allow_read: Sequence[Path] = (),
@@ -348,18 +350,22 @@ def connect(
     `COPY ... (USE_TMP_FILE false)` do). `allow_write` gives DuckDB's own connection as it
     comes: any statement, any file, any setting.
 
+    `resources` say how much memory DuckDB may hold (half the machine's by default) and where
+    it spills past that: a private folder made for the connection (pipelines.warehouse.
+    resources), removed with it.
+
     `chess_terms` is off by default because DuckDB imports NumPy to register a Python function
     (about 0.1 s), which a book build does not need.
     """
     import duckdb
 
-    config: dict[str, Any] = {"memory_limit": memory_limit, "preserve_insertion_order": False}
+    config: dict[str, Any] = {"memory_limit": resources.memory(), "preserve_insertion_order": False}
     if threads is not None:
         config["threads"] = threads
     # DuckDB spills to its temp_directory (`.tmp` under the current folder unless set) and lets
     # every query read that folder whatever the lock says: it gets a private folder of its own,
     # made for the connection and removed with it.
-    spill = private_spill_folder()
+    spill = resources.spill_folder()
     config["temp_directory"] = str(spill)
     con = duckdb.connect(config=config)
     weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
@@ -388,13 +394,6 @@ def connect(
         return con
     lock(con, [*months, *yearly, *parts, *read], allow_read)
     return ReadOnlyConnection(con)
-
-
-def private_spill_folder() -> Path:
-    """A new folder for one DuckDB connection's spilled data, that only this user may enter;
-    DuckDB creates it when it first spills."""
-    parent = Path(tempfile.mkdtemp(prefix="chesspipe-duckdb-"))
-    return parent / "spill"
 
 
 def lock(

@@ -14,7 +14,9 @@ this folder (no double counting).
 from __future__ import annotations
 
 import json
+import shutil
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -37,6 +39,7 @@ from pipelines.warehouse.layout import (
     write_row_groups,
 )
 from pipelines.warehouse.locks import month_lock
+from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from schemas import first_play
 from schemas.atomic_files import OutputSet
 from schemas.version import __version__
@@ -273,7 +276,7 @@ def _write_summed(
     files: list[Path],
     target: Path,
     *,
-    memory_limit: str,
+    resources: QueryResources,
     progress: Callable[[str, float], None] | None = None,
 ) -> tuple[int, int]:
     """Write the summed rows of month files to target; return (rows written, rows read).
@@ -291,7 +294,9 @@ def _write_summed(
     # Likewise the side to move (one per key: any month's).
     sided = all("white_to_move" in n for n in names)
     side = "bool_and(white_to_move)" if sided else "NULL::BOOLEAN"
-    con = duckdb.connect(config={"memory_limit": memory_limit})
+    spill = resources.spill_folder()
+    con = duckdb.connect(config={"memory_limit": resources.memory(), "temp_directory": str(spill)})
+    weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
     summed = threading.Event()
 
     def poll() -> None:  # DuckDB answers query_progress from another thread mid-query
@@ -347,8 +352,8 @@ def _as_stats(table: Any, schema: Any) -> Any:
 class CompactSettings:
     """How a year is compacted."""
 
-    #: DuckDB's memory limit while summing (it spills to disk past it).
-    memory_limit: str = "1GB"
+    #: DuckDB's memory limit while summing (it spills to disk past it) and where it spills.
+    resources: QueryResources = DEFAULT_RESOURCES
 
 
 def compact_year(
@@ -403,7 +408,7 @@ def compact_year(
             rows, month_rows = _write_summed(
                 [partition_file(warehouse, m) for m in months],
                 tmp,
-                memory_limit=settings.memory_limit,
+                resources=settings.resources,
                 progress=report if progress is not None else None,
             )
             manifest = YearlyManifest(
