@@ -332,7 +332,12 @@ def test_months_ingested_before_rating_groups(
         explorer.lichess({"play": "e2e4", "ratings": "1600"})
     recent = explorer.lichess({"play": "e2e4", "ratings": "1600", "since": "2021-10"})
     assert shown(recent) == expected(truth, board, months={"2021-10"}, groups={1600})
-    assert "notes" not in recent
+    # No rating note; the note every answer of a warehouse ingest alone filled has: its months
+    # are counted from the move statistics, without games (docs/serve.md).
+    assert recent["notes"] == [
+        "months 2021-10 are counted from the move statistics (the plies ingest counted, each "
+        "visit of a position) and have no games: index them with chesspipe explorer index"
+    ]
     only_old = tmp_path / "only-old"
     write_legacy_partition(partition_file(folder, "2013-01"), partition_file(only_old, "2013-01"))
     write_manifest_for(partition_file(only_old, "2013-01"))
@@ -493,6 +498,8 @@ def test_page_in_chromium(server: str, tmp_path: Path, capsys: pytest.CaptureFix
             ready(play)
             assert rows() == api(play)
         assert driver.find_element(By.ID, "opening").text
+        # The answer's notes are shown: this warehouse has no explorer data (ingest alone).
+        assert "have no games" in driver.find_element(By.ID, "notes").text
         assert len(driver.find_elements(By.CSS_SELECTOR, "#board .pc")) >= 28
         assert driver.find_elements(By.CSS_SELECTOR, "#history svg rect")
         driver.find_element(By.ID, "speeds-blitz").click()

@@ -256,7 +256,7 @@ class Explorer:
             tournament=query.tournament,
             variant=query.variant,
         )
-        unexplored = index.unexplored_months(selection) if self.games is not None else []
+        unexplored = index.unexplored_months(selection)  # ingest alone: every month
         if query.tournament is not None and index.unexplored_months(selection):
             months = ", ".join(index.unexplored_months(selection))
             raise BadRequest(

@@ -36,7 +36,7 @@ tr.move,tr.game{cursor:pointer} tr.move:hover,tr.game:hover{background:#eef}
 .bar div{height:100%} .w{background:#fff} .d{background:#aaa} .b{background:#333}
 .tabs button{padding:4px 12px} .tabs button.on{font-weight:bold;border-bottom:3px solid #27a}
 fieldset{margin-bottom:6px} #history svg{border:1px solid #ccc} textarea{width:390px}
-.hidden{display:none} #line{font-family:monospace;margin:4px 0}
+.hidden{display:none} #line{font-family:monospace;margin:4px 0} #notes{color:#666;font-size:90%}
 </style></head><body>
 <div id="left">
  <div id="board" aria-label="board"></div>
@@ -44,6 +44,7 @@ fieldset{margin-bottom:6px} #history svg{border:1px solid #ccc} textarea{width:3
   <button id="flip">Flip</button></div>
  <div id="line"></div>
  <div id="opening"></div>
+ <div id="notes"></div>
  <div id="tablebase"></div>
  <label>FEN <input id="fen" size="52"></label>
  <div><label>PGN<br><textarea id="pgn" rows="3" placeholder="paste moves or a game"></textarea>
@@ -199,6 +200,7 @@ async function show(){const q=apiQuery(),mark=st.play.join(",")+"|"+q.toString()
    pct(m.black,t)+'</td>';tr.addEventListener("click",()=>go({play:[...st.play,m.uci]}));
   body.appendChild(tr);}
  $("opening").textContent=data.opening?data.opening.eco+" "+data.opening.name:"";
+ $("notes").textContent=(data.notes||[]).join(" ");
  gameRows("top",data.topGames);gameRows("recent",data.recentGames);
  $("history").innerHTML=chart(data.history);document.body.dataset.ready=mark;}
 $("back").onclick=()=>{if(st.play.length)go({play:st.play.slice(0,-1)});};
