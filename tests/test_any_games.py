@@ -520,3 +520,39 @@ def test_a_run_that_keeps_nothing_names_the_options_that_keep_such_games(
                    "--speeds", "all", "--min-rating", "0", "--quiet")  # fmt: skip
     summary = json.loads(kept.stdout)
     assert summary["games_kept"] == decided_standard(london) > 0
+
+
+def test_several_sources_are_read_as_one_in_the_order_given(tmp_path: Path) -> None:
+    """Two SOURCE arguments were refused: several files, folders or globs are read as one
+    source, in the order given, to the same statistics (first-play ranks included) as the
+    files joined end to end; a URL, '-' or a Lichess month among them is refused in one line."""
+    from tests.sample_tool import make_sample
+
+    first, second = (make_sample.sample_path(m) for m in make_sample.SAMPLE_MONTHS[:2])
+    joined = tmp_path / "joined.pgn.zst"
+    joined.write_bytes(first.read_bytes() + second.read_bytes())  # zstd frames end to end
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "second.pgn.zst").write_bytes(second.read_bytes())
+    options = ("--month", "2024-01", "--min-rating", "0", "--speeds", "all", "--quiet")
+    run_cli("ingest", str(joined), "--warehouse", str(tmp_path / "one"), *options)
+    for name, sources in (("files", (first, second)), ("file-and-folder", (first, folder))):
+        run_cli("ingest", *map(str, sources), "--warehouse", str(tmp_path / name), *options)
+        assert (
+            tmp_path / name / "move_stats" / "month=2024-01" / "part-0.parquet"
+        ).read_bytes() == (
+            tmp_path / "one" / "move_stats" / "month=2024-01" / "part-0.parquet"
+        ).read_bytes()
+    # The other order is another source: the same counts, other first-play ranks.
+    run_cli("ingest", str(second), str(first), "--warehouse", str(tmp_path / "swapped"), *options)
+    swapped = json.loads((tmp_path / "swapped" / "move_stats" / "month=2024-01.json").read_text())
+    assert swapped["games_read"] == 2 * 1500
+    explored = run_cli("explorer", "index", str(first), str(second), "--warehouse",
+                       str(tmp_path / "one"), *options)  # fmt: skip
+    assert json.loads(explored.stdout)["games_read"] == 3000
+    for bad in ("-", "https://example.org/x.pgn", "lichess:2024-01"):
+        proc = run_cli("ingest", str(first), bad, "--warehouse", str(tmp_path / "bad"), *options,
+                       check=False)  # fmt: skip
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+        assert "several sources are read as one" in proc.stderr
+    assert not (tmp_path / "bad").exists()

@@ -21,6 +21,7 @@ from pipelines.commands.options import (
     add_table_options,
     integer,
 )
+from pipelines.sources.open import as_source
 
 
 def table_folders(args: argparse.Namespace) -> list[Path]:
@@ -181,7 +182,7 @@ def run_games(args: argparse.Namespace) -> int:
         with progress_shown(args) as bar, _explain_existing():
             manifest = game_labels(
                 folders,
-                args.source,
+                as_source(args.source),
                 args.month,
                 args.out,
                 filter_from_args(args),

@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
         "comments give no depth or engine: an engine's or the Lichess dump's evaluation of a "
         "position ranks above them, and `evals analyse` analyses the position again.",
     )
-    parser.add_argument("source", metavar="SOURCE")
+    parser.add_argument("source", nargs="+", metavar="SOURCE")
     parser.add_argument("--warehouse", required=True, type=Path)
     add_filter_options(parser)
     parser.add_argument(
@@ -44,11 +44,14 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_shown
     from pipelines.evals.game_comments import import_game_evals
     from pipelines.games.game_filter import NothingKept
+    from pipelines.sources.open import as_source
 
     existing_warehouse(args.warehouse)
     rules = filter_from_args(args)
     with progress_shown(args) as bar, said_as_flags(NothingKept):
-        result = import_game_evals(args.warehouse, args.source, rules, plies=args.plies,
-                                   progress=bar, allow_empty=args.allow_empty)  # fmt: skip
+        result = import_game_evals(
+            args.warehouse, as_source(args.source), rules, plies=args.plies, progress=bar,
+            allow_empty=args.allow_empty,
+        )  # fmt: skip
     print(json.dumps(result.to_json(), indent=2))
     return 0

@@ -63,14 +63,16 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
     from pipelines.games.game_filter import NothingKept
+    from pipelines.sources.open import as_source
 
+    source = as_source(args.source)
     rules = filter_from_args(args)
     with settings_as_flags():
         settings = ExplorerSettings(rules, args.plies)
     if args.month is not None:
         with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifest = index_month(
-                args.source, args.month, args.warehouse, settings, allow_empty=args.allow_empty,
+                source, args.month, args.warehouse, settings, allow_empty=args.allow_empty,
                 progress=shown,
             )  # fmt: skip
         print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifests, stats = index_by_date(
-                args.source, args.warehouse, settings, allow_empty=args.allow_empty,
+                source, args.warehouse, settings, allow_empty=args.allow_empty,
                 progress=shown,
             )  # fmt: skip
         summary = {

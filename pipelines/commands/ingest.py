@@ -113,9 +113,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.games.workers import WorkerPool
+    from pipelines.sources.open import as_source
 
     settings = settings_from_args(args)
-    if args.source == "-" and (sys.stdin is None or sys.stdin.closed):
+    source = as_source(args.source)
+    if source == "-" and (sys.stdin is None or sys.stdin.closed):
         raise ChesspipeError("cannot read games from stdin: it is closed")
     # Started first, so that the workers' imports overlap with this process's; ingest closes
     # the pool if it reads alone.
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             summary, manifests = _by_date(args, settings, policy, runtime)
         else:
             manifest = ingest(
-                args.source, args.month, args.warehouse, settings, policy=policy, runtime=runtime
+                source, args.month, args.warehouse, settings, policy=policy, runtime=runtime
             )
             summary, manifests = _month_summary(manifest), [manifest]
     print(json.dumps(summary, indent=2))
@@ -167,9 +169,12 @@ def _by_date(
 ) -> tuple[dict[str, Any], list[IngestManifest]]:
     """Ingest by date; return the run's summary (its counts, then each month's) and manifests."""
     from pipelines.ingest.by_date import ingest_by_date
+    from pipelines.sources.open import as_source
     from pipelines.warehouse.months import month_runs
 
-    done = ingest_by_date(args.source, args.warehouse, settings, policy=policy, runtime=runtime)
+    done = ingest_by_date(
+        as_source(args.source), args.warehouse, settings, policy=policy, runtime=runtime
+    )
     summary = {
         "month_by": "date",
         "games_read": done.games_read,

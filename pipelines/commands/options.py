@@ -263,8 +263,9 @@ def evals_view_warehouse(args: argparse.Namespace, statistics: Any) -> Path | No
 def add_month_source(
     parser: argparse.ArgumentParser, month_help: str, *, metavar: str | None = None
 ) -> None:
-    """Add SOURCE, a month's games as ingest reads them, and --month, the month (YYYY-MM)."""
-    parser.add_argument("source", metavar=metavar)
+    """Add SOURCE, a month's games as ingest reads them (several read as one), and --month,
+    the month (YYYY-MM)."""
+    parser.add_argument("source", nargs="+", metavar=metavar or "SOURCE")
     parser.add_argument("--month", required=True, help=month_help)
 
 
@@ -272,7 +273,13 @@ def add_partition_options(parser: argparse.ArgumentParser, *, by_date: str) -> N
     """Add SOURCE, where its games go (--month, a label; or --month-by date, each game into
     the month its Date tag names: `by_date` says what for) and --warehouse, of the commands
     that write months of the warehouse from games (ingest, explorer index)."""
-    parser.add_argument("source")
+    parser.add_argument(
+        "source",
+        nargs="+",
+        metavar="SOURCE",
+        help="games: a file, a folder or a glob of files ('**' recurses), '-', a URL or "
+        "lichess:YYYY-MM; several files, folders or globs are read as one, in that order",
+    )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--month", help="YYYY-MM partition to write (a label: any source)")
     where.add_argument(

@@ -22,6 +22,7 @@ from pipelines.commands.options import (
     non_negative_int,
     positive_int,
 )
+from pipelines.sources.open import as_source
 
 if TYPE_CHECKING:
     from pipelines.progress import ReadCallback
@@ -343,7 +344,7 @@ def run_from_games(args: argparse.Namespace) -> int:
     try:
         with progress_shown(args) as bar:
             manifest = export_games(
-                args.source,
+                as_source(args.source),
                 args.month,
                 args.out,
                 settings,

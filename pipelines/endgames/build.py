@@ -20,6 +20,7 @@ from pipelines.endgames.probing import TablebaseError
 from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.games.plan import PARALLEL_MIN_BYTES
 from pipelines.progress import ProgressCallback
+from pipelines.sources.open import Source
 from pipelines.warehouse.layout import check_month
 
 
@@ -104,7 +105,7 @@ def epd_labels(
 
 def game_labels(
     folders: Sequence[Path],
-    source: str,
+    source: Source,
     month: str,
     out: Path,
     rules: GameFilter,
@@ -138,7 +139,7 @@ def game_labels(
             parallel_min_bytes=parallel_min_bytes,
         )
         if scan.stats.games_kept == 0 and not allow_empty:
-            raise NothingKept(source, scan.stats, rules)
+            raise NothingKept(str(source), scan.stats, rules)
 
     settings = {"source": source, "month": month, "filter": rules.to_json()}
     with labeller:

@@ -27,7 +27,7 @@ from pipelines.games.in_order import games_in_order
 from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
-from pipelines.sources.open import OpenSource, open_source
+from pipelines.sources.open import OpenSource, Source, open_source
 from schemas.movetext import san_tokens
 
 
@@ -115,7 +115,7 @@ def replay(kept: KeptGame, tables: TableSet, scan: GameScan) -> Iterator[Positio
 
 
 def game_positions(
-    source: str,
+    source: Source,
     rules: GameFilter,
     tables: TableSet,
     scan: GameScan,

@@ -35,7 +35,7 @@ from pipelines.games.eval_comments import BadEval, moves_and_evals_as_written
 from pipelines.games.game_filter import GameFilter, NothingKept, ScanStats, keep_game
 from pipelines.games.in_order import games_in_order
 from pipelines.progress import ProgressCallback
-from pipelines.sources.open import open_source
+from pipelines.sources.open import Source, open_source
 from pipelines.warehouse.evals_files import evals_lock
 from schemas.evals import MATE_SCORE
 from schemas.polyglot import polyglot_key
@@ -120,7 +120,7 @@ def game_evaluations(
 
 def import_game_evals(
     warehouse: Path,
-    source: str,
+    source: Source,
     rules: GameFilter | None = None,
     *,
     plies: int = 20,

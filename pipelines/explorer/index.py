@@ -29,7 +29,7 @@ from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
 from pipelines.games.scan import game_blocks, kept_games_in_blocks
 from pipelines.progress import Progress, ProgressCallback
-from pipelines.sources.open import OpenSource, open_source
+from pipelines.sources.open import OpenSource, Source, open_source
 from pipelines.warehouse.explorer_files import explorer_lock, explorer_temp_files
 from pipelines.warehouse.layout import check_month
 from schemas.atomic_files import OutputSet
@@ -80,7 +80,7 @@ class _Writer:
 
 
 def index_month(
-    source: str,
+    source: Source,
     month: str,
     warehouse: Path,
     settings: ExplorerSettings | None = None,
@@ -110,7 +110,7 @@ def index_month(
 
 
 def _index_month(
-    source: str,
+    source: Source,
     month: str,
     warehouse: Path,
     settings: ExplorerSettings,
@@ -146,7 +146,7 @@ def _index_month(
         if stats.games_kept == 0 and not allow_empty:
             raise NothingKept(opened.name, stats, settings.rules)
         manifest = _write_manifest(
-            output, targets, writer, stats, month=month, source=source,
+            output, targets, writer, stats, month=month, source=str(source),
             settings=settings.to_json(), ends_inside_game=stats.ends_inside_game,
             started=started, source_sha256=source_sha256,
         )  # fmt: skip
@@ -249,7 +249,7 @@ def _write_manifest(
 
 
 def index_by_date(
-    source: str,
+    source: Source,
     warehouse: Path,
     settings: ExplorerSettings | None = None,
     *,
@@ -323,7 +323,7 @@ def index_by_date(
             dated.writer.close()
             manifest = _write_manifest(
                 dated.output, dated.targets, dated.writer, dated.stats, month=dated.month,
-                source=source, settings={**settings.to_json(), "month_by": "date"},
+                source=str(source), settings={**settings.to_json(), "month_by": "date"},
                 ends_inside_game=stats.ends_inside_game, started=started,
             )  # fmt: skip
             manifests.append(manifest)

@@ -39,7 +39,7 @@ from pipelines.ingest.run import (
     until_corrupt,
 )
 from pipelines.ingest.settings import IngestSettings
-from pipelines.sources.open import OpenSource, open_source
+from pipelines.sources.open import OpenSource, Source, open_source
 from pipelines.warehouse.layout import month_range, staging_dir
 from pipelines.warehouse.leftovers import pid_alive, pid_of, staging_root
 from pipelines.warehouse.locks import month_lock
@@ -77,7 +77,7 @@ class _Month:
 
 
 def ingest_by_date(
-    source: str,
+    source: Source,
     warehouse: Path,
     settings: IngestSettings | None = None,
     *,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pipelines.ingest.settings import IngestSettings
 from pipelines.progress import ProgressCallback
+from pipelines.sources.open import Source
 
 if TYPE_CHECKING:
     from pipelines.ingest.kept_text import KeptPart
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 class Job:
     """One ingest run as its strategies see it: what it reads, its settings, where it writes."""
 
-    source: str
+    source: Source
     month: str
     warehouse: Path
     settings: IngestSettings

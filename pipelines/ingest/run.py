@@ -27,7 +27,7 @@ from pipelines.ingest.kept_text import KeptPart, write_kept_games
 from pipelines.ingest.manifest import IngestManifest, Timings, TreeCounts, read_manifest
 from pipelines.ingest.options import Download, RunPolicy, Runtime, Tuning
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
-from pipelines.sources.open import OpenSource, is_url, open_source, resolve
+from pipelines.sources.open import OpenSource, Source, SourceList, is_url, open_source, resolve
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file, staging_dir
 from pipelines.warehouse.locks import month_lock
 from schemas.atomic_files import OutputSet, check_output
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 def ingest(
-    source: str,
+    source: Source,
     month: str,
     warehouse: Path,
     settings: IngestSettings | None = None,
@@ -159,13 +159,18 @@ def ingest(
             pool.close()
 
 
-def _check_kept_target(source: str, target: Path) -> None:
-    """Refuse a kept games file that is the source itself (it would replace what it reads), or
-    that exists and is not a regular file (a folder, a device: NotARegularFile)."""
+def _check_kept_target(source: Source, target: Path) -> None:
+    """Refuse a kept games file that is the source itself, or one of its files (it would
+    replace what it reads), or that exists and is not a regular file (a folder, a device:
+    NotARegularFile)."""
     check_output(target)
-    resolved = resolve(source)
-    local = source != "-" and not is_url(resolved) and Path(resolved).exists()
-    if local and target.exists() and target.samefile(resolved):
+    if isinstance(source, SourceList):
+        files = source.files()
+    else:
+        resolved = resolve(source)
+        local = source != "-" and not is_url(resolved) and Path(resolved).exists()
+        files = [resolved] if local else []
+    if target.exists() and any(target.samefile(file) for file in files):
         raise ChesspipeError(f"the kept games file {target} is the source itself")
 
 
@@ -370,7 +375,7 @@ def publish_month(
         manifest = IngestManifest(
             chesspipe_version=__version__,
             month=job.month,
-            source=job.source,
+            source=str(job.source),
             source_resolved=opened.name,
             source_kind=opened.kind,
             source_size=opened.size,

@@ -24,8 +24,47 @@ def lichess_url(month: str, variant: str = "standard") -> str:
     return f"{LICHESS_BASE}/{variant}/lichess_db_{variant}_rated_{month}.pgn.zst"
 
 
-def resolve(source: str, variant: str = "standard") -> str:
-    """Return the path or URL a SOURCE argument names."""
+@dataclass(frozen=True)
+class SourceList:
+    """Several SOURCE arguments read as one source, in the order given: each a file, a folder
+    or a glob of files (not standard input, a URL or a Lichess month)."""
+
+    items: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return " ".join(self.items)
+
+    def files(self) -> list[str]:
+        """The files of the sources, in the order given (a folder's or a glob's sorted)."""
+        found: list[str] = []
+        for item in self.items:
+            if item == "-" or is_url(item) or item.startswith("lichess:"):
+                raise ChesspipeError(
+                    f"{item}: several sources are read as one, each a file, a folder or a "
+                    "glob of files (not -, a URL or lichess:YYYY-MM)"
+                )
+            listed = source_files(item)
+            if listed is None:
+                if not os.path.isfile(item):
+                    raise ChesspipeError(f"cannot open {item}: no such file")
+                listed = [item]
+            found += listed
+        return found
+
+
+#: What a command reads games from: one SOURCE, or several read as one.
+Source = str | SourceList
+
+
+def as_source(texts: Sequence[str]) -> Source:
+    """The source of one or more SOURCE arguments."""
+    return texts[0] if len(texts) == 1 else SourceList(tuple(texts))
+
+
+def resolve(source: Source, variant: str = "standard") -> str:
+    """Return the path or URL a SOURCE argument names (several: their names, joined)."""
+    if isinstance(source, SourceList):
+        return str(source)
     match = _LICHESS_RE.match(source)
     if match:
         return lichess_url(match.group(1), variant)
@@ -66,12 +105,13 @@ class OpenSource:
 
 @contextmanager
 def open_source(
-    source: str, variant: str = "standard", **http_options: object
+    source: Source, variant: str = "standard", **http_options: object
 ) -> Iterator[OpenSource]:
     """Open a SOURCE for streaming: a path, a folder or a glob of files (read as one source:
-    FileSequence), '-' for stdin, a URL or lichess:YYYY-MM."""
+    FileSequence), '-' for stdin, a URL or lichess:YYYY-MM; or several paths, folders and
+    globs (a SourceList), read as one in the order given."""
     resolved = resolve(source, variant)
-    files = source_files(resolved)
+    files = source.files() if isinstance(source, SourceList) else source_files(resolved)
     if files is not None:
         sequence = FileSequence(files)
         with sequence:

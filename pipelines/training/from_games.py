@@ -26,7 +26,7 @@ from pipelines.games.in_order import games_in_order
 from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import split_games
 from pipelines.progress import ProgressCallback
-from pipelines.sources.open import OpenSource, open_source
+from pipelines.sources.open import OpenSource, Source, open_source
 from pipelines.training.files import training_format, training_writer
 from pipelines.training.lineage import LineageWriter
 from pipelines.training.manifest import FromGamesManifest, manifest_path_for
@@ -211,7 +211,7 @@ def _exported_by_units(
 
 
 def export_games(
-    source: str,
+    source: Source,
     month: str,
     out: Path,
     settings: FromGamesSettings | None = None,
@@ -294,7 +294,7 @@ def export_games(
             manifest = FromGamesManifest(
                 chesspipe_version=__version__,
                 month=month,
-                source=source,
+                source=str(source),
                 output=str(out),
                 lineage=str(lineage),
                 settings=settings,
