@@ -161,7 +161,6 @@ def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None 
     attempts = READ_ATTEMPTS if attempts is None else attempts
     for _ in range(attempts):
         files = statistics_files(warehouse)
-        files += [manifest_path(warehouse, month) for month in available_months(warehouse)]
         before = _identities(files)
         try:
             found = read()
@@ -181,11 +180,13 @@ def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None 
 
 
 def statistics_files(warehouse: Path) -> list[Path]:
-    """The files the views read: each month's partition, the fresh compacted years and the
-    evaluation store's parts."""
+    """The files the views read: each month's partition and its manifest (renamed in after
+    it), the fresh compacted years and the evaluation store's parts."""
     root = Path(warehouse).absolute()
-    months = [partition_file(root, month) for month in available_months(root)]
-    return months + fresh_yearly_files(root) + eval_parts(root)
+    present = available_months(root)
+    months = [partition_file(root, month) for month in present]
+    manifests = [manifest_path(root, month) for month in present]
+    return months + manifests + fresh_yearly_files(root) + eval_parts(root)
 
 
 def _identities(files: list[Path]) -> list[tuple[int, int, int] | None]:
