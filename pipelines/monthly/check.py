@@ -32,8 +32,9 @@ from pipelines.warehouse.explorer_files import explorer_manifest_path
 from pipelines.warehouse.layout import MONTH_RE
 from pipelines.warehouse.locks import month_lock, output_lock
 
-#: A month's run manifest: lichess-YYYY-MM.json, or lichess-VARIANT-YYYY-MM.json.
-RUN_MANIFEST_RE = re.compile(r"lichess(?:-[a-z0-9]+)?-([0-9]{4}-[0-9]{2})\.json")
+#: A month's book or run manifest (publish.book_name): lichess-YYYY-MM.bin or .json, or
+#: lichess-VARIANT-YYYY-MM.bin or .json; the month is the first group, the suffix the second.
+MONTH_FILE_RE = re.compile(r"lichess(?:-[a-z0-9]+)?-([0-9]{4}-[0-9]{2})\.(bin|json)")
 
 #: A temporary file a writer of the books folder leaves while it writes: `.NAME.XXXXXXXX.tmp`.
 TEMP_RE = re.compile(r"\.(.+)\.([0-9a-f]{8})\.tmp")
@@ -44,24 +45,28 @@ def check_books(warehouse: Path, books: Path, *, repair: bool = False) -> list[F
     books that are older than their month again and remove killed runs' temporary files."""
     findings = list(_temp_findings(Path(books), repair))
     for manifest_file in sorted(Path(books).glob("lichess*-*.json")):
-        found = RUN_MANIFEST_RE.fullmatch(manifest_file.name)
+        found = MONTH_FILE_RE.fullmatch(manifest_file.name)
         if found is None or not MONTH_RE.fullmatch(found.group(1)):
             continue
-        findings += _month_findings(Path(warehouse), Path(books), manifest_file, repair)
+        findings += _month_findings(
+            Path(warehouse), Path(books), manifest_file, found.group(1), repair
+        )
     return findings
 
 
 def _month_findings(
-    warehouse: Path, books: Path, manifest_file: Path, repair: bool
+    warehouse: Path, books: Path, manifest_file: Path, month: str, repair: bool
 ) -> Iterator[Finding]:
-    month = RUN_MANIFEST_RE.fullmatch(manifest_file.name).group(1)  # type: ignore[union-attr]
     try:
         fields = json.loads(manifest_file.read_bytes())
     except (OSError, ValueError):
         fields = None
     if isinstance(fields, dict) and "ingest" not in fields:
         return  # a book's own manifest (`book build --out BOOKS/lichess-YYYY-MM.bin`)
-    run = MonthManifest.read(manifest_file)
+    try:
+        run: MonthManifest | None = MonthManifest.from_json(fields)
+    except (KeyError, TypeError, ValueError):  # as MonthManifest.read
+        run = None
     if run is None:
         detail = "not readable as a run manifest; build the month again"
         yield Finding("bad-manifest", manifest_file, month, detail)
@@ -161,7 +166,7 @@ def _temp_findings(books: Path, repair: bool) -> Iterator[Finding]:
             continue
         target = books / found.group(1)
         book = target.with_suffix(".bin") if target.suffix == ".json" else target
-        month_book = re.fullmatch(r"lichess(?:-[a-z0-9]+)?-([0-9]{4}-[0-9]{2})\.bin", book.name)
+        month_book = MONTH_FILE_RE.fullmatch(book.name)
         try:
             with (
                 month_lock(books, f"build-{month_book.group(1)}", clean=False)
