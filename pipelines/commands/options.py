@@ -230,8 +230,6 @@ def resources_from_args(args: argparse.Namespace) -> Any:
     from pipelines.warehouse.resources import QueryResources, parse_size
 
     limit = parse_size(args.memory_limit) if args.memory_limit is not None else None
-    if args.temp_dir is not None and not args.temp_dir.is_dir():
-        raise ChesspipeError(f"--temp-dir {args.temp_dir}: no such folder")
     return QueryResources(limit, args.temp_dir)
 
 

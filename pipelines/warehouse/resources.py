@@ -67,6 +67,8 @@ class QueryResources:
     def __post_init__(self) -> None:
         if self.memory_limit is not None and self.memory_limit < 1 << 20:
             raise ChesspipeError(f"a memory limit of {self.memory_limit} bytes is under 1 MB")
+        if self.temp_dir is not None and not Path(self.temp_dir).is_dir():
+            raise ChesspipeError(f"temp folder {self.temp_dir}: no such folder")
 
     def memory(self) -> str:
         """The memory limit as DuckDB's setting takes it."""
@@ -77,8 +79,6 @@ class QueryResources:
         """A new folder for one connection's spilled data, that only this user may enter (in
         `temp_dir`, or the system's temp folder); DuckDB creates its `spill` folder in it
         when it first spills."""
-        if self.temp_dir is not None and not Path(self.temp_dir).is_dir():
-            raise ChesspipeError(f"--temp-dir {self.temp_dir}: no such folder")
         parent = tempfile.mkdtemp(prefix="chesspipe-duckdb-", dir=self.temp_dir)
         return Path(parent) / "spill"
 
