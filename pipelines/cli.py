@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 
 from pipelines.commands.options import check_file_roles
-from pipelines.commands.stopping import stop_asked, stop_line
 from pipelines.errors import ChesspipeError, Stopped
 from schemas.version import __version__
 
@@ -92,7 +91,7 @@ def _run(argv: list[str]) -> int:
         check_file_roles(args)
         status = args.handler(args)
     except ChesspipeError as exc:
-        if stop_asked() is not None:  # what the stop broke (a worker, a download) says so
+        if _stop_asked() is not None:  # what the stop broke (a worker, a download) says so
             return _stopped()
         print(f"chesspipe: error: {exc}", file=sys.stderr)
         return 1
@@ -105,7 +104,7 @@ def _run(argv: list[str]) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        if stop_asked() is not None:
+        if _stop_asked() is not None:
             return _stopped()
         # What the OS says about a path (a file where a folder should be, and so on), in a line.
         reason = exc.strerror or str(exc)
@@ -113,15 +112,25 @@ def _run(argv: list[str]) -> int:
         print(f"chesspipe: error: {where}{reason}", file=sys.stderr)
         return 1
     except Exception:
-        if stop_asked() is None:
+        if _stop_asked() is None:
             raise
         return _stopped()  # a stop a library wrapped in an error of its own
     return int(status or 0)
 
 
+def _stop_asked() -> int | None:
+    """The signal that asked the command to stop, if it was (stopping.stop_asked); a command
+    that never imported `stopping` installed no handler, and was never asked. Not imported
+    here: every command would pay its imports at start-up."""
+    stopping = sys.modules.get("pipelines.commands.stopping")
+    return None if stopping is None else stopping.stop_asked()
+
+
 def _stopped() -> int:
     """Say that the command stopped at the signal that asked it to; return its exit status."""
-    signum = stop_asked() or 0
+    from pipelines.commands.stopping import stop_line
+
+    signum = _stop_asked() or 0
     print(f"chesspipe: {stop_line(signum)}", file=sys.stderr)
     return 128 + signum
 
