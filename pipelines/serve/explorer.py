@@ -257,8 +257,8 @@ class Explorer:
             variant=query.variant,
         )
         unexplored = index.unexplored_months(selection)  # ingest alone: every month
-        if query.tournament is not None and index.unexplored_months(selection):
-            months = ", ".join(index.unexplored_months(selection))
+        if query.tournament is not None and unexplored:
+            months = ", ".join(unexplored)
             raise BadRequest(
                 f"tournament cannot filter months {months}: they have no explorer data "
                 "(chesspipe explorer index); choose since/until without them"

@@ -62,15 +62,17 @@ class Selection:
 def month_variant(warehouse: Path, month: str, explored: bool) -> str:
     """The variant of a month's games, as its explorer manifest (`explored`) or its ingest
     manifest records it ("standard" when neither says)."""
-    import json
-
+    from pipelines.explorer.manifest import ExplorerManifest
+    from pipelines.ingest.manifest import read_manifest
     from pipelines.warehouse.explorer_files import explorer_manifest_path
-    from pipelines.warehouse.layout import manifest_path
 
-    path = explorer_manifest_path(warehouse, month) if explored else manifest_path(warehouse, month)
     try:
-        settings = json.loads(path.read_text())["settings"]
-        variant = settings["rules"]["variant"] if explored else settings["variant"]
+        if explored:  # (its settings are ExplorerSettings.to_json()'s)
+            indexed = ExplorerManifest.read(explorer_manifest_path(warehouse, month))
+            variant = indexed.settings["rules"]["variant"]
+        else:
+            ingested = read_manifest(warehouse, month)
+            variant = ingested.settings.rules.variant if ingested is not None else "standard"
     except (OSError, ValueError, KeyError, TypeError):
         return "standard"
     return variant if variant in ("standard", "chess960") else "standard"
