@@ -117,11 +117,15 @@ class Tablebases:
         self.on_drop = on_drop
         #: Why each table left out was left out, one line each.
         self.dropped: list[str] = []
+        checked: set[str] = set()
         for tables in (self.tables.wdl, self.tables.dtz):
             for name in list(tables):  # each table is there under its name and its mirror's
                 table = tables.get(name)
-                problem = table_problem(table.path) if table is not None else None
-                if table is not None and problem is not None:
+                if table is None or table.path in checked:
+                    continue  # dropped, or checked, under the other name
+                checked.add(table.path)
+                problem = table_problem(table.path)
+                if problem is not None:
                     self._drop(name, f"{table.path}: {problem}", tell=False)
         found = len({t.path for ts in (self.tables.wdl, self.tables.dtz) for t in ts.values()})
         if not found or not self.tables.wdl:
