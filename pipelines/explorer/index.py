@@ -27,8 +27,8 @@ from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
-from pipelines.games.scan import game_blocks, kept_games_in_blocks
-from pipelines.progress import Progress, ProgressCallback
+from pipelines.games.scan import game_blocks, kept_games_in_blocks, reported_blocks
+from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, Source, open_source
 from pipelines.warehouse.explorer_files import explorer_lock, explorer_temp_files
 from pipelines.warehouse.layout import check_month
@@ -128,11 +128,11 @@ def _index_month(
         open_source(source, settings.rules.variant, **http_options) as opened,
     ):
         writer = _Writer(output.path(targets[0]), output.path(targets[1]))
-        reporter = _Reporter(opened, stats, started, progress)
         try:
             texts: list[bytes] = []
             chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
-            blocks = game_blocks(reporter.ticking(iter(chunks)), stats, check_end=True)
+            blocks = _reported(game_blocks(iter(chunks), stats, check_end=True), opened, stats,
+                               started, progress)  # fmt: skip
             pending: list[tuple[KeptGame, bytes]] = []
             for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
                 pending.append((kept, texts.pop()))
@@ -140,7 +140,7 @@ def _index_month(
                     writer.add(_replayed(pending, settings, stats, chess960))
                     pending = []
             writer.add(_replayed(pending, settings, stats, chess960))
-            reporter.report(done=True)
+            _report_done(opened, stats, started, progress)
         finally:
             writer.close()
         if stats.games_kept == 0 and not allow_empty:
@@ -153,44 +153,25 @@ def _index_month(
     return manifest
 
 
-class _Reporter:
-    """Tells a progress callback, at most every REPORT_EVERY seconds as chunks are read, the
-    bytes read of the source and the games read and kept."""
+def _reported(
+    blocks: Iterator[bytes],
+    opened: OpenSource,
+    stats: ScanStats,
+    started: float,
+    progress: ProgressCallback | None,
+) -> Iterator[bytes]:
+    """The source's blocks of games, `progress` told of them as ingest tells its own."""
+    read = opened.reader
+    return reported_blocks(blocks, stats, progress, started, lambda: read.bytes_read, opened.size)
 
-    REPORT_EVERY = 0.25
 
-    def __init__(
-        self,
-        opened: OpenSource,
-        stats: ScanStats,
-        started: float,
-        progress: ProgressCallback | None,
-    ) -> None:
-        self.opened, self.stats, self.started, self.progress = opened, stats, started, progress
-        self.last = started
-
-    def ticking(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
-        """The chunks, with a report when one is due after each."""
-        for chunk in chunks:
-            yield chunk
-            if self.progress is not None and time.monotonic() - self.last >= self.REPORT_EVERY:
-                self.report()
-
-    def report(self, *, done: bool = False) -> None:
-        if self.progress is None:
-            return
-        self.last = now = time.monotonic()
-        stats = self.stats
-        self.progress(
-            Progress(
-                self.opened.reader.bytes_read,
-                self.opened.size,
-                stats.games_read,
-                stats.games_kept,
-                now - self.started,
-                done,
-            )  # fmt: skip
-        )
+def _report_done(
+    opened: OpenSource, stats: ScanStats, started: float, progress: ProgressCallback | None
+) -> None:
+    """The last report of a run, its numbers the run's."""
+    if progress is not None:
+        elapsed = time.monotonic() - started
+        progress(stats.progress(opened.reader.bytes_read, opened.size, elapsed, done=True))
 
 
 def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path]:
@@ -300,9 +281,9 @@ def index_by_date(
                     dated.pending = []
 
         texts: list[bytes] = []
-        reporter = _Reporter(opened, stats, started, progress)
         chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
-        blocks = game_blocks(reporter.ticking(iter(chunks)), stats, check_end=True)
+        blocks = _reported(game_blocks(iter(chunks), stats, check_end=True), opened, stats,
+                           started, progress)  # fmt: skip
         waiting = 0
         for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
             text = texts.pop()
@@ -328,7 +309,7 @@ def index_by_date(
             )  # fmt: skip
             manifests.append(manifest)
         stats.games_kept = sum(m.games_kept for m in manifests)
-        reporter.report(done=True)
+        _report_done(opened, stats, started, progress)
     return manifests, stats
 
 

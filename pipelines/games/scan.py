@@ -6,6 +6,7 @@ Games that fail the filter never reach python-chess: the scanner looks at raw by
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 
 from pipelines.games import _scan
@@ -17,6 +18,7 @@ from pipelines.games.game_filter import (
     compiled_rules,
     filter_game,
 )
+from pipelines.progress import ProgressCallback
 
 #: Games start after a blank line, with a tag. Splitting consumes the leading "[".
 BOUNDARY = b"\n\n["
@@ -317,3 +319,30 @@ def kept_games_in_blocks(
                 yield kept
             else:
                 yield game
+
+
+#: How often a reader of games tells its progress callback (seconds).
+REPORT_EVERY = 0.5
+
+
+def reported_blocks(
+    blocks: Iterator[bytes],
+    stats: ScanStats,
+    progress: ProgressCallback | None,
+    started: float,
+    bytes_read: Callable[[], int],
+    total: int | None,
+) -> Iterator[bytes]:
+    """Pass blocks of games through, telling `progress` (when there is one) the bytes read of
+    `total` and the games of `stats`, every REPORT_EVERY seconds, `started` the run's start
+    (time.monotonic)."""
+    if progress is None:
+        yield from blocks
+        return
+    last = 0.0
+    for block in blocks:
+        yield block  # report once the block is counted, so games match the bytes read
+        now = time.monotonic()
+        if now - last >= REPORT_EVERY:
+            last = now
+            progress(stats.progress(bytes_read(), total, now - started))

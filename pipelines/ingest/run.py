@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -19,7 +19,7 @@ from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.game_filter import NothingKept, ScanStats
 from pipelines.games.plan import ReadPlan, Strategy, plan_read
 from pipelines.games.processes import StartMethod, may_start_processes
-from pipelines.games.scan import game_blocks
+from pipelines.games.scan import game_blocks, reported_blocks
 from pipelines.games.workers import WorkerPool
 from pipelines.ingest.count_runs import count_games
 from pipelines.ingest.job import Counted, Job
@@ -258,7 +258,9 @@ def _blocks_in_order(
     blocks = game_blocks(iter(ahead), stats, check_end=True)
     if report:
         # Progress counts the bytes read for the text scanned, not how far the thread read.
-        blocks = _reporting(blocks, job, lambda: ahead.mark, opened.size, stats)
+        blocks = reported_blocks(
+            blocks, stats, job.progress, job.started, lambda: ahead.mark, opened.size
+        )
     return until_corrupt(blocks, job.keep_partial, errors)
 
 
@@ -415,26 +417,6 @@ def publish_month(
             )
         outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
-
-
-def _reporting(
-    blocks: Iterator[bytes],
-    job: Job,
-    bytes_read: Callable[[], int],
-    total: int | None,
-    stats: ScanStats,
-) -> Iterator[bytes]:
-    """Pass blocks of games through, calling progress with the bytes read twice a second."""
-    if job.progress is None:
-        yield from blocks
-        return
-    last = 0.0
-    for block in blocks:
-        yield block  # report once the block is counted, so games match the bytes read
-        now = time.monotonic()
-        if now - last >= 0.5:
-            last = now
-            job.progress(stats.progress(bytes_read(), total, time.monotonic() - job.started))
 
 
 #: A run that read fewer than this share of the games of the month it would replace is refused
