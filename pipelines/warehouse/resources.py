@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pipelines.errors import ChesspipeError
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: A size as DuckDB reads one: a number and a unit (B, KB, MB, GB, TB, or KiB ... TiB).
 SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*", re.IGNORECASE)
@@ -81,6 +87,19 @@ class QueryResources:
         when it first spills."""
         parent = tempfile.mkdtemp(prefix="chesspipe-duckdb-", dir=self.temp_dir)
         return Path(parent) / "spill"
+
+    def connect(self, **config: Any) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection (`config`: its other settings) held to the memory limit and
+        spilling into a spill_folder() of its own, removed with the connection. DuckDB lets
+        every query read its temp folder whatever its lock says (by default `.tmp` under the
+        current folder), so no connection spills where another file may lie."""
+        import duckdb
+
+        spill = self.spill_folder()
+        settings = {**config, "memory_limit": self.memory(), "temp_directory": str(spill)}
+        con = duckdb.connect(config=settings)
+        weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
+        return con
 
 
 #: The machine's defaults: half its memory, the system's temp folder.

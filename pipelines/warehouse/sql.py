@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
@@ -360,16 +358,10 @@ def connect(
     """
     import duckdb
 
-    config: dict[str, Any] = {"memory_limit": resources.memory(), "preserve_insertion_order": False}
+    config: dict[str, Any] = {"preserve_insertion_order": False}
     if threads is not None:
         config["threads"] = threads
-    # DuckDB spills to its temp_directory (`.tmp` under the current folder unless set) and lets
-    # every query read that folder whatever the lock says: it gets a private folder of its own,
-    # made for the connection and removed with it.
-    spill = resources.spill_folder()
-    config["temp_directory"] = str(spill)
-    con = duckdb.connect(config=config)
-    weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
+    con = resources.connect(**config)  # spilling into a private folder of its own
     # No bar on a server's or a command's terminal (the setting is locked below); in Jupyter
     # without ipywidgets DuckDB refuses the setting, and has no bar to turn off.
     with contextlib.suppress(duckdb.InvalidInputException):

@@ -14,9 +14,7 @@ this folder (no double counting).
 from __future__ import annotations
 
 import json
-import shutil
 import threading
-import weakref
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
@@ -281,7 +279,6 @@ def _write_summed(
 ) -> tuple[int, int]:
     """Write the summed rows of month files to target; return (rows written, rows read).
     `progress` hears DuckDB's percent while it sums, then the rows written."""
-    import duckdb
     import pyarrow.parquet as pq
 
     from schemas.move_stats import MOVE_STATS_SCHEMA
@@ -294,9 +291,7 @@ def _write_summed(
     # Likewise the side to move (one per key: any month's).
     sided = all("white_to_move" in n for n in names)
     side = "bool_and(white_to_move)" if sided else "NULL::BOOLEAN"
-    spill = resources.spill_folder()
-    con = duckdb.connect(config={"memory_limit": resources.memory(), "temp_directory": str(spill)})
-    weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
+    con = resources.connect()
     summed = threading.Event()
 
     def poll() -> None:  # DuckDB answers query_progress from another thread mid-query
