@@ -14,7 +14,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.monthly.manifest import IngestResult, MonthManifest, TopMove
 from pipelines.monthly.settings import MonthSettings
 from pipelines.monthly.source import ResolvedSource, SourceIdentity
-from pipelines.warehouse.layout import recorded_sha256
+from pipelines.warehouse.integrity import recorded_sha256
 from pipelines.warehouse.leftovers import month_staging, remove_leftovers
 from schemas.atomic_files import OutputSet
 from schemas.version import __version__

@@ -65,6 +65,14 @@ def recorded_output(warehouse: Path, month: str) -> Recorded:
     )
 
 
+def recorded_sha256(warehouse: Path, month: str) -> str | None:
+    """Return the sha256 a month's manifest records for its partition (None: no readable one)."""
+    try:
+        return recorded_output(warehouse, month).sha256
+    except DamagedMonth:
+        return None
+
+
 def check_opened(warehouse: Path, months: Iterable[str]) -> None:
     """Raise DamagedMonth for the first month whose partition's size or modification time is
     not the one its manifest records (months whose manifest predates them are taken as they

@@ -127,15 +127,6 @@ def manifest_path(warehouse: Path, month: str) -> Path:
     return month_manifest(stats_dir(warehouse), month)
 
 
-def recorded_sha256(warehouse: Path, month: str) -> str | None:
-    """Return the sha256 a month's manifest records for its partition (None: no readable one)."""
-    try:
-        recorded = json.loads(manifest_path(warehouse, month).read_text()).get("output_sha256")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return recorded if isinstance(recorded, str) else None
-
-
 def recorded_plies(warehouse: Path, month: str) -> int | None:
     """Return the plies a month's manifest says were counted (None: no readable one)."""
     try:

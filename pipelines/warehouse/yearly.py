@@ -25,14 +25,13 @@ from typing import Any, NamedTuple
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
 from pipelines.progress import bar
-from pipelines.warehouse.integrity import Expected
+from pipelines.warehouse.integrity import Expected, recorded_sha256
 from pipelines.warehouse.layout import (
     PARQUET_OPTIONS,
     ROW_GROUP_ROWS,
     available_months,
     month_range,
     partition_file,
-    recorded_sha256,
     sql_paths,
     write_row_groups,
 )
