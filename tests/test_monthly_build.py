@@ -343,12 +343,17 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
     """Whatever a killed run left visible is whole: readable, and matching its manifest."""
     stats = "move_stats/month=2013-01/part-0.parquet"
     stats_manifest = "move_stats/month=2013-01.json"
-    explorer = ("explorer/month=2013-01/games.parquet", "explorer/month=2013-01/positions.parquet")
+    explorer = (
+        "explorer/month=2013-01/games.parquet",
+        "explorer/month=2013-01/positions.parquet",
+        "explorer/month=2013-01/lookup.duckdb",
+    )
     explorer_manifest = "explorer/month=2013-01.json"
     assert visible_files(warehouse) <= {stats, stats_manifest, *explorer, explorer_manifest}
     if (warehouse / explorer_manifest).exists():
         recorded = json.loads((warehouse / explorer_manifest).read_text())
-        for path, field in zip(explorer, ("games_sha256", "positions_sha256"), strict=True):
+        fields = ("games_sha256", "positions_sha256", "lookup_sha256")
+        for path, field in zip(explorer, fields, strict=True):
             assert recorded[field] == hashlib.sha256((warehouse / path).read_bytes()).hexdigest()
     if (warehouse / stats).exists():
         pq.read_table(warehouse / stats)

@@ -93,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         games = sum(m.games_kept for m in manifests)
         positions = sum(m.positions for m in manifests)
-        size = sum(m.games_bytes + m.positions_bytes for m in manifests) / 1e6
+        size = (
+            sum(m.games_bytes + m.positions_bytes + (m.lookup_bytes or 0) for m in manifests) / 1e6
+        )
         where = manifests[0].month if args.month is not None else f"{len(manifests)} months"
         print(
             f"chesspipe: indexed {games:,} games of {where} for the explorer "

@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         config = server_config(app, host=args.host, port=args.port, **logging)
         _Announcing(config, f"chesspipe: serving {url}: {app.state.serves}").run(sockets=[sock])
         return 0
+    from pipelines.explorer.layout import explorer_lookups
+    from pipelines.serve.lookup_store import check_lookups
+
+    check_lookups(explorer_lookups(args.warehouse))  # a damaged file: one line, before workers
     os.environ[SETTINGS_VARIABLE] = settings.to_json()
     os.environ[PARENT_VARIABLE] = str(os.getpid())  # its workers die with it, even by kill -9
     config = server_config(

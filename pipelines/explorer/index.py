@@ -3,7 +3,8 @@
 The same source and the same filter as `chesspipe ingest`, read again: each kept game's record
 (schemas.explorer.GAMES_SCHEMA) and its positions once each (POSITIONS_SCHEMA), the first
 `plies` of every game (50, as lila-openingexplorer; every ply for collections). Written
-beside the move statistics, published whole (both files, then the manifest) or not at all.
+beside the move statistics with the lookup file the server reads (pipelines.explorer.lookup),
+published whole (the three files, then the manifest) or not at all.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipelines.explorer.game_record import GameRecord, read_record
-from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+from pipelines.explorer.layout import (
+    explorer_manifest_path,
+    games_file,
+    lookup_file,
+    positions_file,
+)
+from pipelines.explorer.lookup import write_lookup
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.positions import GamePositions, replay_games
 from pipelines.explorer.settings import ExplorerSettings
@@ -174,11 +181,12 @@ def _report_done(
         progress(stats.progress(opened.reader.bytes_read, opened.size, elapsed, done=True))
 
 
-def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path]:
-    """A month's two files and its manifest, in the order they are published."""
+def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path, Path]:
+    """A month's three files and its manifest, in the order they are published."""
     return (
         games_file(warehouse, month),
         positions_file(warehouse, month),
+        lookup_file(warehouse, month),
         explorer_manifest_path(warehouse, month),
     )
 
@@ -195,7 +203,7 @@ def _month_held(warehouse: Path, month: str) -> Iterator[None]:
 
 def _write_manifest(
     output: OutputSet,
-    targets: tuple[Path, Path, Path],
+    targets: tuple[Path, Path, Path, Path],
     writer: _Writer,
     stats: ScanStats,
     *,
@@ -206,8 +214,11 @@ def _write_manifest(
     started: float,
     source_sha256: str | None = None,
 ) -> ExplorerManifest:
-    """Write the manifest of a month's two written files (staged in `output`); return it."""
+    """Write a month's lookup file from its two written files (all staged in `output`), then
+    their manifest; return it."""
     games_path, positions_path = output.path(targets[0]), output.path(targets[1])
+    lookup_path = output.path(targets[2])
+    write_lookup(games_path, positions_path, lookup_path, month)
     manifest = ExplorerManifest(
         chesspipe_version=__version__,
         month=month,
@@ -224,8 +235,10 @@ def _write_manifest(
         games_sha256=file_sha256(games_path),
         positions_sha256=file_sha256(positions_path),
         source_sha256=source_sha256,
+        lookup_bytes=lookup_path.stat().st_size,
+        lookup_sha256=file_sha256(lookup_path),
     )
-    output.path(targets[2]).write_bytes(json_bytes(manifest.to_json()))
+    output.path(targets[3]).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 
 
@@ -244,7 +257,7 @@ def index_by_date(
     order and the run's counts (the filter's drops are the run's, not a month's).
 
     Each month's lock is taken when its first game comes (another run of that month fails at
-    once); each month is published whole, its two files then its manifest, once the whole
+    once); each month is published whole, its three files then its manifest, once the whole
     source is read: a failure before publishes none. A month's manifest counts the games that
     passed the filter into it (`games_read`), those kept and those its replay dropped. A run
     that keeps no game raises NothingKept and publishes nothing, unless `allow_empty`.
@@ -318,7 +331,7 @@ class _DatedMonth:
     """A month of an index by date while the source is read: its files and its games."""
 
     month: str
-    targets: tuple[Path, Path, Path]
+    targets: tuple[Path, Path, Path, Path]
     output: OutputSet
     writer: _Writer
     pending: list[tuple[KeptGame, bytes]] = field(default_factory=list)

@@ -17,7 +17,12 @@ from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.explorer.index import index_month
-from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+from pipelines.explorer.layout import (
+    explorer_manifest_path,
+    games_file,
+    lookup_file,
+    positions_file,
+)
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, make_folder
@@ -154,6 +159,7 @@ def up_to_date_explorer(
     for file, recorded in (
         (games_file(warehouse, month), manifest.games_sha256),
         (positions_file(warehouse, month), manifest.positions_sha256),
+        (lookup_file(warehouse, month), manifest.lookup_sha256),
     ):
         if not file.is_file() or file_sha256(file) != recorded:
             return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
 from pipelines.serve.http_guard import HeadLimit, SlowRefusals
+from pipelines.serve.lookup_store import DamagedLookup
 from pipelines.serve.masters import Masters
 from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
@@ -124,6 +126,9 @@ def make_app(
             body = answer(explorer, dict(request.query_params))
         except BadRequest as exc:
             return _error(400, str(exc))
+        except DamagedLookup as exc:  # a block failed its checksum: an error, not a count
+            print(f"chesspipe: {exc}", file=sys.stderr, flush=True)
+            return _error(503, str(exc))
         return Response(body, media_type=media_type)
 
     def lichess(request: Request) -> Response:
@@ -316,7 +321,8 @@ def serves(explorer: Explorer, syzygy: list[str]) -> str:
     span = f"{months[0]}..{months[-1]}, " if months else ""
     count = f"{len(months)} month{'s' if len(months) != 1 else ''}"
     tables = f"Syzygy tables in {', '.join(syzygy)}" if syzygy else "no tablebase"
-    games = f", {explorer.games.count:,} games" if explorer.games is not None else ""
+    explored = len(explorer.lookup.months)
+    games = f", {explored} from lookup files" if explored else ""
     return f"explorer over {count} ({span}{len(explorer.index):,} index rows{games}), {tables}"
 
 

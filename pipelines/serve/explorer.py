@@ -30,10 +30,12 @@ from typing import Any, NamedTuple
 import chess
 import numpy as np
 
+from pipelines.explorer.layout import explorer_lookups
+from pipelines.explorer.lookup import SPEED_NAMES
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES, AnswerCache
-from pipelines.serve.games_index import GamesIndex
 from pipelines.serve.lichess_games import pick
+from pipelines.serve.lookup_store import SERVE_MEMORY, Candidates, LookupGame, LookupMonths
 from pipelines.serve.params import BadRequest
 from pipelines.serve.stats_index import Selection, StatsIndex
 from pipelines.warehouse.openings import names_by_key
@@ -181,25 +183,55 @@ def average_rating(rating_sum: int, games: int) -> int:
 
 
 class Explorer:
-    """Answers `/lichess` requests from a warehouse, read-only, from an in-memory index."""
+    """Answers `/lichess` requests from a warehouse, read-only: its explored months from their
+    lookup files on disk, the others from an in-memory index of their move statistics."""
 
-    def __init__(self, warehouse: Path, *, cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        warehouse: Path,
+        *,
+        cache_bytes: int = CACHE_BYTES,
+        memory_limit: int = SERVE_MEMORY,
+    ) -> None:
         self.warehouse = Path(warehouse)
-        games = GamesIndex.load(self.warehouse)
-        self.games: GamesIndex | None = games if games.count else None
-        self.index = StatsIndex.load(self.warehouse, self.games)
-        #: The games index's months by number in the statistics index's months.
-        self._game_months = np.array(
-            [self.index.months.index(m) for m in games.months], dtype=np.int64
-        )
+        files = explorer_lookups(self.warehouse)
+        self.index = StatsIndex.load(self.warehouse, list(files))
         self.months = self.index.months
+        #: The explored months, read from their lookup files (`memory_limit`: DuckDB's).
+        self.lookup = LookupMonths(files, self.months, memory_limit=memory_limit)
         self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
         #: How a query's position is found: in the calling thread, or by a replay.Replayer.
         self.position_of: Callable[[Query], Position] = board_of
 
     def close(self) -> None:
-        """Nothing to release: the index lives in memory."""
+        """Close the lookup files."""
+        self.lookup.close()
+
+    def selected_months(self, selection: Selection) -> list[str]:
+        """The months a selection chooses."""
+        return [m for m, on in zip(self.months, selection.months, strict=True) if on]
+
+    def game_json(self, month: int, game: LookupGame) -> dict[str, Any]:
+        """A game of a lookup file as lila-openingexplorer's `ExplorerGame`."""
+        result, speed = game.result, game.speed
+        found: dict[str, Any] = {
+            "id": game.id,
+            "winner": "white" if result == 2 else "black" if result == 0 else None,
+            "speed": Speed(SPEED_NAMES[speed]).api_name if speed < len(SPEED_NAMES) else None,
+            "mode": "rated" if game.rated else "casual",
+            "white": {"name": game.white, "rating": game.white_elo},
+            "black": {"name": game.black, "rating": game.black_elo},
+        }
+        name = self.months[month]
+        found["year"] = int(name[:4])
+        found["month"] = name
+        return found
+
+    def games_json(self, wanted: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Games by (month, seq), as game_json() shows them, in the order asked."""
+        records = self.lookup.games(wanted)
+        return [self.game_json(month, records[(month, seq)]) for month, seq in wanted]
 
     def opening_names(self) -> dict[int, tuple[str, str]]:
         """Polyglot key -> (eco, name) of the named openings (the shortest line's name)."""
@@ -270,7 +302,8 @@ class Explorer:
                 "the statistics kept rating groups; re-ingest them, or choose since/until "
                 "without them"
             )
-        totals = index.totals(position.key, selection)
+        explored, candidates = self.lookup.counts(position.key, self.selected_months(selection))
+        totals = index.totals(position.key, selection, explored)
         white_moves = board.turn == chess.WHITE
         moves: list[dict[str, Any]] = []
         for i, raw in enumerate(totals.moves.tolist()):
@@ -303,8 +336,8 @@ class Explorer:
             moves = moves[: query.moves]
         top: list[dict[str, Any]] = []
         recent: list[dict[str, Any]] = []
-        if self.games is not None:
-            top, recent = self._games(query, position, selection, moves)
+        if self.lookup.months:
+            top, recent = self._games(query, position, selection, moves, candidates)
         answer: dict[str, Any] = {
             "white": total[0],
             "draws": total[1],
@@ -353,48 +386,54 @@ class Explorer:
         position: Position,
         selection: Selection,
         moves: list[dict[str, Any]],
+        found: Candidates,
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """topGames and recentGames, and each move's `game` where it was played once."""
-        games = self.games
-        assert games is not None
-        rows = games.picked_rows(position.key)
-        g = games.games[rows]
+        """topGames and recentGames, and each move's `game` where it was played once, from a
+        position's candidate games."""
         allowed = (
-            selection.months[self._game_months[games.month[g]]]
-            & selection.speeds[np.minimum(games.speed[g], len(selection.speeds) - 1)]
-            & selection.groups[games.group[g]]
-            & selection.flags[games.tournament[g].astype(np.int64)]
+            selection.months[found.month]
+            & selection.speeds[np.minimum(found.speed, len(selection.speeds) - 1)]
+            & selection.groups[found.group]
+            & selection.flags[found.tournament]
         )
-        rows = rows[allowed]
         board = position.board
         uci: dict[int, str] = {}
-        for raw in np.unique(games.moves[rows]).tolist():
+        for raw in np.unique(found.move[allowed]).tolist():
             move = decode_move(board, raw)
             if move is not None:
                 uci[raw] = board.uci(move)
-        rows = np.array([r for r in rows.tolist() if int(games.moves[r]) in uci], dtype=np.int64)
+        known = np.array([int(raw) in uci for raw in found.move.tolist()], dtype=bool)
+        rows = np.flatnonzero(allowed & known) if len(found.move) else np.zeros(0, np.int64)
         single = {m["uci"] for m in moves if m["white"] + m["draws"] + m["black"] == 1}
         if single:
             latest: dict[str, int] = {}
             for r in rows.tolist():
-                move_uci = uci[int(games.moves[r])]
-                if move_uci in single:
-                    latest[move_uci] = max(latest.get(move_uci, -1), int(games.games[r]))
+                move_uci = uci[int(found.move[r])]
+                if move_uci in single and (
+                    move_uci not in latest or found.order[r] > found.order[latest[move_uci]]
+                ):
+                    latest[move_uci] = r
+            shown = self.games_json(
+                [(int(found.month[r]), int(found.seq[r])) for r in latest.values()]
+            )
+            by_move = dict(zip(latest, shown, strict=True))
             for m in moves:
-                if m["uci"] in latest:
-                    m["game"] = games.game_json(latest[m["uci"]])
+                if m["uci"] in by_move:
+                    m["game"] = by_move[m["uci"]]
         picked = pick(
-            games,
-            rows,
+            found.order[rows],
+            found.bound[rows],
+            found.speed[rows],
             query.groups,
             top_games=query.top_games,
             recent_games=query.recent_games,
         )
-
-        def shown(row: int) -> dict[str, Any]:
-            return {"uci": uci[int(games.moves[row])], **games.game_json(int(games.games[row]))}
-
-        return [shown(r) for r in picked.top], [shown(r) for r in picked.recent]
+        chosen = [int(rows[i]) for i in picked.top + picked.recent]
+        shown = self.games_json([(int(found.month[r]), int(found.seq[r])) for r in chosen])
+        answers = [
+            {"uci": uci[int(found.move[r])], **game} for r, game in zip(chosen, shown, strict=True)
+        ]
+        return answers[: len(picked.top)], answers[len(picked.top) :]
 
 
 def encode(answer: object) -> bytes:

@@ -75,7 +75,7 @@ class Masters:
             for raw, g in zip(found.moves.tolist(), found.games.tolist(), strict=True)
             if raw in uci
         ][:wanted]
-        top = [{"uci": uci[raw], **self.games.game_json(g, lichess=False)} for raw, g in best]
+        top = [{"uci": uci[raw], **self.games.game_json(g)} for raw, g in best]
         return {
             **totals,
             "moves": moves,
@@ -102,7 +102,7 @@ class Masters:
         game = None
         if white + draws + black == 1:
             only = int(found.games[found.moves == raw][0])
-            game = self.games.game_json(only, lichess=False)
+            game = self.games.game_json(only)
         return {
             "uci": board.uci(move),
             "san": board.san(move),
@@ -123,7 +123,7 @@ class Masters:
         text = self.games.game_text(g)
         if text["moves"] is None:
             return None
-        found = self.games.game_json(g, lichess=False)
+        found = self.games.game_json(g)
         result = _RESULT[int(self.games.result[g])]
         lines = [
             f'[Event "{_escaped(text["event"])}"]',

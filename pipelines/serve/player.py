@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from pipelines.explorer.lookup import SPEED_NAMES
 from pipelines.serve.explorer import (
     Explorer,
     Position,
@@ -22,7 +23,7 @@ from pipelines.serve.explorer import (
     average_rating,
     parse_query,
 )
-from pipelines.serve.games_index import SPEED_NAMES
+from pipelines.serve.lookup_store import PlayerRows, game_order
 from pipelines.serve.params import BadRequest
 from pipelines.serve.performance import performance
 from schemas.polyglot import decode_move
@@ -52,66 +53,45 @@ def player_answer(explorer: Explorer, args: dict[str, str]) -> dict[str, Any]:
     opening = explorer.opening(query, position)
     empty = {"white": 0, "draws": 0, "black": 0, "moves": [], "recentGames": []}
     answer: dict[str, Any] = {**empty, "opening": opening, "queuePosition": 0}
-    games = explorer.games
-    found = games.players.get(name.lower()) if games is not None else None
-    if games is None or found is None:
-        return answer
-    theirs = found[0] if color == "white" else found[1]
-    rows = np.arange(games.rows(position.key).start, games.rows(position.key).stop)
-    g = games.games[rows]
-    at = np.searchsorted(theirs, g)
-    mine = (at < len(theirs)) & (theirs[np.minimum(at, len(theirs) - 1)] == g)
-    rows, g = rows[mine], g[mine]
-    keep = _filtered(explorer, query, modes, g)
-    rows, g = rows[keep], g[keep].astype(np.int64)
-    return {**answer, **_moves(explorer, query, position, rows, g, color)}
-
-
-def _filtered(explorer: Explorer, query: Query, modes: list[str], g: np.ndarray) -> np.ndarray:
-    games = explorer.games
-    assert games is not None
-    months = np.array(
-        [(query.since is None or m >= query.since) and (query.until is None or m <= query.until)
-         for m in games.months] + [False],
-        dtype=bool,
-    )  # fmt: skip
-    keep = months[games.month[g]]
+    months = [
+        m for m in explorer.lookup.months
+        if (query.since is None or m >= query.since) and (query.until is None or m <= query.until)
+    ]  # fmt: skip
+    rows = explorer.lookup.player(position.key, name, color == "white", months)
+    keep = np.ones(len(rows.move), dtype=bool)
     if query.speeds:
         wanted = np.zeros(256, dtype=bool)
-        wanted[: len(SPEED_NAMES)] = [name in query.speeds for name in SPEED_NAMES]
-        keep &= wanted[games.speed[g]]
+        wanted[: len(SPEED_NAMES)] = [speed in query.speeds for speed in SPEED_NAMES]
+        keep &= wanted[rows.speed]
     if modes:
-        rated = games.rated[g]
-        keep &= np.where(rated, "rated" in modes, "casual" in modes)
-    return keep
+        keep &= np.where(rows.rated, "rated" in modes, "casual" in modes)
+    rows = PlayerRows(*(column[keep] for column in rows))
+    return {**answer, **_moves(explorer, query, position, rows, color)}
 
 
 def _moves(
-    explorer: Explorer,
-    query: Query,
-    position: Position,
-    rows: np.ndarray,
-    g: np.ndarray,
-    color: str,
+    explorer: Explorer, query: Query, position: Position, rows: PlayerRows, color: str
 ) -> dict[str, Any]:
-    games = explorer.games
-    assert games is not None
     board = position.board
-    result = games.result[g].astype(np.int64)
-    opponent = (games.black_elo if color == "white" else games.white_elo)[g].clip(0)
-    raw_moves = games.moves[rows]
+    result = rows.result
+    opponent = rows.opponent.clip(0)
+    order = game_order(rows.month, rows.seq)
     moves: list[dict[str, Any]] = []
-    for raw in np.unique(raw_moves).tolist():
+    for raw in np.unique(rows.move).tolist():
         move = decode_move(board, raw)
         if move is None:
             continue
-        here = raw_moves == raw
+        here = rows.move == raw
         white = int((result[here] == 2).sum())
         draws = int((result[here] == 1).sum())
         black = int((result[here] == 0).sum())
         total = white + draws + black
         rating_sum = int(opponent[here].sum())
         wins, losses = (white, black) if color == "white" else (black, white)
+        game = None
+        if total == 1:
+            only = int(np.flatnonzero(here)[0])
+            game = explorer.games_json([(int(rows.month[only]), int(rows.seq[only]))])[0]
         moves.append(
             {
                 "uci": board.uci(move),
@@ -121,7 +101,7 @@ def _moves(
                 "white": white,
                 "draws": draws,
                 "black": black,
-                "game": games.game_json(int(g[here].max())) if total == 1 else None,
+                "game": game,
                 "opening": explorer.opening_after(board, move, position.key),
             }
         )
@@ -134,9 +114,14 @@ def _moves(
         if query.recent_games is None
         else min(query.recent_games, MAX_PLAYER_GAMES)
     )
+    latest = [
+        i for i in np.argsort(-order, kind="stable")[:wanted].tolist()
+        if decode_move(board, int(rows.move[i])) is not None
+    ]  # fmt: skip
+    shown = explorer.games_json([(int(rows.month[i]), int(rows.seq[i])) for i in latest])
     recent = []
-    for i in np.argsort(-g, kind="stable")[:wanted].tolist():
-        move = decode_move(board, int(raw_moves[i]))
-        if move is not None:
-            recent.append({"uci": board.uci(move), **games.game_json(int(g[i]))})
+    for i, game in zip(latest, shown, strict=True):
+        move = decode_move(board, int(rows.move[i]))
+        assert move is not None
+        recent.append({"uci": board.uci(move), **game})
     return {**totals, "moves": moves, "recentGames": recent}

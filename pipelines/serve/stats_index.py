@@ -1,28 +1,30 @@
-"""The explorer's in-memory index: every month's move statistics in NumPy columns sorted by key.
+"""The explorer's counts of the months without explorer data, in memory, and how a request
+sums a position's rows.
 
-Loaded once when the server starts (DuckDB reads the Parquet files and sums the rating bands
-away: the explorer filters by Lichess's rating groups, not by bands). A request finds its
-position's rows by binary search on the sorted keys and sums them with NumPy, without touching
-the files again.
+The months ingested but not indexed for the explorer are loaded once when the server starts
+(DuckDB reads their move statistics and sums the rating bands away: the explorer filters by
+Lichess's rating groups, not by bands) into NumPy columns sorted by key; a request finds its
+position's rows by binary search. Their rows are counted the books' way (the plies ingest
+counted, every visit of a position, no tournament flag: `NO_FLAG`). Months ingested before
+`rating_group` and `rating_sum` were kept have no group (`NO_GROUP`) and no rating sum, and
+`Totals` says which moves are missing them.
 
-Months ingested before `rating_group` and `rating_sum` were kept are loaded too; their rows
-have no group (`NO_GROUP`) and no rating sum, and `Totals` says which moves are missing them.
-
-Months with the explorer's data (`chesspipe explorer index`) are counted from it instead, as
-lila-openingexplorer counts (the first 50 plies, each position once per game, a tournament
-flag per row); the others from the move statistics (the plies ingest counted, every visit of a
-position, no tournament flag: `NO_FLAG`).
+The months indexed for the explorer (`chesspipe explorer index`) are read from their lookup
+files on disk instead (`pipelines.serve.lookup_store`), counted as lila-openingexplorer counts;
+`sum_rows` sums a position's rows of both kinds alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from pipelines.serve.games_index import SPEED_NAMES, GamesIndex, counted_rows
+from pipelines.explorer.lookup import SPEED_NAMES
+from pipelines.serve.lookup_store import CountRows
 from pipelines.warehouse.layout import available_months
 from pipelines.warehouse.sql import DEFAULT_TIMEOUT, connect, time_limit
 from schemas.dimensions import RATING_GROUPS
@@ -111,28 +113,20 @@ class StatsIndex:
         return len(self.keys)
 
     @classmethod
-    def load(cls, warehouse: Path, games: GamesIndex | None = None) -> StatsIndex:
-        """Read every month of a warehouse (read-only): the explorer's counts for the months
-        `games` holds, the move statistics for the others. A month is rated when all its
-        rows have a rating group (months written before the column read it as null)."""
+    def load(cls, warehouse: Path, explored: Sequence[str] = ()) -> StatsIndex:
+        """Read a warehouse's months (read-only): the move statistics of the months not in
+        `explored` (those the explorer reads from their lookup files), numbered among all. A
+        month is rated when all its rows have a rating group (months written before the
+        column read it as null); an explored month is rated."""
         warehouse = Path(warehouse)
-        explored = games.months if games is not None else []
+        explored = list(explored)
         stats_months = [m for m in available_months(warehouse) if m not in explored]
         months = sorted({*stats_months, *explored})
-        from_stats = cls._load_stats(warehouse, stats_months, months)
-        from_stats.variants = [month_variant(warehouse, m, m in explored) for m in months]
-        if games is None or not games.count:
-            return from_stats
-        numbers = [months.index(m) for m in games.months]
-        counted = counted_rows(games, numbers)
-        columns = {
-            name: np.concatenate([from_stats.column(name), counted[name]]) for name in counted
-        }
-        order = np.argsort(columns["key"], kind="stable")
-        columns = {name: values[order] for name, values in columns.items()}
-        rated = [bool(from_stats.rated[i]) or m in explored for i, m in enumerate(months)]
-        explored_months = [m in explored for m in months]
-        return cls(months, rated, columns, explored_months, from_stats.variants)
+        found = cls._load_stats(warehouse, stats_months, months)
+        found.variants = [month_variant(warehouse, m, m in explored) for m in months]
+        found.explored = np.array([m in explored for m in months], dtype=bool)
+        found.rated = found.rated | found.explored
+        return found
 
     def column(self, name: str) -> np.ndarray:
         found: np.ndarray = getattr(self, "keys" if name == "key" else name)
@@ -217,47 +211,25 @@ class StatsIndex:
         flags = np.array([tournament is not True, tournament is not False, tournament is None])
         return Selection(months, speed_ok, group_ok, flags)
 
-    def totals(self, key: int, selection: Selection) -> Totals:
-        """A position's counts per move and per month under a selection."""
+    def rows(self, key: int) -> CountRows:
+        """A position's rows (the move statistics' months)."""
         value = np.uint64(key)
         low = int(np.searchsorted(self.keys, value, "left"))
         high = int(np.searchsorted(self.keys, value, "right"))
-        month = self.month[low:high]
-        keep = (
-            selection.months[month]
-            & selection.speeds[self.speed[low:high]]
-            & selection.groups[self.group[low:high]]
-            & selection.flags[self.tournament[low:high]]
-        )
-        month = month[keep]
-        moves, inverse = np.unique(self.move[low:high][keep], return_inverse=True)
-        counts = []
-        for column in (self.wins, self.draws, self.losses):
-            values = column[low:high][keep]
-            counts.append(np.bincount(inverse, weights=values, minlength=len(moves)))
-            counts.append(np.bincount(month, weights=values, minlength=len(self.months)))
-        games = sum(
-            column[low:high][keep].astype(np.int64)
-            for column in (self.wins, self.draws, self.losses)
-        )
-        unrated = np.bincount(
-            inverse, weights=np.where(self.rated[month], 0, games), minlength=len(moves)
-        )
-        rating_sum = np.bincount(
-            inverse, weights=self.rating_sum[low:high][keep], minlength=len(moves)
-        )
-        as_int = [np.rint(c).astype(np.int64) for c in counts]
-        return Totals(
-            moves,
-            as_int[0],
-            as_int[2],
-            as_int[4],
-            rating_sum,
-            np.rint(unrated).astype(np.int64),
-            as_int[1],
-            as_int[3],
-            as_int[5],
-        )
+        part = slice(low, high)
+        return CountRows(
+            self.move[part], self.month[part].astype(np.int64), self.speed[part],
+            self.group[part], self.tournament[part], self.wins[part], self.draws[part],
+            self.losses[part], self.rating_sum[part],
+        )  # fmt: skip
+
+    def totals(self, key: int, selection: Selection, more: CountRows | None = None) -> Totals:
+        """A position's counts per move and per month under a selection (with `more` rows:
+        the explored months')."""
+        rows = self.rows(key)
+        if more is not None and len(more.move):
+            rows = CountRows(*(np.concatenate([a, b]) for a, b in zip(rows, more, strict=True)))
+        return sum_rows(rows, selection, self.rated)
 
     def unexplored_months(self, selection: Selection) -> list[str]:
         """The selected months counted from the move statistics (no explorer data)."""
@@ -268,3 +240,30 @@ class StatsIndex:
         """The selected months whose rows have no rating groups nor rating sums."""
         chosen = zip(self.months, selection.months, self.rated, strict=True)
         return [month for month, on, rated in chosen if on and not rated]
+
+
+def sum_rows(rows: CountRows, selection: Selection, rated: np.ndarray) -> Totals:
+    """Rows' counts per move and per month under a selection (`rated`: per month, whether its
+    rows have rating sums)."""
+    month = rows.month
+    keep = (
+        selection.months[month]
+        & selection.speeds[rows.speed]
+        & selection.groups[rows.group]
+        & selection.flags[rows.tournament]
+    )
+    month = month[keep]
+    moves, inverse = np.unique(rows.move[keep], return_inverse=True)
+    counts = []
+    for column in (rows.wins, rows.draws, rows.losses):
+        values = column[keep]
+        counts.append(np.bincount(inverse, weights=values, minlength=len(moves)))
+        counts.append(np.bincount(month, weights=values, minlength=len(selection.months)))
+    games = sum(column[keep].astype(np.int64) for column in (rows.wins, rows.draws, rows.losses))
+    unrated = np.bincount(inverse, weights=np.where(rated[month], 0, games), minlength=len(moves))
+    rating_sum = np.bincount(inverse, weights=rows.rating_sum[keep], minlength=len(moves))
+    as_int = [np.rint(c).astype(np.int64) for c in counts]
+    return Totals(
+        moves, as_int[0], as_int[2], as_int[4], rating_sum, np.rint(unrated).astype(np.int64),
+        as_int[1], as_int[3], as_int[5],
+    )  # fmt: skip

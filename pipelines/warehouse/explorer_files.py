@@ -1,7 +1,8 @@
 """Where the explorer's data lives in a warehouse, known below `pipelines.explorer` so that
-the warehouse's check can read it: `explorer/month=YYYY-MM/` with `games.parquet` and
-`positions.parquet`, the month's manifest `explorer/month=YYYY-MM.json` beside it (published
-last: a month without one is not there), and the lock a month's index run holds."""
+the warehouse's check can read it: `explorer/month=YYYY-MM/` with `games.parquet`,
+`positions.parquet` and `lookup.duckdb`, the month's manifest `explorer/month=YYYY-MM.json`
+beside it (published last: a month without one is not there), and the lock a month's index
+run holds."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from pathlib import Path
 from pipelines.warehouse.layout import month_folder, month_manifest
 from pipelines.warehouse.locks import exclusive_lock
 
-#: The files of a month's folder.
-GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
+#: The files of a month's folder: the games, their positions, and the lookup file the server
+#: reads (pipelines.explorer.lookup).
+GAMES_FILE, POSITIONS_FILE, LOOKUP_FILE = "games.parquet", "positions.parquet", "lookup.duckdb"
 #: The manifest's fields that record each file's sha256.
-SHA256_FIELDS = {GAMES_FILE: "games_sha256", POSITIONS_FILE: "positions_sha256"}
+SHA256_FIELDS = {
+    GAMES_FILE: "games_sha256",
+    POSITIONS_FILE: "positions_sha256",
+    LOOKUP_FILE: "lookup_sha256",
+}
 
 
 def explorer_dir(warehouse: Path) -> Path:
@@ -31,8 +37,10 @@ def explorer_manifest_path(warehouse: Path, month: str) -> Path:
 
 
 def explorer_temp_files(warehouse: Path, month: str) -> list[Path]:
-    """A month's temporary files (`.NAME.XXXXXXXX.tmp`): its files' and its manifest's."""
-    found = list(explorer_month_dir(warehouse, month).glob(".*.tmp"))
+    """A month's temporary files (`.NAME.XXXXXXXX.tmp`, and a lookup file's write-ahead log
+    `.tmp.wal`): its files' and its manifest's."""
+    folder = explorer_month_dir(warehouse, month)
+    found = [*folder.glob(".*.tmp"), *folder.glob(".*.tmp.wal")]
     found += explorer_dir(warehouse).glob(f".{explorer_manifest_path(warehouse, month).name}.*.tmp")
     return sorted(found)
 

@@ -88,16 +88,19 @@ class QueryResources:
         parent = tempfile.mkdtemp(prefix="chesspipe-duckdb-", dir=self.temp_dir)
         return Path(parent) / "spill"
 
-    def connect(self, **config: Any) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection (`config`: its other settings) held to the memory limit and
-        spilling into a spill_folder() of its own, removed with the connection. DuckDB lets
-        every query read its temp folder whatever its lock says (by default `.tmp` under the
-        current folder), so no connection spills where another file may lie."""
+    def connect(
+        self, database: str = ":memory:", *, read_only: bool = False, **config: Any
+    ) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection (to `database`, in memory by default; `config`: its other
+        settings) held to the memory limit and spilling into a spill_folder() of its own,
+        removed with the connection. DuckDB lets every query read its temp folder whatever its
+        lock says (by default `.tmp` under the current folder), so no connection spills where
+        another file may lie."""
         import duckdb
 
         spill = self.spill_folder()
         settings = {**config, "memory_limit": self.memory(), "temp_directory": str(spill)}
-        con = duckdb.connect(config=settings)
+        con = duckdb.connect(database, read_only=read_only, config=settings)
         weakref.finalize(con, shutil.rmtree, spill.parent, ignore_errors=True)
         return con
 

@@ -1,0 +1,133 @@
+"""The explorer's lookup file: a month's explorer data as the server reads it, from disk.
+
+`lookup.duckdb` beside a month's `games.parquet` and `positions.parquet`, made from them when
+the month is indexed and published with them. A DuckDB database (its blocks checksummed, so a
+damaged block fails a read and never answers a wrong count), every table sorted by what the
+server looks it up by, so that one request reads a few blocks of it and the server's memory
+does not grow with the games:
+
+- `counts`: per (key, move, month, speed, lila's rating bound, tournament flag) the results
+  for the mover, the movers' rating sum and the `games` (seq) of the group's most recent
+  KEPT_PER_GROUP games, lila-openingexplorer's `MAX_LICHESS_GAMES`: what `/lichess` sums and
+  picks topGames and recentGames from. Sorted by key.
+- `games`: each game's record, sorted by (month, seq): what an answer shows of its games.
+- `positions`: each position once per game (key, month, seq, move), sorted by key, and
+  `players`: each game twice, under each player's name in lower case with the side they
+  played, their result and their opponent's rating, sorted by name: what `/player` joins.
+
+Months are numbered `year * 12 + month - 1` (MONTH_NUMBER), so that files of several months
+merge without renumbering.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
+from schemas.dimensions import RATING_GROUPS
+from schemas.speed import Speed
+
+#: The lookup file's name in a month's folder.
+LOOKUP_FILE = "lookup.duckdb"
+#: The lookup file's layout; a file of another is refused.
+LOOKUP_VERSION = 1
+#: Games kept per position, move, month, speed, rating bound and flag (lila's
+#: MAX_LICHESS_GAMES).
+KEPT_PER_GROUP = 8
+#: lila-openingexplorer's group of an average of 2800 or more (`Group3200`): its lower bound
+#: orders top games; a filter reads it as 2500.
+TOP_BOUND = 3200
+#: Speed names in index order (the numbers of the `speed` columns; 255: none of them).
+SPEED_NAMES = tuple(speed.value for speed in Speed)
+
+
+def month_number(month: str) -> int:
+    """A month's number in the lookup files ("2021-10" -> 2021 * 12 + 9)."""
+    return int(month[:4]) * 12 + int(month[5:7]) - 1
+
+
+def month_name(number: int) -> str:
+    """The month of a number of month_number()."""
+    year, month = divmod(number, 12)
+    return f"{year:04d}-{month + 1:02d}"
+
+
+def _bound_sql(average: str) -> str:
+    """SQL of lila's rating bound of an average rating (RatingGroup::select_avg)."""
+    steps = " ".join(
+        f"WHEN {average} >= {bound} THEN {bound}" for bound in reversed(RATING_GROUPS[1:])
+    )
+    return f"CASE WHEN {average} >= 2800 THEN {TOP_BOUND} {steps} ELSE 0 END"
+
+
+def write_lookup(
+    games_path: Path,
+    positions_path: Path,
+    out: Path,
+    month: str,
+    *,
+    resources: QueryResources = DEFAULT_RESOURCES,
+) -> None:
+    """Write a month's lookup file at `out` (a new file) from its two Parquet files."""
+    con = resources.connect(str(out))
+    try:
+        con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $month AS month",
+                    {"month": month})  # fmt: skip
+        con.execute(
+            """
+            CREATE TABLE games AS
+            SELECT $number::USMALLINT AS month, seq, id, event, site, round, date, white, black,
+                white_elo, black_elo, white_title, black_title, result,
+                coalesce(list_position($speeds, speed) - 1, 255)::UTINYINT AS speed,
+                rated, tournament, moves
+            FROM read_parquet($games) ORDER BY seq
+            """,
+            {"number": month_number(month), "speeds": list(SPEED_NAMES),
+             "games": str(games_path)},
+        )  # fmt: skip
+        con.execute(
+            """
+            CREATE TABLE players AS
+            SELECT * FROM (
+                SELECT lower(white) AS name, true AS white, month, seq, result,
+                    black_elo AS opponent, speed, rated FROM games
+                UNION ALL
+                SELECT lower(black), false, month, seq, result, white_elo, speed, rated
+                FROM games
+            ) ORDER BY name, white, month, seq
+            """
+        )
+        con.execute(
+            """
+            CREATE TABLE positions AS
+            SELECT key, $number::USMALLINT AS month, seq, move
+            FROM read_parquet($positions) ORDER BY key, seq
+            """,
+            {"number": month_number(month), "positions": str(positions_path)},
+        )
+        average = "(coalesce(g.white_elo, 0) + coalesce(g.black_elo, 0)) // 2"
+        con.execute(
+            f"""
+            CREATE TABLE counts AS
+            WITH rows AS (
+                SELECT p.key, p.move, p.seq, g.month, g.speed, g.tournament,
+                    ({_bound_sql(average)})::USMALLINT AS bound,
+                    CASE WHEN p.ply % 2 = 0 THEN g.result ELSE 2 - g.result END AS points,
+                    coalesce(CASE WHEN p.ply % 2 = 0 THEN g.white_elo ELSE g.black_elo END, 0)
+                        AS rating
+                FROM read_parquet($positions) p JOIN games g USING (seq)
+            )
+            SELECT key, move, month, speed, bound, tournament,
+                count(*) FILTER (WHERE points = 2)::UINTEGER AS wins,
+                count(*) FILTER (WHERE points = 1)::UINTEGER AS draws,
+                count(*) FILTER (WHERE points = 0)::UINTEGER AS losses,
+                sum(rating)::UBIGINT AS rating_sum,
+                list_sort(max(seq, {KEPT_PER_GROUP})) AS games
+            FROM rows GROUP BY ALL
+            ORDER BY key, move, month, speed, bound, tournament
+            """,
+            {"positions": str(positions_path)},
+        )
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()

@@ -1,0 +1,140 @@
+"""The explorer's lookup files (pipelines/explorer/lookup.py), read by the server from disk.
+
+Their answers are the recount's in tests/test_explorer_games.py; here, what a damaged or
+half-written file does: a file not of its recorded size is refused when the server starts, in
+one line naming it; a flipped byte in a block answers an error (503), never another count;
+`warehouse check` names the file; what a killed index run left is removed by the next run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipelines.explorer.index import index_month
+from pipelines.explorer.layout import lookup_file
+from pipelines.explorer.settings import ExplorerSettings
+from pipelines.games.game_filter import GameFilter
+from pipelines.serve.explorer import Explorer
+from pipelines.serve.lookup_store import DamagedLookup
+from schemas.speed import Speed
+from tests.conftest import GAMES_2021, need, run_cli
+from tests.serving import free_port
+
+MONTH = "2021-10"
+#: Lines of the sample's first games, as `play` (the start position first).
+LINES = ["", "e2e4", "e2e4,e7e5", "d2d4", "d2d4,d7d5,c2c4", "e2e4,c7c5", "g1f3", "c2c4"]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("warehouse")
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
+    index_month(str(need(GAMES_2021, "real Lichess games (2021-10)")), MONTH, folder,
+                ExplorerSettings(rules))  # fmt: skip
+    return folder
+
+
+def copied(warehouse: Path, folder: Path) -> Path:
+    target = folder / "copy"
+    shutil.copytree(warehouse, target)
+    return target
+
+
+def answers(warehouse: Path) -> list[dict[str, object] | str]:
+    """The answers for LINES (with top and recent games), or the error of each."""
+    explorer = Explorer(warehouse, cache_bytes=0)
+    found: list[dict[str, object] | str] = []
+    try:
+        for line in LINES:
+            try:
+                found.append(explorer.lichess({"play": line} if line else {}))
+            except DamagedLookup as exc:
+                found.append(f"error: {exc}")
+    finally:
+        explorer.close()
+    return found
+
+
+def test_a_truncated_lookup_file_is_refused_when_the_server_starts(
+    indexed: Path, tmp_path: Path
+) -> None:
+    warehouse = copied(indexed, tmp_path)
+    path = lookup_file(warehouse, MONTH)
+    with path.open("r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    for workers in ("1", "2"):
+        found = run_cli("serve", "--warehouse", str(warehouse), "--port", str(free_port()),
+                        "--workers", workers, check=False)  # fmt: skip
+        assert found.returncode == 1, found.stderr
+        lines = found.stderr.strip().splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in found.stderr
+        assert "manifest records" in lines[0]
+
+
+def test_a_flipped_byte_answers_an_error_never_another_count(indexed: Path, tmp_path: Path) -> None:
+    good = answers(indexed)
+    assert all(isinstance(answer, dict) for answer in good)
+    size = lookup_file(indexed, MONTH).stat().st_size
+    errors = 0
+    for share in (0.2, 0.35, 0.5, 0.65, 0.8, 0.95):
+        warehouse = copied(indexed, tmp_path / f"at-{share}")
+        path = lookup_file(warehouse, MONTH)
+        with path.open("r+b") as handle:
+            handle.seek(int(size * share))
+            byte = handle.read(1)
+            handle.seek(int(size * share))
+            handle.write(bytes([byte[0] ^ 0x5A]))
+        try:
+            found = answers(warehouse)
+        except DamagedLookup as exc:  # the block read on opening
+            assert str(path) in str(exc)
+            errors += 1
+            continue
+        for before, after in zip(good, found, strict=True):
+            if isinstance(after, str):
+                errors += 1
+            else:
+                assert after == before, share
+        check = run_cli("warehouse", "check", str(warehouse), check=False)
+        assert check.returncode == 1 and "lookup.duckdb" in check.stdout + check.stderr
+    assert errors, "no flipped byte was in a block the answers read"
+
+
+def test_a_damaged_block_answers_503_over_http(indexed: Path, tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from pipelines.serve.app import make_app
+
+    warehouse = copied(indexed, tmp_path)
+    path = lookup_file(warehouse, MONTH)
+    explorer = Explorer(warehouse, cache_bytes=0)  # opened whole, damaged while it serves
+    try:
+        size = path.stat().st_size
+        with path.open("r+b") as handle:
+            for at in range(size // 4, size, 4096):  # a byte of every block past the first
+                handle.seek(at)
+                byte = handle.read(1)
+                handle.seek(at)
+                handle.write(bytes([byte[0] ^ 0x5A]))
+        client = TestClient(make_app(explorer, None))
+        statuses = {client.get(f"/lichess?play={line}").status_code for line in LINES}
+        assert statuses == {503}
+        error = client.get("/lichess").json()["error"]
+        assert "lookup files cannot be read" in error and "checksum" in error
+    finally:
+        explorer.close()
+
+
+def test_what_a_killed_index_left_is_removed_by_the_next_run(indexed: Path, tmp_path: Path) -> None:
+    warehouse = copied(indexed, tmp_path)
+    folder = lookup_file(warehouse, MONTH).parent
+    leftovers = [folder / ".lookup.duckdb.abcdefgh.tmp", folder / ".lookup.duckdb.abcdefgh.tmp.wal"]
+    for leftover in leftovers:
+        leftover.write_bytes(b"half")
+    rules = GameFilter(min_rating=0, speeds=frozenset(Speed))
+    index_month(str(GAMES_2021), MONTH, warehouse, ExplorerSettings(rules))
+    assert not any(p.exists() for p in leftovers)
+    assert answers(warehouse) == answers(indexed)
