@@ -43,16 +43,30 @@ def copied(warehouse: Path, folder: Path) -> Path:
     return target
 
 
+#: The files the server reads of a month.
+SERVED = ("counts.bin", "records.bin", "lookup.duckdb")
+PLAYER = "xtc99"
+
+
 def answers(warehouse: Path) -> list[dict[str, object] | str]:
-    """The answers for LINES (with top and recent games), or the error of each."""
+    """The answers for LINES (with top and recent games) and a player's, or the error of
+    each."""
+    from pipelines.serve.player import player_answer
+
     explorer = Explorer(warehouse, cache_bytes=0)
     found: list[dict[str, object] | str] = []
     try:
         for line in LINES:
-            try:
-                found.append(explorer.lichess({"play": line} if line else {}))
-            except DamagedLookup as exc:
-                found.append(f"error: {exc}")
+            args = {"play": line} if line else {}
+            for player in (None, PLAYER):
+                try:
+                    if player is None:
+                        found.append(explorer.lichess(args))
+                    else:
+                        query = {**args, "player": player, "color": "white"}
+                        found.append(player_answer(explorer, query))
+                except DamagedLookup as exc:
+                    found.append(f"error: {exc}")
     finally:
         explorer.close()
     return found
@@ -61,10 +75,15 @@ def answers(warehouse: Path) -> list[dict[str, object] | str]:
 def test_a_truncated_lookup_file_is_refused_when_the_server_starts(
     indexed: Path, tmp_path: Path
 ) -> None:
-    warehouse = copied(indexed, tmp_path)
-    path = lookup_file(warehouse, MONTH)
-    with path.open("r+b") as handle:
-        handle.truncate(path.stat().st_size // 2)
+    for name in SERVED:
+        warehouse = copied(indexed, tmp_path / name)
+        path = lookup_file(warehouse, MONTH).parent / name
+        with path.open("r+b") as handle:
+            handle.truncate(path.stat().st_size // 2)
+        refused(warehouse, path)
+
+
+def refused(warehouse: Path, path: Path) -> None:
     for workers in ("1", "2"):
         found = run_cli("serve", "--warehouse", str(warehouse), "--port", str(free_port()),
                         "--workers", workers, check=False)  # fmt: skip
@@ -77,11 +96,19 @@ def test_a_truncated_lookup_file_is_refused_when_the_server_starts(
 def test_a_flipped_byte_answers_an_error_never_another_count(indexed: Path, tmp_path: Path) -> None:
     good = answers(indexed)
     assert all(isinstance(answer, dict) for answer in good)
-    size = lookup_file(indexed, MONTH).stat().st_size
+    assert any(answer["moves"] for answer in good[1::2])  # type: ignore[index]
+    for name in SERVED:
+        flipped(indexed, tmp_path / name, name, good)
+
+
+def flipped(indexed: Path, folder: Path, name: str, good: list[dict[str, object] | str]) -> None:
+    """Flip a byte at several places of a served file: every answer is the good one or an
+    error, and some are errors."""
+    size = (lookup_file(indexed, MONTH).parent / name).stat().st_size
     errors = 0
-    for share in (0.2, 0.35, 0.5, 0.65, 0.8, 0.95):
-        warehouse = copied(indexed, tmp_path / f"at-{share}")
-        path = lookup_file(warehouse, MONTH)
+    for share in (0.1, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95, 0.999):
+        warehouse = copied(indexed, folder / f"at-{share}")
+        path = lookup_file(warehouse, MONTH).parent / name
         with path.open("r+b") as handle:
             handle.seek(int(size * share))
             byte = handle.read(1)
@@ -99,31 +126,42 @@ def test_a_flipped_byte_answers_an_error_never_another_count(indexed: Path, tmp_
             else:
                 assert after == before, share
         check = run_cli("warehouse", "check", str(warehouse), check=False)
-        assert check.returncode == 1 and "lookup.duckdb" in check.stdout + check.stderr
-    assert errors, "no flipped byte was in a block the answers read"
+        assert check.returncode == 1 and name in check.stdout + check.stderr
+    assert errors, f"no flipped byte of {name} was in a block the answers read"
 
 
-def test_a_damaged_block_answers_503_over_http(indexed: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", SERVED)
+def test_a_block_damaged_while_serving_answers_503(
+    indexed: Path, tmp_path: Path, name: str
+) -> None:
     from starlette.testclient import TestClient
 
     from pipelines.serve.app import make_app
 
     warehouse = copied(indexed, tmp_path)
-    path = lookup_file(warehouse, MONTH)
+    path = lookup_file(warehouse, MONTH).parent / name
     explorer = Explorer(warehouse, cache_bytes=0)  # opened whole, damaged while it serves
     try:
         size = path.stat().st_size
         with path.open("r+b") as handle:
-            for at in range(size // 4, size, 4096):  # a byte of every block past the first
+            for at in range(
+                size // 4, size * 9 // 10, 1024
+            ):  # a byte of every block past the first
                 handle.seek(at)
                 byte = handle.read(1)
                 handle.seek(at)
                 handle.write(bytes([byte[0] ^ 0x5A]))
         client = TestClient(make_app(explorer, None))
-        statuses = {client.get(f"/lichess?play={line}").status_code for line in LINES}
-        assert statuses == {503}
-        error = client.get("/lichess").json()["error"]
-        assert "lookup files cannot be read" in error and "checksum" in error
+        route = "/player" if name == "lookup.duckdb" else "/lichess"
+        player = f"&player={PLAYER}&color=white" if route == "/player" else ""
+        statuses = {client.get(f"{route}?play={line}{player}").status_code for line in LINES}
+        assert 503 in statuses and statuses <= {200, 503}
+        error = next(
+            client.get(f"{route}?play={line}{player}").json()
+            for line in LINES
+            if client.get(f"{route}?play={line}{player}").status_code == 503
+        )["error"]
+        assert "checksum" in error and "warehouse check" in error or "Corrupt" in error
     finally:
         explorer.close()
 

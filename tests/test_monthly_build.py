@@ -347,12 +347,20 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
         "explorer/month=2013-01/games.parquet",
         "explorer/month=2013-01/positions.parquet",
         "explorer/month=2013-01/lookup.duckdb",
+        "explorer/month=2013-01/counts.bin",
+        "explorer/month=2013-01/records.bin",
     )
     explorer_manifest = "explorer/month=2013-01.json"
     assert visible_files(warehouse) <= {stats, stats_manifest, *explorer, explorer_manifest}
     if (warehouse / explorer_manifest).exists():
         recorded = json.loads((warehouse / explorer_manifest).read_text())
-        fields = ("games_sha256", "positions_sha256", "lookup_sha256")
+        fields = (
+            "games_sha256",
+            "positions_sha256",
+            "lookup_sha256",
+            "counts_sha256",
+            "records_sha256",
+        )
         for path, field in zip(explorer, fields, strict=True):
             assert recorded[field] == hashlib.sha256((warehouse / path).read_bytes()).hexdigest()
     if (warehouse / stats).exists():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from pipelines.commands.options import (
@@ -14,6 +15,7 @@ from pipelines.commands.options import (
     add_allow_empty_option,
     add_filter_options,
     add_partition_options,
+    add_resources_options,
     said_as_flags,
     settings_as_flags,
 )
@@ -56,6 +58,20 @@ def register(subparsers: Any) -> None:
         "served as /masters (their moves are kept for their PGN)",
     )
     add_allow_empty_option(index, "publish an empty month")
+    compact = add_action(
+        actions,
+        "compact",
+        run_compact,
+        help="merge a year's explored months into one lookup file the server reads",
+        description="Merge the lookup files of a year's explored months into "
+        "WAREHOUSE/explorer_yearly/year=YYYY/lookup.duckdb, with a manifest recording each "
+        "month's lookup sha256: `chesspipe serve` then reads one file for those months "
+        "instead of one per month, while they still match it (a month indexed again is read "
+        "from its own file until the year is compacted again).",
+    )
+    compact.add_argument("--warehouse", type=Path, required=True, help="the warehouse folder")
+    compact.add_argument("--year", required=True, metavar="YYYY", help="the year to compact")
+    add_resources_options(compact)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +110,15 @@ def run(args: argparse.Namespace) -> int:
         games = sum(m.games_kept for m in manifests)
         positions = sum(m.positions for m in manifests)
         size = (
-            sum(m.games_bytes + m.positions_bytes + (m.lookup_bytes or 0) for m in manifests) / 1e6
+            sum(
+                m.games_bytes
+                + m.positions_bytes
+                + (m.lookup_bytes or 0)
+                + (m.counts_bytes or 0)
+                + (m.records_bytes or 0)
+                for m in manifests
+            )
+            / 1e6
         )
         where = manifests[0].month if args.month is not None else f"{len(manifests)} months"
         print(
@@ -102,4 +126,17 @@ def run(args: argparse.Namespace) -> int:
             f"({positions:,} positions, {size:.1f} MB)",
             file=sys.stderr,
         )
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    from pipelines.commands.options import existing_warehouse, resources_from_args
+    from pipelines.errors import ChesspipeError
+    from pipelines.explorer.compact import compact_year
+
+    existing_warehouse(args.warehouse)
+    if not (len(args.year) == 4 and args.year.isdigit()):
+        raise ChesspipeError(f"--year must be a year (YYYY), not {args.year!r}")
+    manifest = compact_year(args.warehouse, args.year, resources=resources_from_args(args))
+    print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
     return 0

@@ -4,7 +4,7 @@ The same source and the same filter as `chesspipe ingest`, read again: each kept
 (schemas.explorer.GAMES_SCHEMA) and its positions once each (POSITIONS_SCHEMA), the first
 `plies` of every game (50, as lila-openingexplorer; every ply for collections). Written
 beside the move statistics with the lookup file the server reads (pipelines.explorer.lookup),
-published whole (the three files, then the manifest) or not at all.
+published whole (the five files, then the manifest) or not at all.
 """
 
 from __future__ import annotations
@@ -22,14 +22,17 @@ import pyarrow.parquet as pq
 
 from pipelines.explorer.game_record import GameRecord, read_record
 from pipelines.explorer.layout import (
+    counts_file,
     explorer_manifest_path,
     games_file,
     lookup_file,
     positions_file,
+    records_file,
 )
-from pipelines.explorer.lookup import write_lookup
+from pipelines.explorer.lookup import SPEED_NAMES, write_lookup
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.positions import GamePositions, replay_games
+from pipelines.explorer.records import write_records
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
@@ -181,12 +184,18 @@ def _report_done(
         progress(stats.progress(opened.reader.bytes_read, opened.size, elapsed, done=True))
 
 
-def _targets(warehouse: Path, month: str) -> tuple[Path, Path, Path, Path]:
-    """A month's three files and its manifest, in the order they are published."""
+#: A month's files and its manifest (pipelines.explorer.layout), in the order published.
+Targets = tuple[Path, Path, Path, Path, Path, Path]
+
+
+def _targets(warehouse: Path, month: str) -> Targets:
+    """A month's five files and its manifest, in the order they are published."""
     return (
         games_file(warehouse, month),
         positions_file(warehouse, month),
         lookup_file(warehouse, month),
+        counts_file(warehouse, month),
+        records_file(warehouse, month),
         explorer_manifest_path(warehouse, month),
     )
 
@@ -203,7 +212,7 @@ def _month_held(warehouse: Path, month: str) -> Iterator[None]:
 
 def _write_manifest(
     output: OutputSet,
-    targets: tuple[Path, Path, Path, Path],
+    targets: Targets,
     writer: _Writer,
     stats: ScanStats,
     *,
@@ -214,11 +223,13 @@ def _write_manifest(
     started: float,
     source_sha256: str | None = None,
 ) -> ExplorerManifest:
-    """Write a month's lookup file from its two written files (all staged in `output`), then
-    their manifest; return it."""
+    """Write a month's lookup and records files from its two written files (all staged in
+    `output`), then their manifest; return it."""
     games_path, positions_path = output.path(targets[0]), output.path(targets[1])
-    lookup_path = output.path(targets[2])
-    write_lookup(games_path, positions_path, lookup_path, month)
+    lookup_path, counts_path = output.path(targets[2]), output.path(targets[3])
+    records_path = output.path(targets[4])
+    write_lookup(games_path, positions_path, lookup_path, counts_path, month)
+    write_records(games_path, records_path, SPEED_NAMES)
     manifest = ExplorerManifest(
         chesspipe_version=__version__,
         month=month,
@@ -237,8 +248,12 @@ def _write_manifest(
         source_sha256=source_sha256,
         lookup_bytes=lookup_path.stat().st_size,
         lookup_sha256=file_sha256(lookup_path),
+        counts_bytes=counts_path.stat().st_size,
+        counts_sha256=file_sha256(counts_path),
+        records_bytes=records_path.stat().st_size,
+        records_sha256=file_sha256(records_path),
     )
-    output.path(targets[3]).write_bytes(json_bytes(manifest.to_json()))
+    output.path(targets[5]).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 
 
@@ -257,7 +272,7 @@ def index_by_date(
     order and the run's counts (the filter's drops are the run's, not a month's).
 
     Each month's lock is taken when its first game comes (another run of that month fails at
-    once); each month is published whole, its three files then its manifest, once the whole
+    once); each month is published whole, its five files then its manifest, once the whole
     source is read: a failure before publishes none. A month's manifest counts the games that
     passed the filter into it (`games_read`), those kept and those its replay dropped. A run
     that keeps no game raises NothingKept and publishes nothing, unless `allow_empty`.
@@ -331,7 +346,7 @@ class _DatedMonth:
     """A month of an index by date while the source is read: its files and its games."""
 
     month: str
-    targets: tuple[Path, Path, Path, Path]
+    targets: Targets
     output: OutputSet
     writer: _Writer
     pending: list[tuple[KeptGame, bytes]] = field(default_factory=list)

@@ -6,11 +6,14 @@ beside it (published last: a month without one is not there). The paths themselv
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from pipelines.warehouse.explorer_files import (
+    COUNTS_FILE,
     GAMES_FILE,
     LOOKUP_FILE,
     POSITIONS_FILE,
+    RECORDS_FILE,
     explorer_dir,
     explorer_manifest_path,
     explorer_month_dir,
@@ -18,17 +21,22 @@ from pipelines.warehouse.explorer_files import (
 from pipelines.warehouse.layout import complete_months
 
 __all__ = [
+    "COUNTS_FILE",
     "GAMES_FILE",
     "LOOKUP_FILE",
     "POSITIONS_FILE",
+    "RECORDS_FILE",
+    "ServedFiles",
     "explorer_dir",
     "explorer_manifest_path",
     "explorer_lookups",
     "explorer_months",
+    "counts_file",
     "games_file",
     "lookup_file",
     "month_dir",
     "positions_file",
+    "records_file",
 ]
 
 
@@ -48,22 +56,45 @@ def lookup_file(warehouse: Path, month: str) -> Path:
     return month_dir(warehouse, month) / LOOKUP_FILE
 
 
+def counts_file(warehouse: Path, month: str) -> Path:
+    return month_dir(warehouse, month) / COUNTS_FILE
+
+
+def records_file(warehouse: Path, month: str) -> Path:
+    return month_dir(warehouse, month) / RECORDS_FILE
+
+
 def explorer_months(warehouse: Path) -> list[str]:
-    """The months that have the explorer's data, in order (its three files and the
-    manifest)."""
-    return complete_months(explorer_dir(warehouse), (GAMES_FILE, POSITIONS_FILE, LOOKUP_FILE))
+    """The months that have the explorer's data, in order (its files and the manifest)."""
+    names = (GAMES_FILE, POSITIONS_FILE, LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE)
+    return complete_months(explorer_dir(warehouse), names)
 
 
-def explorer_lookups(warehouse: Path) -> dict[str, tuple[Path, int | None]]:
-    """Each explored month's lookup file and the size its manifest records (None: the manifest
-    cannot be read or records none; the server then refuses nothing by size)."""
+class ServedFiles(NamedTuple):
+    """The files the server reads of a month, and the sizes its manifest records (None: the
+    manifest cannot be read or records none)."""
+
+    lookup: Path
+    lookup_bytes: int | None
+    counts: Path
+    counts_bytes: int | None
+    records: Path
+    records_bytes: int | None
+
+
+def explorer_lookups(warehouse: Path) -> dict[str, ServedFiles]:
+    """The files the server reads of each explored month."""
     from pipelines.explorer.manifest import ExplorerManifest
 
-    found: dict[str, tuple[Path, int | None]] = {}
+    found: dict[str, ServedFiles] = {}
     for month in explorer_months(warehouse):
         try:
-            size = ExplorerManifest.read(explorer_manifest_path(warehouse, month)).lookup_bytes
+            manifest = ExplorerManifest.read(explorer_manifest_path(warehouse, month))
+            sizes = (manifest.lookup_bytes, manifest.counts_bytes, manifest.records_bytes)
         except (OSError, ValueError, TypeError):
-            size = None
-        found[month] = (lookup_file(warehouse, month), size)
+            sizes = (None, None, None)
+        found[month] = ServedFiles(
+            lookup_file(warehouse, month), sizes[0], counts_file(warehouse, month), sizes[1],
+            records_file(warehouse, month), sizes[2],
+        )  # fmt: skip
     return found

@@ -6,15 +6,16 @@ damaged block fails a read and never answers a wrong count), every table sorted 
 server looks it up by, so that one request reads a few blocks of it and the server's memory
 does not grow with the games:
 
-- `counts`: per (key, move, month, speed, lila's rating bound, tournament flag) the results
-  for the mover, the movers' rating sum and the `games` (seq) of the group's most recent
-  KEPT_PER_GROUP games, lila-openingexplorer's `MAX_LICHESS_GAMES`: what `/lichess` sums and
-  picks topGames and recentGames from. Sorted by key.
-- `games`: each game's record, sorted by (month, seq): what an answer shows of its games.
+- `counts.bin` (a block file beside it, pipelines.explorer.blocks: a read by key costs a
+  tenth of a DuckDB query): per (key, move, month, speed, lila's rating bound, tournament
+  flag) the results for the mover, the movers' rating sum and the `games` (seq) of the group's
+  most recent KEPT_PER_GROUP games, lila-openingexplorer's `MAX_LICHESS_GAMES`: what
+  `/lichess` sums and picks topGames and recentGames from. Sorted by key.
 - `positions`: each position once per game (key, month, seq, move), sorted by key, and
   `players`: each game twice, under each player's name in lower case with the side they
   played, their result and their opponent's rating, sorted by name: what `/player` joins.
 
+What an answer shows of a game is in the month's records file (pipelines.explorer.records).
 Months are numbered `year * 12 + month - 1` (MONTH_NUMBER), so that files of several months
 merge without renumbering.
 """
@@ -22,13 +23,21 @@ merge without renumbering.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from pipelines.explorer.blocks import BlockWriter
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from schemas.dimensions import RATING_GROUPS
 from schemas.speed import Speed
 
-#: The lookup file's name in a month's folder.
-LOOKUP_FILE = "lookup.duckdb"
+if TYPE_CHECKING:
+    import duckdb
+
+#: The lookup file's name in a month's folder, and the counts file's.
+LOOKUP_FILE, COUNTS_FILE = "lookup.duckdb", "counts.bin"
+#: The order of a counts file's rows, and its rows a block (about 30 KB before compression).
+COUNTS_ORDER = "key, move, month, speed, bound, tournament"
+COUNTS_BLOCK = 1024
 #: The lookup file's layout; a file of another is refused.
 LOOKUP_VERSION = 1
 #: Games kept per position, move, month, speed, rating bound and flag (lila's
@@ -64,22 +73,23 @@ def write_lookup(
     games_path: Path,
     positions_path: Path,
     out: Path,
+    counts_out: Path,
     month: str,
     *,
     resources: QueryResources = DEFAULT_RESOURCES,
 ) -> None:
-    """Write a month's lookup file at `out` (a new file) from its two Parquet files."""
+    """Write a month's lookup file at `out` and its counts file at `counts_out` (new files)
+    from its two Parquet files."""
     con = resources.connect(str(out))
     try:
         con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $month AS month",
                     {"month": month})  # fmt: skip
         con.execute(
             """
-            CREATE TABLE games AS
-            SELECT $number::USMALLINT AS month, seq, id, event, site, round, date, white, black,
-                white_elo, black_elo, white_title, black_title, result,
+            CREATE TEMP TABLE games AS
+            SELECT $number::USMALLINT AS month, seq, white, black, white_elo, black_elo, result,
                 coalesce(list_position($speeds, speed) - 1, 255)::UTINYINT AS speed,
-                rated, tournament, moves
+                rated, tournament
             FROM read_parquet($games) ORDER BY seq
             """,
             {"number": month_number(month), "speeds": list(SPEED_NAMES),
@@ -108,7 +118,7 @@ def write_lookup(
         average = "(coalesce(g.white_elo, 0) + coalesce(g.black_elo, 0)) // 2"
         con.execute(
             f"""
-            CREATE TABLE counts AS
+            CREATE TEMP TABLE counts AS
             WITH rows AS (
                 SELECT p.key, p.move, p.seq, g.month, g.speed, g.tournament,
                     ({_bound_sql(average)})::USMALLINT AS bound,
@@ -124,10 +134,22 @@ def write_lookup(
                 sum(rating)::UBIGINT AS rating_sum,
                 list_sort(max(seq, {KEPT_PER_GROUP})) AS games
             FROM rows GROUP BY ALL
-            ORDER BY key, move, month, speed, bound, tournament
             """,
             {"positions": str(positions_path)},
         )
+        write_counts(con, "SELECT * FROM counts", counts_out)
+        con.execute("DROP TABLE counts")
         con.execute("CHECKPOINT")
     finally:
         con.close()
+
+
+def write_counts(con: duckdb.DuckDBPyConnection, select: str, out: Path) -> int:
+    """Write the rows of `select` (a counts table's columns, sorted by COUNTS_ORDER) as a
+    counts file; return its rows."""
+    writer = BlockWriter(out, "key", block_rows=COUNTS_BLOCK)
+    try:
+        writer.write(con.sql(f"{select} ORDER BY {COUNTS_ORDER}").to_arrow_reader(64 * 1024))
+    finally:
+        rows = writer.close()
+    return rows

@@ -33,9 +33,14 @@ class ExplorerManifest:
     #: The source's content as the caller identified it (the monthly build: a file's sha256 or
     #: a URL's published one; None when not given).
     source_sha256: str | None = None
-    #: The lookup file's size and sha256 (pipelines.explorer.lookup).
+    #: The lookup, counts and records files' sizes and sha256 (pipelines.explorer.lookup,
+    #: .records).
     lookup_bytes: int | None = None
     lookup_sha256: str | None = None
+    counts_bytes: int | None = None
+    counts_sha256: str | None = None
+    records_bytes: int | None = None
+    records_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,10 +18,12 @@ from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.explorer.index import index_month
 from pipelines.explorer.layout import (
+    counts_file,
     explorer_manifest_path,
     games_file,
     lookup_file,
     positions_file,
+    records_file,
 )
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.settings import ExplorerSettings
@@ -160,6 +162,8 @@ def up_to_date_explorer(
         (games_file(warehouse, month), manifest.games_sha256),
         (positions_file(warehouse, month), manifest.positions_sha256),
         (lookup_file(warehouse, month), manifest.lookup_sha256),
+        (counts_file(warehouse, month), manifest.counts_sha256),
+        (records_file(warehouse, month), manifest.records_sha256),
     ):
         if not file.is_file() or file_sha256(file) != recorded:
             return None

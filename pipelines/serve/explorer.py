@@ -30,12 +30,14 @@ from typing import Any, NamedTuple
 import chess
 import numpy as np
 
+from pipelines.explorer.compact import explorer_years
 from pipelines.explorer.layout import explorer_lookups
 from pipelines.explorer.lookup import SPEED_NAMES
+from pipelines.explorer.records import Record
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES, AnswerCache
 from pipelines.serve.lichess_games import pick
-from pipelines.serve.lookup_store import SERVE_MEMORY, Candidates, LookupGame, LookupMonths
+from pipelines.serve.lookup_store import SERVE_MEMORY, Candidates, LookupMonths
 from pipelines.serve.params import BadRequest
 from pipelines.serve.stats_index import Selection, StatsIndex
 from pipelines.warehouse.openings import names_by_key
@@ -198,7 +200,8 @@ class Explorer:
         self.index = StatsIndex.load(self.warehouse, list(files))
         self.months = self.index.months
         #: The explored months, read from their lookup files (`memory_limit`: DuckDB's).
-        self.lookup = LookupMonths(files, self.months, memory_limit=memory_limit)
+        years = explorer_years(self.warehouse)
+        self.lookup = LookupMonths(files, self.months, years=years, memory_limit=memory_limit)
         self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
         #: How a query's position is found: in the calling thread, or by a replay.Replayer.
@@ -212,7 +215,7 @@ class Explorer:
         """The months a selection chooses."""
         return [m for m, on in zip(self.months, selection.months, strict=True) if on]
 
-    def game_json(self, month: int, game: LookupGame) -> dict[str, Any]:
+    def game_json(self, month: int, game: Record) -> dict[str, Any]:
         """A game of a lookup file as lila-openingexplorer's `ExplorerGame`."""
         result, speed = game.result, game.speed
         found: dict[str, Any] = {

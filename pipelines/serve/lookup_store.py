@@ -12,15 +12,21 @@ answers an error, never a wrong count.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipelines.errors import ChesspipeError
+from pipelines.explorer.blocks import BlockReader, DamagedBlocks
+from pipelines.explorer.compact import YearFile
+from pipelines.explorer.layout import ServedFiles
 from pipelines.explorer.lookup import LOOKUP_VERSION, month_number
+from pipelines.explorer.records import Record, RecordsReader
 from pipelines.warehouse.resources import QueryResources
 from schemas.dimensions import RATING_GROUPS
 
@@ -75,19 +81,6 @@ class PlayerRows(NamedTuple):
     rated: np.ndarray
 
 
-class LookupGame(NamedTuple):
-    """What an answer shows of a game (a lookup file's `games`; ratings None when missing)."""
-
-    id: str
-    white: str
-    black: str
-    white_elo: int | None
-    black_elo: int | None
-    result: int  # White's points: 2, 1 or 0
-    speed: int  # index in SPEED_NAMES (255: none)
-    rated: bool
-
-
 def group_of_bound(bound: np.ndarray) -> np.ndarray:
     """The index in RATING_GROUPS of lila's rating bounds (3200 counts as 2500's group)."""
     groups = np.array(RATING_GROUPS)
@@ -99,54 +92,94 @@ def game_order(month: np.ndarray, seq: np.ndarray) -> np.ndarray:
     return month.astype(np.int64) << np.int64(32) | seq.astype(np.int64)
 
 
+class _Place(NamedTuple):
+    """Files read for some months: a month's own, or a compacted year's."""
+
+    alias: str  # the lookup file's name in the connection
+    counts: BlockReader
+    serves: frozenset[str]  # the months read here
+    holds: frozenset[str]  # every month the files hold
+
+
 class LookupMonths:
     """The months of a warehouse's explorer, read from their lookup files."""
 
     def __init__(
         self,
-        files: dict[str, tuple[Path, int | None]],
+        files: dict[str, ServedFiles],
         months: list[str],
         *,
+        years: Sequence[YearFile] = (),
         memory_limit: int = SERVE_MEMORY,
     ) -> None:
-        """`files`: each explored month's lookup file and the size its manifest records (None:
-        not recorded); `months`: every month the explorer answers (numbering the rows)."""
+        """`files`: each explored month's files; `months`: every month the explorer answers
+        (numbering the rows); `years`: compacted years, each read for the months it still
+        matches instead of their own files."""
         self.months = sorted(files)
         self._number = {month: months.index(month) for month in self.months}
-        self._alias = {month: f"m{month_number(month)}" for month in self.months}
         self._by_number = {month_number(m): self._number[m] for m in self.months}
+        self._names = {number: month for month, number in self._number.items()}
         resources = QueryResources(memory_limit=memory_limit)
         self._con = resources.connect(threads=1)
         self._local = threading.local()
-        for month, (path, size) in files.items():
-            self._attach(month, path, size)
+        self._records: dict[str, RecordsReader] = {}
+        self._places: list[_Place] = []
+        try:
+            by_year: set[str] = set()
+            for year in years:
+                fresh = frozenset(m for m in year.fresh if m in files)
+                if fresh:
+                    place = self._open_place(f"y{year.year}", year.path, year.size,
+                                             year.counts, year.counts_size)  # fmt: skip
+                    self._places.append(place._replace(serves=fresh, holds=frozenset(year.months)))
+                    by_year |= fresh
+            for month, served in sorted(files.items()):
+                _check_size(served.records, served.records_bytes)
+                try:
+                    self._records[month] = RecordsReader(served.records)
+                except (OSError, DamagedBlocks) as exc:
+                    raise DamagedLookup(_damaged(served.records, exc)) from None
+                if month not in by_year:
+                    place = self._open_place(f"m{month_number(month)}", served.lookup,
+                                             served.lookup_bytes, served.counts,
+                                             served.counts_bytes)  # fmt: skip
+                    one = frozenset([month])
+                    self._places.append(place._replace(serves=one, holds=one))
+        except BaseException:
+            self.close()
+            raise
 
-    def _attach(self, month: str, path: Path, size: int | None) -> None:
+    def _open_place(
+        self, alias: str, lookup: Path, size: int | None, counts: Path, counts_size: int | None
+    ) -> _Place:
+        """Attach a lookup file read-only as `alias` and open its counts file (each of the
+        size recorded, unless None)."""
+        _check_size(lookup, size)
+        _check_size(counts, counts_size)
         try:
-            found = path.stat().st_size
-        except OSError as exc:
-            raise DamagedLookup(f"explorer lookup file {path}: {exc.strerror}") from None
-        if size is not None and found != size:
-            raise DamagedLookup(
-                f"explorer lookup file {path} is {found:,} bytes, its manifest records "
-                f"{size:,}: damaged; run chesspipe warehouse check"
-            )
-        alias = self._alias[month]
-        try:
-            self._con.execute(f"ATTACH '{_quoted(path)}' AS {alias} (READ_ONLY)")
+            self._con.execute(f"ATTACH '{_quoted(lookup)}' AS {alias} (READ_ONLY)")
             version = self._con.execute(f"SELECT version FROM {alias}.meta").fetchone()
         except duckdb.Error as exc:
-            raise DamagedLookup(
-                f"explorer lookup file {path} cannot be read: {_line(exc)}"
-            ) from None
+            raise DamagedLookup(_damaged(lookup, exc)) from None
         if version is None or version[0] != LOOKUP_VERSION:
             raise DamagedLookup(
-                f"explorer lookup file {path} has layout {version and version[0]}, not "
+                f"explorer lookup file {lookup} has layout {version and version[0]}, not "
                 f"{LOOKUP_VERSION}: index the month again (chesspipe explorer index)"
             )
+        try:
+            reader = BlockReader(counts, "key")
+        except (OSError, DamagedBlocks) as exc:
+            raise DamagedLookup(_damaged(counts, exc)) from None
+        return _Place(alias, reader, frozenset(), frozenset())
 
     def close(self) -> None:
         self._con.close()
+        for reader in self._records.values():
+            reader.close()
+        for place in self._places:
+            place.counts.close()
+        self._records = {}
+        self._places = []
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
@@ -160,21 +193,44 @@ class LookupMonths:
         except duckdb.Error as exc:
             raise DamagedLookup(f"explorer lookup files cannot be read: {_line(exc)}") from None
 
-    def _union(self, months: list[str], select: str) -> str:
-        """`select` (with `{m}` for a month's alias) over the months, as one query."""
-        return " UNION ALL ".join(select.format(m=self._alias[month]) for month in months)
+    def _chosen(self, months: list[str]) -> Iterator[tuple[_Place, frozenset[str]]]:
+        """The places that answer for some of `months`, each with those months."""
+        wanted = set(months)
+        for place in self._places:
+            chosen = place.serves & wanted
+            if chosen:
+                yield place, chosen
+
+    def _union(self, months: list[str], select: str, month: str = "month") -> str:
+        """`select` (with `{m}` for a file's alias, ending in a WHERE clause) over the files
+        that hold the months, as one query: a file that holds others too is asked for these
+        months' rows."""
+        parts = []
+        for place, chosen in self._chosen(months):
+            part = select.format(m=place.alias)
+            if chosen != place.holds:
+                numbers = ", ".join(str(month_number(m)) for m in sorted(chosen))
+                part += f" AND {month} IN ({numbers})"
+            parts.append(part)
+        return " UNION ALL ".join(parts)
 
     def counts(self, key: int, months: list[str]) -> tuple[CountRows, Candidates]:
         """A position's counted rows and candidate games in `months` (explored ones)."""
-        months = [m for m in months if m in self._alias]
-        if not months:
+        parts = []
+        for place, chosen in self._chosen(months):
+            try:
+                found = place.counts.rows(key)
+            except DamagedBlocks as exc:
+                raise DamagedLookup(f"explorer counts cannot be read: {exc}") from None
+            if found is None:
+                continue
+            if chosen != place.holds:
+                numbers = pa.array(sorted(month_number(m) for m in chosen), pa.uint16())
+                found = found.filter(pc.is_in(found.column("month"), value_set=numbers))
+            parts.append(found)
+        if not parts:
             return _empty_counts(), _empty_candidates()
-        sql = self._union(
-            months,
-            "SELECT move, month, speed, bound, tournament, wins, draws, losses, rating_sum, "
-            "games FROM {m}.counts WHERE key = $key",
-        )
-        table = self._query(sql, {"key": key})
+        table = pa.concat_tables(parts)
         month = self._renumber(table.column("month").to_numpy())
         bound = table.column("bound").to_numpy().astype(np.int16)
         group = group_of_bound(bound)
@@ -201,46 +257,36 @@ class LookupMonths:
 
     def _renumber(self, numbers: np.ndarray) -> np.ndarray:
         """Lookup files' month numbers as the explorer's."""
+        if not len(numbers):
+            return np.zeros(0, dtype=np.int64)
+        found, inverse = np.unique(numbers, return_inverse=True)
         table = self._by_number
-        return np.array([table[int(n)] for n in numbers], dtype=np.int64)
+        return np.array([table[int(n)] for n in found], dtype=np.int64)[inverse]
 
-    def games(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], LookupGame]:
-        """Records of games by (month as the explorer numbers it, seq): the fields of an
-        answer's games."""
-        by_month: dict[str, list[int]] = {}
+    def games(self, wanted: list[tuple[int, int]]) -> dict[tuple[int, int], Record]:
+        """Records of games by (month as the explorer numbers it, seq)."""
         names = self.months_by_number
-        for number, seq in wanted:
-            by_month.setdefault(names[number], []).append(seq)
-        if not by_month:
-            return {}
-        parts = []
-        for name, seqs in by_month.items():
-            alias = self._alias[name]
-            parts.append(
-                "SELECT month, seq, id, white, black, white_elo, black_elo, result, speed, "
-                f"rated FROM {alias}.games WHERE seq IN ({', '.join(str(int(s)) for s in seqs)})"
-            )
-        sql = " UNION ALL ".join(parts)
-        table = self._query(sql, {})
-        return {
-            (self._by_number[row.pop("month")], row.pop("seq")): LookupGame(**row)
-            for row in table.to_pylist()
-        }
+        try:
+            return {(month, seq): self._records[names[month]].get(seq) for month, seq in wanted}
+        except DamagedBlocks as exc:
+            raise DamagedLookup(f"explorer game records cannot be read: {exc}") from None
 
     @property
     def months_by_number(self) -> dict[int, str]:
-        return {number: month for month, number in self._number.items()}
+        """The explored months by their number among the explorer's."""
+        return self._names
 
     def player(self, key: int, name: str, white: bool, months: list[str]) -> PlayerRows:
         """A player's games through a position in `months`, as White or as Black."""
-        months = [m for m in months if m in self._alias]
+        months = [m for m in months if m in self._records]
         if not months:
             return _empty_player()
         sql = self._union(
             months,
             "SELECT p.move, pl.result, pl.opponent, pl.month, pl.seq, pl.speed, pl.rated "
-            "FROM {m}.positions p JOIN {m}.players pl ON pl.seq = p.seq "
+            "FROM {m}.positions p JOIN {m}.players pl ON pl.month = p.month AND pl.seq = p.seq "
             "WHERE p.key = $key AND pl.name = lower($name) AND pl.white = $white",
+            "p.month",
         )
         table = self._query(sql, {"key": key, "name": name, "white": white})
         opponent = table.column("opponent").to_numpy(zero_copy_only=False)
@@ -257,14 +303,11 @@ class LookupMonths:
 
     def game_count(self) -> int:
         """The games of every month."""
-        if not self.months:
-            return 0
-        sql = self._union(self.months, "SELECT count(*) AS n FROM {m}.games")
-        return int(sum(self._query(sql, {}).column("n").to_pylist()))
+        return sum(reader.count for reader in self._records.values())
 
 
-def check_lookups(files: dict[str, tuple[Path, int | None]]) -> None:
-    """Refuse (DamagedLookup) lookup files not of their recorded size or layout."""
+def check_lookups(files: dict[str, ServedFiles]) -> None:
+    """Refuse (DamagedLookup) files not of their recorded size or layout."""
     LookupMonths(files, sorted(files)).close()
 
 
@@ -283,6 +326,24 @@ def _empty_candidates() -> Candidates:
 def _empty_player() -> PlayerRows:
     z = np.zeros(0, dtype=np.int64)
     return PlayerRows(z.astype(np.uint16), z, z, z, z, z.astype(np.uint8), z.astype(bool))
+
+
+def _check_size(path: Path, size: int | None) -> None:
+    """Refuse a file not of the size its manifest records (None: not recorded)."""
+    try:
+        found = path.stat().st_size
+    except OSError as exc:
+        raise DamagedLookup(f"explorer file {path}: {exc.strerror}") from None
+    if size is not None and found != size:
+        raise DamagedLookup(
+            f"explorer file {path} is {found:,} bytes, its manifest records {size:,}: damaged; "
+            "run chesspipe warehouse check"
+        )
+
+
+def _damaged(path: Path, error: BaseException) -> str:
+    text = _line(error)
+    return text if str(path) in text else f"explorer file {path} cannot be read: {text}"
 
 
 def _quoted(path: Path) -> str:

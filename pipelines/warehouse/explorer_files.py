@@ -1,8 +1,8 @@
 """Where the explorer's data lives in a warehouse, known below `pipelines.explorer` so that
 the warehouse's check can read it: `explorer/month=YYYY-MM/` with `games.parquet`,
-`positions.parquet` and `lookup.duckdb`, the month's manifest `explorer/month=YYYY-MM.json`
-beside it (published last: a month without one is not there), and the lock a month's index
-run holds."""
+`positions.parquet`, `lookup.duckdb`, `counts.bin` and `records.bin`, the month's manifest
+`explorer/month=YYYY-MM.json` beside it (published last: a month without one is not there), and
+the lock a month's index run holds."""
 
 from __future__ import annotations
 
@@ -13,14 +13,17 @@ from pathlib import Path
 from pipelines.warehouse.layout import month_folder, month_manifest
 from pipelines.warehouse.locks import exclusive_lock
 
-#: The files of a month's folder: the games, their positions, and the lookup file the server
-#: reads (pipelines.explorer.lookup).
-GAMES_FILE, POSITIONS_FILE, LOOKUP_FILE = "games.parquet", "positions.parquet", "lookup.duckdb"
+#: The files of a month's folder: the games, their positions, and the lookup, counts and
+#: records files the server reads (pipelines.explorer.lookup, pipelines.explorer.records).
+GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
+LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE = "lookup.duckdb", "counts.bin", "records.bin"
 #: The manifest's fields that record each file's sha256.
 SHA256_FIELDS = {
     GAMES_FILE: "games_sha256",
     POSITIONS_FILE: "positions_sha256",
     LOOKUP_FILE: "lookup_sha256",
+    COUNTS_FILE: "counts_sha256",
+    RECORDS_FILE: "records_sha256",
 }
 
 
