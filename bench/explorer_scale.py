@@ -70,16 +70,19 @@ def copy_game(game: bytes, copy: int, number: int) -> bytes:
     return _NAME.sub(lambda m: b"[" + m.group(1) + b' "' + m.group(2) + suffix + b'"]', game)
 
 
-def write_month(path: Path, copies: int) -> int:
-    """Write `copies` copies of the sample as one zstd PGN; return its games."""
+def write_month(
+    path: Path, copies: int, *, first: int = 0, player_games: int = PLAYER_GAMES
+) -> int:
+    """Write `copies` copies of the sample as one zstd PGN (numbered from copy `first`), the
+    White of `player_games` of them PLAYER; return its games."""
     sample = games_of(read_text(GAMES_2013))
     renamed = 0
-    number = 0
+    number = first * len(sample)
     with path.open("wb") as raw, zstandard.ZstdCompressor(level=1).stream_writer(raw) as out:
-        for copy in range(copies):
+        for copy in range(first, first + copies):
             for game in sample:
                 text = copy_game(game, copy, number)
-                if renamed < PLAYER_GAMES and number % 7 == 0:
+                if renamed < player_games and number % 7 == 0:
                     text = re.sub(rb'\[White "[^"]*"\]', b'[White "' + PLAYER.encode() + b'"]',
                                   text, count=1)  # fmt: skip
                     renamed += 1
@@ -125,12 +128,27 @@ def urls() -> dict[str, list[str]]:
     return found
 
 
+def first_answer(port: int, started: float) -> float:
+    """Seconds from `started` until the server answers the start position."""
+    import urllib.request
+
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/lichess", timeout=600) as got:
+                if got.status == 200:
+                    return round(time.perf_counter() - started, 2)
+        except OSError:
+            time.sleep(0.05)
+
+
 def serve(
     checkout: Path, warehouse: Path, requests: int, kinds: dict[str, list[str]]
 ) -> dict[str, object]:
+    started = time.perf_counter()
     server = Server(checkout, warehouse, ["--cache", "0"])
     try:
-        found: dict[str, object] = {"ready_s": server.start_s, "rss_mb_ready": server.rss_mb()}
+        ready = first_answer(server.port, started)
+        found: dict[str, object] = {"ready_s": ready, "rss_mb_ready": server.rss_mb()}
         for name, wanted in kinds.items():
             found[name] = load(server.port, wanted, requests)
         found["rss_mb_after"] = server.rss_mb()
@@ -161,12 +179,54 @@ def exponent(sizes: list[int], values: list[float]) -> float | None:
     )
 
 
+def history(
+    folder: Path, count: int, requests: int, kinds: dict[str, list[str]], previous: Path | None
+) -> None:
+    """`count` months of the sample (new ids and names each), served over all of them: as
+    indexed (a file per month), then with each year compacted."""
+    warehouse = folder / f"history-{count}"
+    source = folder / "history-month.pgn.zst"
+    seconds = 0.0
+    for number in range(count):
+        year, month = divmod(number, 12)
+        write_month(source, 1, first=number, player_games=PLAYER_GAMES // count)
+        done = run_measured(
+            [sys.executable, "-m", "pipelines", "explorer", "index", str(source), "--month",
+             f"{2020 + year}-{month + 1:02d}", "--warehouse", str(warehouse), "--speeds", "all",
+             "--min-rating", "0", "--quiet"],
+            ROOT,
+        )  # fmt: skip
+        seconds += done["seconds"]
+    wide = {name: [u.replace("2024-01", "2020-01") for u in urls] for name, urls in kinds.items()}
+    row: dict[str, object] = {"history_months": count, "index_seconds": round(seconds)}
+    row["by_month"] = serve(ROOT, warehouse, requests, wide)
+    if previous:
+        row["previous"] = serve(previous, warehouse, requests, wide)
+    compact = 0.0
+    for year in range(2020, 2020 + (count + 11) // 12):
+        done = run_measured(
+            [sys.executable, "-m", "pipelines", "explorer", "compact", "--warehouse",
+             str(warehouse), "--year", str(year)],
+            ROOT,
+        )  # fmt: skip
+        compact += done["seconds"]
+    row["compact_seconds"] = round(compact)
+    row["by_year"] = serve(ROOT, warehouse, requests, wide)
+    print(json.dumps(row), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", default="1,4,16")
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--folder", type=Path)
     parser.add_argument("--previous", type=Path)
+    parser.add_argument(
+        "--history",
+        type=int,
+        default=0,
+        help="also N months of the sample, served as they are and compacted",
+    )
     args = parser.parse_args()
     folder = args.folder or Path(tempfile.mkdtemp(prefix="explorer-scale-"))
     kinds = urls()
@@ -193,6 +253,8 @@ def main() -> None:
         results.append(row)
         print(json.dumps(row), flush=True)
         source.unlink()
+    if args.history:
+        history(folder, args.history, args.requests, kinds, args.previous)
     games = [int(r["games"]) for r in results]  # type: ignore[call-overload]
     for version in ("this", "previous"):
         if version in results[0]:

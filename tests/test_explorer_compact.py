@@ -108,3 +108,19 @@ def test_compacting_a_year_without_explored_months_is_one_line(warehouse: Path) 
                     check=False)  # fmt: skip
     assert found.returncode == 1
     assert found.stderr.strip().count("\n") == 0 and "no month of 1999" in found.stderr
+
+
+def test_warehouse_check_names_a_damaged_compacted_year(warehouse: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run_cli("explorer", "compact", "--warehouse", str(warehouse), "--year", "2021")
+    copy = tmp_path / "copy"
+    shutil.copytree(warehouse, copy)
+    assert run_cli("warehouse", "check", str(copy)).returncode == 0
+    counts = yearly_lookup_file(copy, "2021").with_name("counts.bin")
+    data = bytearray(counts.read_bytes())
+    data[len(data) // 2] ^= 0x5A
+    counts.write_bytes(bytes(data))
+    found = run_cli("warehouse", "check", str(copy), check=False)
+    assert found.returncode == 1
+    assert "sha256-mismatch" in found.stdout and str(counts) in found.stdout

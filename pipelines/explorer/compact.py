@@ -27,6 +27,7 @@ from pipelines.explorer.layout import (
 from pipelines.explorer.lookup import COUNTS_FILE, LOOKUP_FILE, LOOKUP_VERSION, write_counts
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.files import file_sha256, json_bytes
+from pipelines.warehouse.explorer_files import explorer_yearly_dir
 from pipelines.warehouse.locks import exclusive_lock
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from schemas.atomic_files import OutputSet
@@ -39,20 +40,16 @@ TABLES = {
 }
 
 
-def yearly_explorer_dir(warehouse: Path) -> Path:
-    return Path(warehouse) / "explorer_yearly"
-
-
 def yearly_lookup_file(warehouse: Path, year: str) -> Path:
-    return yearly_explorer_dir(warehouse) / f"year={year}" / LOOKUP_FILE
+    return explorer_yearly_dir(warehouse) / f"year={year}" / LOOKUP_FILE
 
 
 def yearly_counts_file(warehouse: Path, year: str) -> Path:
-    return yearly_explorer_dir(warehouse) / f"year={year}" / COUNTS_FILE
+    return explorer_yearly_dir(warehouse) / f"year={year}" / COUNTS_FILE
 
 
 def yearly_lookup_manifest(warehouse: Path, year: str) -> Path:
-    return yearly_explorer_dir(warehouse) / f"year={year}.json"
+    return explorer_yearly_dir(warehouse) / f"year={year}.json"
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ class YearFile(NamedTuple):
 def explorer_years(warehouse: Path) -> list[YearFile]:
     """The compacted years of a warehouse's explorer whose manifest reads."""
     found = []
-    for path in sorted(yearly_explorer_dir(warehouse).glob("year=*.json")):
+    for path in sorted(explorer_yearly_dir(warehouse).glob("year=*.json")):
         try:
             yearly = YearlyLookup.read(path)
         except (OSError, ValueError, TypeError):

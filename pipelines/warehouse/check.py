@@ -14,11 +14,13 @@ from pipelines.files import file_sha256
 from pipelines.warehouse.evals_files import PART_RE, eval_parts, evals_dir, evals_lock
 from pipelines.warehouse.explorer_files import (
     SHA256_FIELDS,
+    YEARLY_SHA256_FIELDS,
     explorer_dir,
     explorer_lock,
     explorer_manifest_path,
     explorer_month_dir,
     explorer_temp_files,
+    explorer_yearly_dir,
 )
 from pipelines.warehouse.integrity import DamagedMonth, record_times, recorded_output
 from pipelines.warehouse.layout import (
@@ -353,6 +355,28 @@ def _explorer_findings(warehouse: Path, repair: bool) -> Iterator[Finding]:
         yield from _explorer_month_findings(warehouse, month)
 
 
+def _explorer_yearly_findings(warehouse: Path) -> Iterator[Finding]:
+    """The explorer's compacted years: files that no longer have the sha256 their manifest
+    records, a manifest without its files (the months stay served from their own files)."""
+    root = explorer_yearly_dir(warehouse)
+    again = "compact the year again (chesspipe explorer compact)"
+    for manifest in sorted(root.glob("year=*.json")) if root.is_dir() else []:
+        recorded = _recorded(manifest)
+        if recorded is None:
+            yield Finding(
+                "bad-manifest", manifest, None, f"not a compacted year's manifest; {again}"
+            )
+            continue
+        folder = root / manifest.name.removesuffix(".json")
+        for name, field in YEARLY_SHA256_FIELDS.items():
+            file = folder / name
+            if not file.is_file():
+                yield Finding("no-partition", manifest, None, f"manifest without {name}; {again}")
+            elif recorded.get(field) != file_sha256(file):
+                detail = f"does not match {field} of {manifest.name}; {again}"
+                yield Finding("sha256-mismatch", file, None, detail)
+
+
 def _kind(warehouse: Path, path: Path) -> str:
     return "stale-staging" if path.parent == staging_root(warehouse) else "temp-file"
 
@@ -398,6 +422,7 @@ def check_warehouse(warehouse: Path, repair: bool = False) -> list[Finding]:
     findings += _yearly_findings(warehouse, repair)
     findings += _evals_findings(warehouse, repair)
     findings += _explorer_findings(warehouse, repair)
+    findings += _explorer_yearly_findings(warehouse)
     return findings
 
 

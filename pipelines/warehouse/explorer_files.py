@@ -31,6 +31,16 @@ def explorer_dir(warehouse: Path) -> Path:
     return Path(warehouse) / "explorer"
 
 
+def explorer_yearly_dir(warehouse: Path) -> Path:
+    """The explorer's compacted years (pipelines.explorer.compact): `year=YYYY/` with
+    `lookup.duckdb` and `counts.bin`, and the manifest `year=YYYY.json` beside it."""
+    return Path(warehouse) / "explorer_yearly"
+
+
+#: A compacted year's files and the manifest's fields that record their sha256.
+YEARLY_SHA256_FIELDS = {LOOKUP_FILE: "lookup_sha256", COUNTS_FILE: "counts_sha256"}
+
+
 def explorer_month_dir(warehouse: Path, month: str) -> Path:
     return month_folder(explorer_dir(warehouse), month)
 

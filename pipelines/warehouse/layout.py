@@ -137,8 +137,10 @@ def recorded_plies(warehouse: Path, month: str) -> int | None:
 
 
 #: The folders of a warehouse that hold its data, each written only by the runs that own it
-#: (ingest, explorer index, evals, warehouse compact) and the runs' staging folder.
-DATA_FOLDERS = ("move_stats", "move_stats_yearly", "explorer", "evals", ".staging")
+#: (ingest, explorer index and compact, evals, warehouse compact) and the runs' staging folder.
+DATA_FOLDERS = (
+    "move_stats", "move_stats_yearly", "explorer", "explorer_yearly", "evals", ".staging",
+)  # fmt: skip
 
 
 def _holds_data(folder: Path) -> bool:
