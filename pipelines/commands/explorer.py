@@ -14,6 +14,7 @@ from pipelines.commands.options import (
     add_actions,
     add_allow_empty_option,
     add_filter_options,
+    add_frame_workers_option,
     add_partition_options,
     add_resources_options,
     said_as_flags,
@@ -58,6 +59,7 @@ def register(subparsers: Any) -> None:
         "served as /masters (their moves are kept for their PGN)",
     )
     add_allow_empty_option(index, "publish an empty month")
+    add_frame_workers_option(index)
     compact = add_action(
         actions,
         "compact",
@@ -76,6 +78,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_shown
+    from pipelines.commands.options import usable_cores
     from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
     from pipelines.games.game_filter import NothingKept
@@ -89,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifest = index_month(
                 source, args.month, args.warehouse, settings, allow_empty=args.allow_empty,
-                progress=shown,
+                progress=shown, workers=args.workers or usable_cores(),
             )  # fmt: skip
         print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
         manifests = [manifest]

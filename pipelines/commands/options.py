@@ -357,7 +357,7 @@ def add_allow_empty_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 def add_frame_workers_option(parser: argparse.ArgumentParser) -> None:
     """Add --workers for the commands that read pzstd-style files by units of frames
-    (training from-games, endgames from-games)."""
+    (training from-games, endgames from-games, explorer index --month)."""
     parser.add_argument(
         "--workers",
         type=workers,

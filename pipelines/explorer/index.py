@@ -9,15 +9,18 @@ published whole (the five files, then the manifest) or not at all.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.explorer.game_record import GameRecord, read_record
@@ -36,7 +39,9 @@ from pipelines.explorer.records import write_records
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, json_bytes
 from pipelines.games.decompress import ReadAhead, decompressed_chunks
+from pipelines.games.frames import Frame, unit_name
 from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
+from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
 from pipelines.games.scan import game_blocks, kept_games_in_blocks, reported_blocks
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, Source, open_source
@@ -84,6 +89,20 @@ class _Writer:
         self.positions.write_table(positions)
         self.rows += len(positions)
 
+    def append(self, games: Path, positions: Path) -> None:
+        """Add another writer's files (games numbered from 0), renumbered after these."""
+        first = self.seq
+        for batch in pq.ParquetFile(games).iter_batches(batch_size=BATCH_GAMES):
+            table = pa.Table.from_batches([batch])
+            seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
+            self.games.write_table(table.set_column(0, "seq", seq).cast(GAMES_SCHEMA))
+            self.seq = max(self.seq, first + batch.num_rows)
+        for batch in pq.ParquetFile(positions).iter_batches(batch_size=64 * BATCH_GAMES):
+            table = pa.Table.from_batches([batch])
+            seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
+            self.positions.write_table(table.set_column(0, "seq", seq).cast(POSITIONS_SCHEMA))
+            self.rows += batch.num_rows
+
     def close(self) -> None:
         self.games.close()
         self.positions.close()
@@ -99,8 +118,15 @@ def index_month(
     http_options: Mapping[str, Any] | None = None,
     allow_empty: bool = False,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> ExplorerManifest:
     """Index a month's games for the explorer; return the manifest published with them.
+
+    A pzstd-style file (Lichess's dumps, the kept games `ingest --write-kept` writes) of at
+    least `parallel_min_bytes` is read by units of frames in `workers` processes, each unit's
+    games replayed and written there and the parts joined here in order: the month's data is
+    the same as one process makes.
 
     The month's lock is held meanwhile (another run of it fails at once), and what killed
     runs of it left is removed first. `source_sha256`, when the caller knows the source's
@@ -115,7 +141,7 @@ def index_month(
     with _month_held(Path(warehouse), month):
         return _index_month(
             source, month, Path(warehouse), settings, source_sha256, http_options or {},
-            allow_empty, progress,
+            allow_empty, progress, workers, parallel_min_bytes,
         )  # fmt: skip
 
 
@@ -128,28 +154,26 @@ def _index_month(
     http_options: Mapping[str, Any],
     allow_empty: bool,
     progress: ProgressCallback | None = None,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
     targets = _targets(warehouse, month)
-    chess960 = settings.rules.variant == "chess960"
     with (
         OutputSet(*targets) as output,
         open_source(source, settings.rules.variant, **http_options) as opened,
     ):
         writer = _Writer(output.path(targets[0]), output.path(targets[1]))
         try:
-            texts: list[bytes] = []
-            chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
-            blocks = _reported(game_blocks(iter(chunks), stats, check_end=True), opened, stats,
-                               started, progress)  # fmt: skip
-            pending: list[tuple[KeptGame, bytes]] = []
-            for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
-                pending.append((kept, texts.pop()))
-                if len(pending) >= BATCH_GAMES:
-                    writer.add(_replayed(pending, settings, stats, chess960))
-                    pending = []
-            writer.add(_replayed(pending, settings, stats, chess960))
+            frames = frames_for_workers(
+                opened, workers=workers, parallel_min_bytes=parallel_min_bytes
+            )
+            if frames is not None:
+                _by_units(opened, frames, settings, stats, writer, (warehouse, month), workers,
+                          started, progress)  # fmt: skip
+            else:
+                _in_order(opened, settings, stats, writer, started, progress)
             _report_done(opened, stats, started, progress)
         finally:
             writer.close()
@@ -161,6 +185,123 @@ def _index_month(
             started=started, source_sha256=source_sha256,
         )  # fmt: skip
     return manifest
+
+
+def _in_order(
+    opened: OpenSource,
+    settings: ExplorerSettings,
+    stats: ScanStats,
+    writer: _Writer,
+    started: float,
+    progress: ProgressCallback | None,
+) -> None:
+    """Read a source in order here, writing its kept games' records and positions."""
+    chess960 = settings.rules.variant == "chess960"
+    texts: list[bytes] = []
+    chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
+    blocks = _reported(game_blocks(iter(chunks), stats, check_end=True), opened, stats,
+                       started, progress)  # fmt: skip
+    pending: list[tuple[KeptGame, bytes]] = []
+    for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
+        pending.append((kept, texts.pop()))
+        if len(pending) >= BATCH_GAMES:
+            writer.add(_replayed(pending, settings, stats, chess960))
+            pending = []
+    writer.add(_replayed(pending, settings, stats, chess960))
+
+
+#: Compressed bytes of a unit of frames a worker reads.
+UNIT_BYTES = 4 << 20
+
+
+class UnitIndexed(NamedTuple):
+    """What a worker made of a unit of frames: its counts and its two files (seq from 0)."""
+
+    stats: ScanStats
+    games: Path
+    positions: Path
+
+
+def index_unit(
+    location: str,
+    frames: list[Frame],
+    unit: range,
+    settings: ExplorerSettings,
+    folder: Path,
+) -> UnitIndexed:
+    """Index the games one unit of frames owns into two files in `folder` (in a worker)."""
+    from pipelines.games.parallel import open_unit
+
+    stats = ScanStats()
+    chess960 = settings.rules.variant == "chess960"
+    name = unit_name(unit.start)
+    paths = folder / f"{name}.games.parquet", folder / f"{name}.positions.parquet"
+    writer = _Writer(*paths)
+    try:
+        with open_unit(location, frames, unit) as text:
+            texts: list[bytes] = []
+            blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
+            pending: list[tuple[KeptGame, bytes]] = []
+            for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
+                pending.append((kept, texts.pop()))
+                if len(pending) >= BATCH_GAMES:
+                    writer.add(_replayed(pending, settings, stats, chess960))
+                    pending = []
+            writer.add(_replayed(pending, settings, stats, chess960))
+        stats.pgn_bytes = text.own_length
+    finally:
+        writer.close()
+    return UnitIndexed(stats, *paths)
+
+
+def _by_units(
+    opened: OpenSource,
+    frames: list[Frame],
+    settings: ExplorerSettings,
+    stats: ScanStats,
+    writer: _Writer,
+    place: tuple[Path, str],
+    workers: int,
+    started: float,
+    progress: ProgressCallback | None,
+) -> None:
+    """Index units of frames in worker processes; join their files into `writer`'s in order,
+    their games renumbered after the units' before them. A local file is hashed here meanwhile
+    (its sha256 is the reader's)."""
+    from pipelines.games.frames import plan_units
+    from pipelines.games.parallel import in_order
+    from pipelines.games.workers import WorkerPool
+    from pipelines.warehouse.layout import staging_dir
+
+    folder = staging_dir(*place)
+    try:
+        units = (
+            (
+                frames[unit.stop - 1].offset + frames[unit.stop - 1].size,
+                partial(index_unit, opened.name, frames, unit, settings, folder),
+            )
+            for unit in plan_units(frames, workers, max_unit_bytes=UNIT_BYTES)
+        )
+
+        def idle() -> bool:  # hash the file while the workers read it
+            return opened.kind == "file" and bool(opened.reader.read(4 << 20))
+
+        with (
+            WorkerPool(workers, preload=[__name__]) as pool,
+            closing(in_order(pool, units, in_flight=2 * workers, idle=idle)) as results,
+        ):
+            for done_bytes, found in results:
+                stats.merge(found.stats)
+                writer.append(found.games, found.positions)
+                found.games.unlink()
+                found.positions.unlink()
+                if progress is not None:
+                    elapsed = time.monotonic() - started
+                    progress(stats.progress(done_bytes, opened.size, elapsed))
+        while opened.kind == "file" and opened.reader.read(4 << 20):
+            pass
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _reported(
