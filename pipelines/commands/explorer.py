@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,6 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipelines.commands.ingest import filter_from_args, progress_shown
-    from pipelines.commands.options import usable_cores
     from pipelines.explorer.index import index_by_date, index_month
     from pipelines.explorer.settings import ExplorerSettings
     from pipelines.games.game_filter import NothingKept
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifest = index_month(
                 source, args.month, args.warehouse, settings, allow_empty=args.allow_empty,
-                progress=shown, workers=args.workers or usable_cores(),
+                progress=shown, workers=args.workers or os.cpu_count() or 1,
             )  # fmt: skip
         print(json.dumps(manifest.to_json(), indent=2, sort_keys=True))
         manifests = [manifest]

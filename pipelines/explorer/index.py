@@ -120,6 +120,7 @@ def index_month(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    recorded_source: str | None = None,
 ) -> ExplorerManifest:
     """Index a month's games for the explorer; return the manifest published with them.
 
@@ -134,14 +135,16 @@ def index_month(
     `http_options` are how a URL is read (`pipelines.sources.download.open_url`'s: timeout,
     retries, backoff, cache). A run that keeps no game raises NothingKept (naming why the games
     were dropped) and publishes nothing, unless `allow_empty`. `progress` hears of the bytes
-    read and the games read and kept, as ingest's does.
+    read and the games read and kept, as ingest's does. `recorded_source` is the source the
+    manifest names (the source's own name by default; the monthly build names the month's
+    source when it indexes the games its ingest kept).
     """
     settings = settings or ExplorerSettings()
     check_month(month)
     with _month_held(Path(warehouse), month):
         return _index_month(
             source, month, Path(warehouse), settings, source_sha256, http_options or {},
-            allow_empty, progress, workers, parallel_min_bytes,
+            allow_empty, progress, workers, parallel_min_bytes, recorded_source,
         )  # fmt: skip
 
 
@@ -156,6 +159,7 @@ def _index_month(
     progress: ProgressCallback | None = None,
     workers: int = 1,
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    recorded_source: str | None = None,
 ) -> ExplorerManifest:
     started = time.monotonic()
     stats = ScanStats()
@@ -180,7 +184,8 @@ def _index_month(
         if stats.games_kept == 0 and not allow_empty:
             raise NothingKept(opened.name, stats, settings.rules)
         manifest = _write_manifest(
-            output, targets, writer, stats, month=month, source=str(source),
+            output, targets, writer, stats, month=month,
+            source=recorded_source or str(source),
             settings=settings.to_json(), ends_inside_game=stats.ends_inside_game,
             started=started, source_sha256=source_sha256,
         )  # fmt: skip

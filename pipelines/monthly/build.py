@@ -113,8 +113,10 @@ def ingest_step(
     download: DownloadOptions,
     force: bool,
     progress: ProgressCallback | None,
+    write_kept: Path | None = None,
 ) -> IngestResult:
-    """Ingest the month unless its partition already holds this content; return its manifest."""
+    """Ingest the month unless its partition already holds this content; return its manifest.
+    `write_kept`: where an ingest that runs also writes the games it kept (for the explorer)."""
     if not force:
         existing = up_to_date_partition(warehouse, month, resolved.identity, settings)
         if existing is not None:
@@ -128,6 +130,7 @@ def ingest_step(
             keep_partial=settings.keep_partial,
             allow_empty=settings.allow_empty,
             replace_month=force,
+            write_kept=write_kept,
         ),
         download=Download(
             expected_sha256=resolved.expected_sha256, http_options=download.http_options()
@@ -135,6 +138,17 @@ def ingest_step(
         runtime=Runtime(progress=progress, workers=settings.workers),
     )
     return IngestResult(manifest, reused=False)
+
+
+def feeds_explorer(settings: MonthSettings) -> bool:
+    """Whether the games an ingest keeps are the explorer's, so that the explorer reads them
+    from ingest instead of reading the source again: the same filter, no game left out as a
+    duplicate, and no ply counted past the explorer's (a game illegal there is dropped by
+    both)."""
+    plies = settings.ingest.plies
+    explorer = explorer_settings(settings).plies
+    deep_enough = plies is not None and (explorer is None or plies <= explorer)
+    return settings.explorer and not settings.ingest.dedupe and deep_enough
 
 
 def explorer_settings(settings: MonthSettings) -> ExplorerSettings:
@@ -177,16 +191,24 @@ def explorer_step(
     settings: MonthSettings,
     download: DownloadOptions,
     force: bool,
+    kept: Path | None = None,
 ) -> ExplorerManifest | None:
     """Index the month for the explorer unless it already is from this content (None: a
-    source read once, standard input, is not indexed)."""
-    if resolved.kind == "stdin":
-        return None
+    source read once, standard input, is not indexed). `kept`: the games ingest kept of this
+    source in this run (feeds_explorer), read instead of the source on all cores."""
     if not force:
         existing = up_to_date_explorer(warehouse, month, resolved.identity, settings)
         if existing is not None:
             return existing
     digest = resolved.identity.sha256 if resolved.identity is not None else None
+    if kept is not None and kept.is_file():
+        return index_month(
+            str(kept), month, warehouse, explorer_settings(settings), source_sha256=digest,
+            allow_empty=settings.allow_empty, workers=settings.workers or os.cpu_count() or 1,
+            recorded_source=str(resolved.source),
+        )  # fmt: skip
+    if resolved.kind == "stdin":
+        return None
     http = download.http_options()
     if resolved.expected_sha256 is not None:  # a URL read again is checked as ingest checks it
         http["expected_sha256"] = resolved.expected_sha256
@@ -199,6 +221,28 @@ def explorer_step(
         http_options=http,
         allow_empty=settings.allow_empty,
     )
+
+
+@contextmanager
+def kept_staging(
+    warehouse: Path,
+    books: Path,
+    month: str,
+    settings: MonthSettings,
+    resolved: ResolvedSource,
+    force: bool,
+) -> Iterator[Path | None]:
+    """Where ingest writes the games it keeps for the explorer to read: in a staging folder of
+    the books folder (the build's, under its lock; the warehouse's month staging is ingest's),
+    removed at the end. None: the explorer is up to date, or does not read ingest's games
+    (feeds_explorer)."""
+    if not feeds_explorer(settings) or (
+        not force and up_to_date_explorer(warehouse, month, resolved.identity, settings)
+    ):
+        yield None
+        return
+    with book_staging(books, month) as folder:
+        yield folder / "kept.pgn.zst"
 
 
 @contextmanager
@@ -269,20 +313,16 @@ def build_month(
             current = up_to_date_book(books, month, resolved.identity, settings, warehouse)
             if current is not None:
                 return replace(current, status="up-to-date")
-        ingested: IngestResult = run_step(
-            "ingest", ingest_step, resolved, month, warehouse, settings, download, force, progress
-        )
-        if settings.explorer:
-            run_step(
-                "explorer-index",
-                explorer_step,
-                resolved,
-                month,
-                warehouse,
-                settings,
-                download,
-                force,
-            )
+        with kept_staging(warehouse, books, month, settings, resolved, force) as kept:
+            ingested: IngestResult = run_step(
+                "ingest", ingest_step, resolved, month, warehouse, settings, download, force,
+                progress, kept,
+            )  # fmt: skip
+            if settings.explorer:
+                run_step(
+                    "explorer-index", explorer_step, resolved, month, warehouse, settings,
+                    download, force, kept,
+                )  # fmt: skip
         with book_staging(books, month) as staging:
             book_manifest: BookManifest = run_step(
                 "build-book", book_step, warehouse, month, settings, staging
