@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipelines.explorer.blocks import BlockWriter
-from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
+from pipelines.warehouse.resources import QueryResources
 from schemas.dimensions import RATING_GROUPS
 from schemas.speed import Speed
 
@@ -38,6 +38,8 @@ LOOKUP_FILE, COUNTS_FILE = "lookup.duckdb", "counts.bin"
 #: The order of a counts file's rows, and its rows a block (about 30 KB before compression).
 COUNTS_ORDER = "key, move, month, speed, bound, tournament"
 COUNTS_BLOCK = 1024
+#: What DuckDB may hold while it writes a month's lookup files (it spills the rest).
+LOOKUP_RESOURCES = QueryResources(memory_limit=1 << 30)
 #: The lookup file's layout; a file of another is refused.
 LOOKUP_VERSION = 1
 #: Games kept per position, move, month, speed, rating bound and flag (lila's
@@ -76,10 +78,11 @@ def write_lookup(
     counts_out: Path,
     month: str,
     *,
-    resources: QueryResources = DEFAULT_RESOURCES,
+    resources: QueryResources = LOOKUP_RESOURCES,
 ) -> None:
     """Write a month's lookup file at `out` and its counts file at `counts_out` (new files)
-    from its two Parquet files."""
+    from its two Parquet files (DuckDB sorts them in at most `resources`' memory, spilling
+    the rest: the index's memory does not grow with the month)."""
     con = resources.connect(str(out))
     try:
         con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $month AS month",
