@@ -11,10 +11,14 @@ sample's games, each with and without since/until/speeds/ratings, and `/player` 
 5,000-game player.
 
     python bench/explorer_scale.py [--steps 1,4,16] [--requests 400] [--folder DIR]
-                                   [--previous CHECKOUT]
+                                   [--previous CHECKOUT] [--build-month STEP] [--history N]
 
-`--previous` names a checkout of an earlier version (`git archive REV | tar -x -C DIR`): its
-server is measured over the same warehouses (it reads the month's Parquet files).
+`--previous` names a checkout of an earlier version (`git archive REV | tar -x -C DIR`, with
+the compiled modules copied in): its server is measured over the same warehouses (it reads
+the month's Parquet files). `--build-month STEP` times `build-month` of that step's month with
+and without the explorer, and `ingest` alone. `--history N` indexes N months of the sample
+(each with new ids and names, 5,000 of the player's games in all) and serves requests over all
+of them: a file per month, then each year compacted (`explorer compact`).
 """
 
 from __future__ import annotations
@@ -179,6 +183,29 @@ def exponent(sizes: list[int], values: list[float]) -> float | None:
     )
 
 
+def build_month_cost(folder: Path, step: int) -> None:
+    """`build-month` of a step's month with the explorer and without (`--no-explorer`), and
+    `ingest` alone, each from nothing (every game kept)."""
+    source = folder / f"build-{step}x.pgn.zst"
+    games = write_month(source, BASE_COPIES * step)
+    common = [str(source), "--month", MONTH, "--speeds", "all", "--min-rating", "0", "--quiet"]
+    row: dict[str, object] = {"build_month_step": f"{step}x", "games": games}
+    for name, extra in (("with_explorer", []), ("no_explorer", ["--no-explorer"])):
+        where = folder / f"build-{name}"
+        row[name] = run_measured(
+            [sys.executable, "-m", "pipelines", "build-month", *common, "--warehouse",
+             str(where / "w"), "--books", str(where / "books"), *extra],
+            ROOT,
+        )  # fmt: skip
+    row["ingest"] = run_measured(
+        [sys.executable, "-m", "pipelines", "ingest", *common, "--warehouse",
+         str(folder / "build-ingest")],
+        ROOT,
+    )  # fmt: skip
+    print(json.dumps(row), flush=True)
+    source.unlink()
+
+
 def history(
     folder: Path, count: int, requests: int, kinds: dict[str, list[str]], previous: Path | None
 ) -> None:
@@ -222,6 +249,13 @@ def main() -> None:
     parser.add_argument("--folder", type=Path)
     parser.add_argument("--previous", type=Path)
     parser.add_argument(
+        "--build-month",
+        type=int,
+        default=0,
+        metavar="STEP",
+        help="also build-month with and without the explorer on that step",
+    )
+    parser.add_argument(
         "--history",
         type=int,
         default=0,
@@ -253,6 +287,8 @@ def main() -> None:
         results.append(row)
         print(json.dumps(row), flush=True)
         source.unlink()
+    if args.build_month:
+        build_month_cost(folder, args.build_month)
     if args.history:
         history(folder, args.history, args.requests, kinds, args.previous)
     games = [int(r["games"]) for r in results]  # type: ignore[call-overload]
