@@ -15,7 +15,7 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.sources.checksums import checksums_url, parse_checksums, published_sha256
 from pipelines.sources.download import cache_paths, open_url
-from pipelines.sources.http import HttpStream
+from pipelines.sources.http import HttpStream, remote_identity
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.loopback_http import LoopbackServer
 
@@ -32,6 +32,22 @@ def read_all(stream: HttpStream, size: int = 10_000) -> bytes:
 
 def ranges(server: LoopbackServer, path: str) -> list[str | None]:
     return [r for method, p, r in server.requests if p == path and method == "GET"]
+
+
+def test_a_remote_identity_moves_no_byte_of_the_file() -> None:
+    """A month's identity (size, ETag) is asked with HEAD: a GET closed at once would still
+    move what the connection buffers take. A server that refuses HEAD is asked with a GET."""
+    data = bytes(range(256)) * 8192
+    with LoopbackServer() as server:
+        url = server.add("/month.pgn.zst", data, etag='"v1"')
+        assert remote_identity(url, timeout=5.0) == (len(data), '"v1"')
+        assert server.requests == [("HEAD", "/month.pgn.zst", None)]
+        assert server.bytes_sent == 0
+        refused = server.add("/no-head.pgn.zst", data, errors=[405])
+        assert remote_identity(refused, timeout=5.0) == (len(data), None)
+        assert [m for m, p, _ in server.requests if p == "/no-head.pgn.zst"] == ["HEAD", "GET"]
+        with pytest.raises(ChesspipeError, match="HTTP 404"):
+            remote_identity(server.base + "/missing.pgn.zst", timeout=5.0)
 
 
 def test_plain_download_is_exact(games_2021: Path) -> None:

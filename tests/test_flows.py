@@ -86,7 +86,7 @@ def served_explorer_has_the_month(warehouse: Path, source: Path) -> None:
     games = read_games({"2021-10": source}, 0, speeds)
     explorer = Explorer(warehouse, cache_bytes=0)
     try:
-        assert explorer.games is not None and explorer.games.count == len(games) > 0
+        assert explorer.lookup.game_count() == len(games) > 0
         for path in ([], ["e2e4"], ["e2e4", "e7e5"], ["d2d4", "d7d5", "c2c4"]):
             board = chess.Board()
             for uci in path:

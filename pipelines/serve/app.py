@@ -316,14 +316,17 @@ def open_app(settings: ServeSettings) -> Starlette:
 
 
 def serves(explorer: Explorer, syzygy: list[str]) -> str:
-    """What a server answers from, in a few words: the months and rows, the tables."""
+    """What a server answers from, in a few words: the months, the rows in memory (months
+    without explorer data) and the games on disk, the tables."""
     months = explorer.months
-    span = f"{months[0]}..{months[-1]}, " if months else ""
+    parts = [f"{months[0]}..{months[-1]}"] if months else []
+    if len(explorer.index) or not explorer.lookup.months:
+        parts.append(f"{len(explorer.index):,} index rows")
+    if explorer.lookup.months:
+        parts.append(f"{explorer.lookup.game_count():,} games on disk")
     count = f"{len(months)} month{'s' if len(months) != 1 else ''}"
     tables = f"Syzygy tables in {', '.join(syzygy)}" if syzygy else "no tablebase"
-    explored = len(explorer.lookup.months)
-    games = f", {explored} from lookup files" if explored else ""
-    return f"explorer over {count} ({span}{len(explorer.index):,} index rows{games}), {tables}"
+    return f"explorer over {count} ({', '.join(parts)}), {tables}"
 
 
 def app_from_environment() -> Starlette:

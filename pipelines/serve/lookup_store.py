@@ -1,12 +1,14 @@
-"""The explorer's months read from their lookup files (`pipelines.explorer.lookup`), on disk.
+"""The explorer's months read from their files on disk (`pipelines.explorer.lookup`).
 
-One DuckDB connection, held to a memory limit, attaches every month's lookup file read-only;
-a request reads its position's rows of the months it asks for (a few blocks of each file,
-found by the files' sort order), never the whole data, so the server's memory does not grow
-with the games. Each thread asks through a cursor of its own. A file that is not the size its
-manifest records, or of another layout, is refused when the server starts (`DamagedLookup`,
-one line naming it); a block damaged since fails its checksum when read, so a damaged file
-answers an error, never a wrong count.
+A request reads its position's rows of the months it asks for from each place that holds them
+(a month's files, or a compacted year's): its counts from the block file `counts.bin`, its
+games' records from the months' `records.bin`, a player's games from `lookup.duckdb` (one
+DuckDB connection, held to a memory limit, attaches every lookup file read-only; each thread
+asks through a cursor of its own). It reads a few blocks, never the whole data, so the
+server's memory does not grow with the games. A file not of the size its manifest records, or
+of another layout, is refused when the server starts (`DamagedLookup`, one line naming it); a
+block damaged since fails its checksum when read, so a damaged file answers an error, never a
+wrong count.
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ class HttpStatusError(ChesspipeError):
 class HttpStream:
     """A remote file read like a local one: reconnects with backoff and resumes with `Range`.
 
-    `start` skips that many leading bytes (a download resumed from a cached part).
+    `start` skips that many leading bytes (a download resumed from a cached part). `head`: ask
+    with HEAD, for the size and ETag only (`remote_identity`); nothing is read.
     A dropped connection, a timeout or a 5xx answer is retried up to `retries` times in a row;
     any progress resets the count. 4xx answers fail at once.
     """
@@ -56,8 +57,11 @@ class HttpStream:
         backoff: float = BACKOFF,
         start: int = 0,
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        head: bool = False,
     ) -> None:
         self.url = url
+        self.head = head
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -75,7 +79,8 @@ class HttpStream:
             headers["Range"] = f"bytes={self.offset}-"
             if self.etag:
                 headers["If-Range"] = self.etag
-        request = urllib.request.Request(self.url, headers=headers)
+        method = "HEAD" if self.head else "GET"
+        request = urllib.request.Request(self.url, headers=headers, method=method)
         try:
             response: http.client.HTTPResponse = urllib.request.urlopen(
                 request, timeout=self.timeout
@@ -264,8 +269,15 @@ def url_file_name(url: str) -> str:
 def remote_identity(
     url: str, timeout: float = TIMEOUT, retries: int = RETRIES
 ) -> tuple[int | None, str | None]:
-    """Return what identifies a remote file's version without reading it: size and ETag."""
-    stream = HttpStream(url, timeout=timeout, retries=retries)
+    """Return what identifies a remote file's version without reading it: size and ETag.
+
+    Asked with HEAD: a GET closed at once still moves what the connection's buffers take (3.9
+    of a 4.4 MB file over loopback). A server that refuses HEAD (405, or 403 from a URL signed
+    for GET only) is asked with a GET, whose error, if any, is the one reported."""
+    try:
+        stream = HttpStream(url, timeout=timeout, retries=retries, head=True)
+    except HttpStatusError:
+        stream = HttpStream(url, timeout=timeout, retries=retries)
     try:
         return stream.size, stream.etag
     finally:
