@@ -1,7 +1,7 @@
 """A plain python-chess recount of move statistics: the independent truth for ingest tests.
 
 Deliberately naive: `chess.pgn.read_game` on every game, headers read by python-chess, the
-filter written again from README's "What ingest keeps", keys from
+filter written again from docs/ingest.md's "What ingest keeps", keys from
 `chess.polyglot.zobrist_hash`.
 """
 
@@ -31,8 +31,8 @@ SPEED_LIMITS = (
 
 
 def speed(time_control: str) -> str:
-    """The speed of a TimeControl value as README says: Lichess's "base+inc" and "-", the PGN
-    standard's "300", "*300", "40/7200" (and further periods after ":"); otb for others."""
+    """The speed of a TimeControl value as docs/ingest.md says: Lichess's "base+inc" and "-",
+    the PGN standard's "300", "*300", "40/7200" (and further periods after ":"); otb for others."""
     if time_control == "-":
         return "correspondence"
     first = time_control.split(":")[0]

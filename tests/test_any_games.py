@@ -95,7 +95,7 @@ def test_all_names_every_speed_and_otb_is_one() -> None:
 def test_the_default_filter_keeps_on_lichess_what_it_kept(
     request: pytest.FixtureRequest, name: str
 ) -> None:
-    """Default settings: the games passed are those README's rules (written again in
+    """Default settings: the games passed are those docs/ingest.md's rules (written again in
     tests/recount.py, read by python-chess) pass, and no reason is new."""
     path: Path = request.getfixturevalue(name)
     text = read_text(path)

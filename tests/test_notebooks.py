@@ -119,8 +119,8 @@ class FirstMove(chess.pgn.BaseVisitor[tuple[dict[str, str], chess.Move | None]])
 
 
 def kept_by_rules(headers: dict[str, str]) -> bool:
-    """Any rating (a missing one counts as 0, as README says of --min-rating 0), any speed, no
-    bots, standard chess, a decided or drawn result."""
+    """Any rating (a missing one counts as 0, as docs/ingest.md says of --min-rating 0), any
+    speed, no bots, standard chess, a decided or drawn result."""
     if ratings(headers, 0) is None:
         return False
     control = headers.get("TimeControl", "")

@@ -78,7 +78,8 @@ def replay(text: str, tablebase: chess.syzygy.Tablebase) -> Replayed | None:
     game = chess.pgn.read_game(io.StringIO(text))
     assert game is not None
     headers = game.headers
-    if ratings(headers, 0) is None:  # README: at --min-rating 0 a missing rating counts as 0
+    # docs/ingest.md: at --min-rating 0 a missing rating counts as 0
+    if ratings(headers, 0) is None:
         return None
     white_result = RESULTS[headers["Result"]]
     board = game.board()
