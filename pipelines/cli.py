@@ -111,11 +111,27 @@ def _run(argv: list[str]) -> int:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         print(f"chesspipe: error: {where}{reason}", file=sys.stderr)
         return 1
-    except Exception:
-        if _stop_asked() is None:
+    except Exception as exc:
+        if _stop_asked() is not None:
+            return _stopped()  # a stop a library wrapped in an error of its own
+        said = _database_error(exc)
+        if said is None:
             raise
-        return _stopped()  # a stop a library wrapped in an error of its own
+        print(f"chesspipe: error: {said}", file=sys.stderr)
+        return 1
     return int(status or 0)
+
+
+def _database_error(exc: Exception) -> str | None:
+    """A DuckDB error no layer below turned into its own (out of memory, an I/O error in a
+    spill) in one line, or None for any other error. DuckDB is not imported here: a command
+    that never loaded it cannot have met its errors."""
+    duckdb = sys.modules.get("duckdb")
+    if duckdb is None or not isinstance(exc, duckdb.Error):
+        return None
+    from pipelines.warehouse.sql import duckdb_message
+
+    return f"DuckDB: {duckdb_message(str(exc))}"
 
 
 def _stop_asked() -> int | None:

@@ -176,3 +176,37 @@ def test_what_a_killed_index_left_is_removed_by_the_next_run(indexed: Path, tmp_
     index_month(str(GAMES_2021), MONTH, warehouse, ExplorerSettings(rules))
     assert not any(p.exists() for p in leftovers)
     assert answers(warehouse) == answers(indexed)
+
+
+#: `explorer index` with the lookup files' DuckDB held to 1 MB: DuckDB runs out of memory.
+STARVED_INDEX = """
+import sys
+from pipelines.explorer import lookup
+from pipelines.cli import main
+from pipelines.warehouse.resources import QueryResources
+lookup.write_lookup.__kwdefaults__["resources"] = QueryResources(memory_limit=1 << 20)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_database_out_of_memory_is_one_line_and_publishes_nothing(tmp_path: Path) -> None:
+    """What DuckDB raises that no layer names (out of memory here) ends the command in one
+    line, not a traceback, and the month is not published."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    source = need(GAMES_2021, "real Lichess games (2021-10)")
+    warehouse = tmp_path / "w"
+    done = subprocess.run(
+        [sys.executable, "-c", STARVED_INDEX, "explorer", "index", str(source), "--month", MONTH,
+         "--warehouse", str(warehouse), "--min-rating", "0", "--quiet"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("chesspipe: error: DuckDB: "), done.stderr
+    assert "Out of Memory" in lines[0]
+    assert not (warehouse / "explorer" / f"month={MONTH}.json").exists()
+    assert not list((warehouse / "explorer").glob(f"month={MONTH}/*"))
