@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow.parquet as pq
+import pytest
 
 from pipelines.explorer.index import index_month
 from pipelines.explorer.layout import (
@@ -30,8 +31,11 @@ MONTH = "2020-01"
 
 
 def test_units_of_frames_make_the_month_one_process_makes(
-    tmp_path: Path, games_2013: Path, games_2021: Path
+    tmp_path: Path, games_2013: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Units are joined a batch at a time: batches smaller than a unit, as a real month's
+    # (4 MB units of about 8,000 games, 4,096 a batch), renumber across batches too.
+    monkeypatch.setattr("pipelines.explorer.index.BATCH_GAMES", 97)
     text = (read_text(games_2021) + "\n" + read_text(games_2013)).encode()
     path = tmp_path / "framed.pgn.zst"
     write_framed_zstd(path, text, frame_size=50_000, level=1)

@@ -96,7 +96,7 @@ class _Writer:
             table = pa.Table.from_batches([batch])
             seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
             self.games.write_table(table.set_column(0, "seq", seq).cast(GAMES_SCHEMA))
-            self.seq = max(self.seq, first + batch.num_rows)
+            self.seq += batch.num_rows
         for batch in pq.ParquetFile(positions).iter_batches(batch_size=64 * BATCH_GAMES):
             table = pa.Table.from_batches([batch])
             seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
