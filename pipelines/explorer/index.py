@@ -201,11 +201,18 @@ def _in_order(
     progress: ProgressCallback | None,
 ) -> None:
     """Read a source in order here, writing its kept games' records and positions."""
-    chess960 = settings.rules.variant == "chess960"
-    texts: list[bytes] = []
     chunks = ReadAhead(decompressed_chunks(opened.reader), 16)
     blocks = _reported(game_blocks(iter(chunks), stats, check_end=True), opened, stats,
                        started, progress)  # fmt: skip
+    _index_blocks(blocks, settings, stats, writer)
+
+
+def _index_blocks(
+    blocks: Iterator[bytes], settings: ExplorerSettings, stats: ScanStats, writer: _Writer
+) -> None:
+    """Write the kept games of `blocks`, replayed, BATCH_GAMES at a time."""
+    chess960 = settings.rules.variant == "chess960"
+    texts: list[bytes] = []
     pending: list[tuple[KeptGame, bytes]] = []
     for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
         pending.append((kept, texts.pop()))
@@ -238,21 +245,13 @@ def index_unit(
     from pipelines.games.parallel import open_unit
 
     stats = ScanStats()
-    chess960 = settings.rules.variant == "chess960"
     name = unit_name(unit.start)
     paths = folder / f"{name}.games.parquet", folder / f"{name}.positions.parquet"
     writer = _Writer(*paths)
     try:
         with open_unit(location, frames, unit) as text:
-            texts: list[bytes] = []
             blocks = game_blocks(text, stats, check_end=unit.stop == len(frames))
-            pending: list[tuple[KeptGame, bytes]] = []
-            for kept in kept_games_in_blocks(blocks, settings.rules, stats, keep=texts.append):
-                pending.append((kept, texts.pop()))
-                if len(pending) >= BATCH_GAMES:
-                    writer.add(_replayed(pending, settings, stats, chess960))
-                    pending = []
-            writer.add(_replayed(pending, settings, stats, chess960))
+            _index_blocks(blocks, settings, stats, writer)
         stats.pgn_bytes = text.own_length
     finally:
         writer.close()
