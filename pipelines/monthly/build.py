@@ -243,28 +243,23 @@ def kept_staging(
         return
     # The folder appears when ingest publishes the file (OutputSet makes it): a build stopped
     # while it reads, on a thread that cannot be interrupted (backfill), leaves none behind.
-    staging = _book_staging_path(books, month)
-    try:
-        yield staging / "kept.pgn.zst"
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with book_staging(books, month, create=False) as folder:
+        yield folder / "kept.pgn.zst"
 
 
 @contextmanager
-def book_staging(books: Path, month: str) -> Iterator[Path]:
+def book_staging(books: Path, month: str, *, create: bool = True) -> Iterator[Path]:
     """A private staging folder for a month's book under BOOKS/.staging, removed at the end
-    (one a killed run left is removed by the next build of the month: build_lock)."""
-    staging = _book_staging_path(books, month)
-    staging.mkdir(parents=True)
+    (one a killed run left is removed by the next build of the month: build_lock).
+    `create=False`: only named, for a writer that makes it (and whatever it holds is removed
+    all the same)."""
+    staging = Path(books) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    if create:
+        staging.mkdir(parents=True)
     try:
         yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _book_staging_path(books: Path, month: str) -> Path:
-    """A staging folder's name of its own for a month's build under BOOKS/.staging."""
-    return Path(books) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def book_step(warehouse: Path, month: str, settings: MonthSettings, staging: Path) -> BookManifest:
