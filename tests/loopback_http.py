@@ -27,6 +27,8 @@ class Served:
     etag: str | None = None
     #: Content served from the first cut connection on (the file changes on the server).
     after_drop: bytes | None = None
+    #: An event each GET waits for (up to a minute) before its first byte: a held download.
+    gate: threading.Event | None = None
 
 
 class LoopbackServer:
@@ -89,6 +91,8 @@ class LoopbackServer:
                 self.end_headers()
                 if head:
                     return
+                if served.gate is not None:
+                    served.gate.wait(60)
                 position = start
                 while position < len(data):
                     end = min(len(data), position + served.chunk)

@@ -369,6 +369,7 @@ def _build_month_remote(
     import tempfile
 
     from pipelines.sources import object_store as store
+    from pipelines.sources.object_lease import StoreLease, supports_leases
     from pipelines.sources.object_publish import Described, put_in_place, remove_stale, stage
 
     remote_wh, remote_books = store.is_remote(warehouse), store.is_remote(books)
@@ -380,13 +381,19 @@ def _build_month_remote(
     key = hashlib.sha256(f"{warehouse}\n{books}".encode()).hexdigest()[:16]
     lock_root = Path(tempfile.gettempdir()) / "chesspipe-locks" / key
     with ExitStack() as stack:
-        stack.enter_context(build_lock(lock_root, month))
+        stack.enter_context(build_lock(lock_root, month))  # this machine's runs
+        # Every machine's runs: a lease in each store that takes them (S3), held until the end
+        leases = [
+            stack.enter_context(StoreLease(root, name, what=f"month {month} in {root}"))
+            for root, name in ((warehouse, month), (books, f"build-{month}"))
+            if store.is_remote(root) and supports_leases(root)
+        ]
         if not remote_books:
             make_folder(Path(books))
             stack.enter_context(build_lock(Path(books), month))
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chesspipe-")))
-        for root in remote_roots:
-            remove_stale(root, month)
+        for root in remote_roots:  # every other run of the month here is dead, or has lost
+            remove_stale(root, month)  # its lease and publishes nothing (confirm below)
         local_wh = scratch / "warehouse" if remote_wh else Path(warehouse)
         # The book is built in scratch even for a local books folder, so that it is published
         # after the statistics it was built from.
@@ -443,13 +450,15 @@ def _build_month_remote(
             changed.append(described(stats_file, stats_manifest, warehouse, local_wh))
         if remote_books:
             changed.append(described(book, manifest_file, books, local_books))
-        if local_targets is None:
-            put_in_place(stage(changed, month=month))
-            return manifest
-        local_book, local_manifest = local_targets
-        for published in local_targets:  # a device or a folder in the way: say so first
+        for published in local_targets or ():  # a device or a folder in the way: say so first
             check_output(published)
         staged = stage(changed, month=month)
+        for lease in leases:  # still ours: no successor has published in the meantime
+            lease.confirm()
+        if local_targets is None:
+            put_in_place(staged)
+            return manifest
+        local_book, local_manifest = local_targets
         local_manifest.unlink(missing_ok=True)  # the set's record goes first, as in the store
         put_in_place(staged)
         with OutputSet(local_book, local_manifest) as outputs:

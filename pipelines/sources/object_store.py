@@ -51,7 +51,8 @@ def storage_options(protocol: str) -> dict[str, Any]:
     return {**options, **conf.get(protocol, {})}
 
 
-def _filesystem(url: str) -> tuple[Any, str]:
+def filesystem(url: str) -> tuple[Any, str]:
+    """Return the fsspec filesystem of a URL, opened with `storage_options`, and its path."""
     from fsspec.core import url_to_fs
 
     protocol = url.split("://", 1)[0]
@@ -102,14 +103,14 @@ def join(base: str, relative: str) -> str:
 def check_access(url: str) -> None:
     """Ask the store about a location once, so missing credentials or a dead endpoint fail
     before any work is done."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     with reporting(url):
         fs.exists(path)
 
 
 def download_if_exists(url: str, local: Path) -> bool:
     """Copy a remote file to a local path if it exists; tell whether it did."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     with reporting(url):
         if not fs.exists(path):
             return False
@@ -118,9 +119,17 @@ def download_if_exists(url: str, local: Path) -> bool:
     return True
 
 
+def read_bytes(url: str) -> bytes:
+    """Return a small object's bytes (a manifest)."""
+    fs, path = filesystem(url)
+    with reporting(url):
+        data: bytes = fs.cat_file(path)
+    return data
+
+
 def upload(local: Path, url: str) -> None:
     """Copy a finished local file to a remote URL as one object."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     parent = path.rsplit("/", 1)[0]
     with reporting(url):
         if parent:
@@ -130,15 +139,15 @@ def upload(local: Path, url: str) -> None:
 
 def copy(source: str, target: str) -> None:
     """Copy one object to another URL of the same store, inside the store (no download)."""
-    fs, source_path = _filesystem(source)
-    _, target_path = _filesystem(target)
+    fs, source_path = filesystem(source)
+    _, target_path = filesystem(target)
     with reporting(target):
         fs.copy(source_path, target_path)
 
 
 def remove(url: str) -> None:
     """Delete an object if it exists."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     with reporting(url):
         if fs.exists(path):
             fs.rm_file(path)
@@ -147,7 +156,7 @@ def remove(url: str) -> None:
 def remove_tree(url: str, pattern: str) -> list[str]:
     """Delete every object under the folders below `url` whose names match `pattern` (a glob);
     return the folders' URLs."""
-    fs, path = _filesystem(url)
+    fs, path = filesystem(url)
     removed: list[str] = []
     with reporting(url):
         for found in fs.glob(path.rstrip("/") + "/" + pattern):
