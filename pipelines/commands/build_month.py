@@ -98,7 +98,8 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
 
     Prefect's terminal output follows --verbose/--quiet, Ctrl-C and SIGTERM stop it cleanly,
     and a local Prefect server boots (unless PREFECT_API_URL names one) while the flow's
-    libraries are imported; it is stopped when the block ends.
+    libraries are imported; it is stopped when the block ends. An existing Dask cluster
+    (--dask-address) is asked first whether it answers and its workers reach that server.
     """
     from pipelines.commands.stopping import stop_on_signals
     from pipelines.flows.server import LocalApi
@@ -115,7 +116,11 @@ def flow_command(args: argparse.Namespace) -> Iterator[Any]:
         finally:
             gc.freeze()  # the imported modules stay: never scan them again
             gc.enable()
-        api.connect()
+        local_server = api.connect()
+        if getattr(args, "dask_address", None):  # before any work: reachable, and reaching us
+            from pipelines.flows.cluster import check_cluster
+
+            check_cluster(args.dask_address, local_server=local_server)
         quiet_user_errors()
         yield options
 

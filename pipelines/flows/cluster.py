@@ -1,0 +1,75 @@
+"""An existing Dask cluster, asked before any work: does it answer, and can its workers reach
+the Prefect server the runs report to?
+
+Without PREFECT_API_URL a command starts its own Prefect server on 127.0.0.1 and hands that
+URL to the workers: it works when every worker runs on this machine, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from functools import cache
+from urllib.parse import urlsplit
+
+from pipelines.errors import ChesspipeError
+
+#: Seconds to wait for the scheduler before saying it does not answer.
+SCHEDULER_TIMEOUT = 10.0
+
+
+@cache
+def _own_addresses() -> frozenset[str]:
+    """The addresses of this machine's network interfaces."""
+    import psutil  # a dependency of distributed
+
+    return frozenset(
+        address.address.split("%", 1)[0]
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family in (socket.AF_INET, socket.AF_INET6)
+    )
+
+
+def is_this_machine(host: str) -> bool:
+    """Tell whether a host name or address names this machine (loopback or one of its own)."""
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        return False
+    return all(
+        ipaddress.ip_address(str(address).split("%", 1)[0]).is_loopback
+        or str(address) in _own_addresses()
+        for address in found
+    )
+
+
+def worker_hosts(address: str, *, timeout: float = SCHEDULER_TIMEOUT) -> set[str]:
+    """Return the hosts of a running cluster's scheduler and workers, failing in one line if
+    the scheduler does not answer within `timeout` seconds."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=timeout) as client:
+            workers = client.scheduler_info(n_workers=-1)["workers"]
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ChesspipeError(f"the Dask scheduler at {address} does not answer: {reason}") from None
+    return {urlsplit(found).hostname or found for found in [address, *workers]}
+
+
+def check_cluster(address: str, *, local_server: str | None) -> None:
+    """Ask the cluster at `address` once, before any work; with a Prefect server on this
+    machine's loopback (`local_server`, None for a configured one), fail in one line if any of
+    its workers runs elsewhere."""
+    hosts = worker_hosts(address)
+    if local_server is None:
+        return
+    elsewhere = sorted(host for host in hosts if not is_this_machine(host))
+    if elsewhere:
+        raise ChesspipeError(
+            f"the Dask cluster at {address} runs on {', '.join(elsewhere)}, which cannot "
+            f"reach this command's Prefect server ({local_server} on this machine's loopback): "
+            "set PREFECT_API_URL to a Prefect server every worker reaches "
+            "(prefect server start --host 0.0.0.0)"
+        )
