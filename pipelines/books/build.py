@@ -13,13 +13,15 @@ from pipelines.books.manifest import BookManifest, PruningRecord, book_manifest_
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
+from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.integrity import DamagedMonth, check_contents, month_expected
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from pipelines.warehouse.sql import connect, stable_read
-from pipelines.warehouse.yearly import choose_years, year_expected, yearly_file
+from pipelines.warehouse.stored import StoredMonth, check_stored, stored_months, stored_read
+from pipelines.warehouse.yearly import YearlyChoice, choose_years, year_expected, yearly_file
 from schemas import first_play
 from schemas.atomic_files import OutputSet, check_output
 from schemas.polyglot_entry import ENTRY_HEX_FORMAT
@@ -258,7 +260,7 @@ class EmptyBook(ChesspipeError):
 
 
 def build_book(
-    warehouse: Path,
+    warehouse: Path | str,
     months: str | list[str],
     out: Path,
     settings: BookSettings | None = None,
@@ -275,6 +277,9 @@ def build_book(
     With `pruning`, the moves that lose by the stored evaluations are left out
     (pipelines.evals.pruning) and the manifest records the rule and its counts; without it the
     book is PolyGlot's.
+
+    `warehouse` may be a URL in object storage (s3://...): its months are read where they are
+    (pipelines.warehouse.stored), each hashed while it is read, as a local month is.
 
     `months` is a list of months or a selection as `pipelines.warehouse.months` reads it
     (`2024-01,2024-03`, `2023-01..2024-06`, `all`); every month chosen must be in the warehouse.
@@ -299,7 +304,7 @@ def build_book(
 
 
 def _build_book(
-    warehouse: Path,
+    warehouse: Path | str,
     months: str | list[str],
     out: Path,
     settings: BookSettings | None,
@@ -312,12 +317,16 @@ def _build_book(
     """build_book, under the output's lock."""
     settings = settings or BookSettings()
     started = time.monotonic()
-    have = available_months(Path(warehouse))
+    remote = is_remote(warehouse)
+    have = stored_months(str(warehouse)) if remote else available_months(Path(warehouse))
     wanted = select_months(months, available=have) if isinstance(months, str) else list(months)
     missing = missing_months(wanted, have)
     if missing:
         raise ChesspipeError(f"{missing} in {warehouse} (ingest them first)")
-    choice = choose_years(Path(warehouse), wanted)
+    # A store's months are read as they are: its compacted years are not looked for.
+    choice = (
+        YearlyChoice((), tuple(wanted), ()) if remote else choose_years(Path(warehouse), wanted)
+    )
     if notes is not None:
         notes.extend(f"{note}; its months were read instead" for note in choice.notes)
     yearly = [yearly_file(Path(warehouse), year) for year in choice.years]
@@ -325,8 +334,8 @@ def _build_book(
     judged: list[Pruning] = []
     walked: list[SideKeys] = []
 
-    def read() -> tuple[str, int, int, int]:
-        con = connect(Path(warehouse), resources=resources)
+    def read(pinned: list[StoredMonth] | None = None) -> tuple[str, int, int, int]:
+        con = connect(warehouse, pinned=pinned, resources=resources)
         judged.clear()
         walked.clear()
         try:
@@ -359,13 +368,16 @@ def _build_book(
     # A month re-ingested meanwhile: the book reads one version of it (stable_read). Each file
     # read is hashed meanwhile, on threads of its own: a book is never built from a file that
     # is not the one its manifest records.
-    def verified_read() -> tuple[str, int, int, int]:
-        expected = [month_expected(Path(warehouse), month) for month in choice.months]
-        expected += [year_expected(Path(warehouse), year) for year in choice.years]
+    def verified_read(pinned: list[StoredMonth] | None = None) -> tuple[str, int, int, int]:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            verified = pool.submit(check_contents, Path(warehouse), expected)
+            if pinned is not None:
+                verified = pool.submit(check_stored, str(warehouse), pinned)
+            else:
+                expected = [month_expected(Path(warehouse), month) for month in choice.months]
+                expected += [year_expected(Path(warehouse), year) for year in choice.years]
+                verified = pool.submit(check_contents, Path(warehouse), expected)
             try:
-                found = read()
+                found = read(pinned)
             except DamagedMonth:
                 raise
             except BaseException:
@@ -374,7 +386,11 @@ def _build_book(
             verified.result()
         return found
 
-    hex_entries, entries, positions, entry_games = stable_read(Path(warehouse), verified_read)
+    if remote:
+        found = stored_read(str(warehouse), choice.months, verified_read)
+    else:
+        found = stable_read(Path(warehouse), verified_read)
+    hex_entries, entries, positions, entry_games = found
     if walked and walked[0].unreached and notes is not None:
         notes.append(
             f"{walked[0].unreached:,} positions of the book are reached by no walk from a start "
@@ -399,7 +415,7 @@ def _build_book(
             sha256=file_sha256(staged),
             seconds=round(time.monotonic() - started, 3),
             finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            warehouse=str(Path(warehouse).resolve()),
+            warehouse=str(warehouse) if remote else str(Path(warehouse).resolve()),
             pruning=(
                 PruningRecord(
                     str(Path(pruning.evals).resolve()), pruning.settings, judged[0].counts

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     from pipelines.commands.build_month import flow_command, location
     from pipelines.commands.ingest import progress_shown
-    from pipelines.monthly.publish import range_book_path
+    from pipelines.monthly.publish import range_book_url
     from pipelines.progress import MonthsProgress
     from pipelines.sources.object_store import is_remote
     from pipelines.warehouse.layout import available_months
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     wanted = select_months(args.months, available=available)
     months = ",".join(month_runs(wanted))
     if args.book is not None:
-        range_book_path(Path(args.books), args.book, wanted)  # a bad name fails before the months
+        range_book_url(args.books, args.book, wanted)  # a bad name fails before the months
     # One local Prefect server for this process and its Dask workers.
     with flow_command(args) as options:
         from pipelines.commands.options import as_said
@@ -139,10 +139,16 @@ def run(args: argparse.Namespace) -> int:
 def range_book_summary(books: str, name: str, months: str) -> dict[str, Any]:
     """The summary of the book over all the months, from the manifest beside it."""
     from pipelines.books.manifest import read_manifest_beside
-    from pipelines.monthly.publish import range_book_path
+    from pipelines.monthly.publish import range_book_url
+    from pipelines.sources.object_store import is_remote, read_bytes
     from pipelines.warehouse.months import select_months
 
-    book = range_book_path(Path(books), name, select_months(months))
-    manifest = read_manifest_beside(book)
-    entries = manifest.entries if manifest is not None else None
-    return {"months": months, "status": "built", "book": str(book), "entries": entries}
+    book = range_book_url(books, name, select_months(months))
+    entries = None
+    if is_remote(book):  # its manifest, published with it as a pair
+        record = json.loads(read_bytes(book.removesuffix(".bin") + ".json"))
+        entries = record.get("entries") if isinstance(record, dict) else None
+    else:
+        manifest = read_manifest_beside(Path(book))
+        entries = manifest.entries if manifest is not None else None
+    return {"months": months, "status": "built", "book": book, "entries": entries}

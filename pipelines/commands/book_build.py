@@ -19,6 +19,7 @@ from pipelines.commands.options import (
     non_negative_int,
     resources_from_args,
     settings_as_flags,
+    stored_or_folder,
 )
 from pipelines.errors import ChesspipeError
 
@@ -39,7 +40,12 @@ def register(subparsers: Any) -> None:
         description="Aggregate the move statistics of MONTHS with DuckDB and write a weighted "
         "Polyglot book: weight = 2 x wins + draws, scaled per position to fit 16 bits.",
     )
-    parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument(
+        "--warehouse",
+        required=True,
+        type=stored_or_folder,
+        help="a warehouse folder, or its URL in object storage (s3://...), read where it is",
+    )
     parser.add_argument(
         "--months",
         required=True,

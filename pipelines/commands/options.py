@@ -233,6 +233,13 @@ def resources_from_args(args: argparse.Namespace) -> Any:
     return QueryResources(limit, args.temp_dir)
 
 
+def stored_or_folder(value: str) -> Path | str:
+    """A warehouse to read: its URL in object storage (s3://...) as is, else a folder."""
+    from pipelines.sources.object_store import is_remote
+
+    return value if is_remote(value) else Path(value)
+
+
 def existing_warehouse(path: Path) -> Path:
     """Return `path` when it is a folder (a warehouse), else raise an error naming it."""
     if not path.is_dir():

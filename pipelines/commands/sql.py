@@ -13,6 +13,7 @@ from pipelines.commands.options import (
     add_resources_options,
     positive_number,
     resources_from_args,
+    stored_or_folder,
 )
 from pipelines.warehouse.sql import DEFAULT_TIMEOUT
 
@@ -27,7 +28,12 @@ def register(subparsers: Any) -> None:
         "and the view openings (eco, name, pgn, key, plies, fen); see docs/sql.md.",
     )
     parser.add_argument("query")
-    parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument(
+        "--warehouse",
+        required=True,
+        type=stored_or_folder,
+        help="a warehouse folder, or its URL in object storage (s3://...), read where it is",
+    )
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument(
         "--allow-read",
@@ -79,10 +85,14 @@ def run(args: argparse.Namespace) -> int:
         raise ChesspipeError(f"{exc} (pass --allow-read PATH to let it)") from None
     except ValueError as exc:
         raise ChesspipeError(str(exc).splitlines()[0]) from None
+    from pipelines.sources.object_store import is_remote
     from pipelines.warehouse.layout import available_months
     from pipelines.warehouse.sql import deep_lines
+    from pipelines.warehouse.stored import stored_months
 
-    if not available_months(args.warehouse) and "move_stats" in args.query.lower():
+    remote = is_remote(args.warehouse)
+    present = stored_months(args.warehouse) if remote else available_months(args.warehouse)
+    if not present and "move_stats" in args.query.lower():
         print(
             f"chesspipe: warning: warehouse {args.warehouse} holds no month of move statistics "
             "yet: move_stats is empty (ingest a month first)",

@@ -14,7 +14,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.flows.monthly import build_logged, publish_artifact
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.manifest import MonthManifest
-from pipelines.monthly.publish import range_book_path
+from pipelines.monthly.publish import publish_range_book, range_book_url
 from pipelines.progress import MonthsProgress
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.months import select_months
@@ -93,9 +93,7 @@ def backfill_flow(
     if "{month}" not in source and len(wanted) > 1:
         raise ChesspipeError("a backfill source must contain {month}, e.g. lichess:{month}")
     if book is not None:
-        if is_remote(warehouse) or is_remote(books):
-            raise ChesspipeError("a book over all the months needs local warehouse and books")
-        range_book = range_book_path(Path(books), book, wanted)
+        range_book = range_book_url(books, book, wanted)  # a bad name fails before the months
     futures = [
         build_month_task.with_options(name=f"build-month-{month}").submit(
             source, month, warehouse, books, options, force, progress
@@ -121,6 +119,11 @@ def backfill_flow(
 
 
 @task(name="build-range-book", cache_policy=NO_CACHE)
-def range_book_task(warehouse: str, months: list[str], out: Path, options: BuildOptions) -> None:
-    """Build one book over all the months of a backfill."""
-    build_book(Path(warehouse), months, out, options.settings.book)
+def range_book_task(warehouse: str, months: list[str], out: str, options: BuildOptions) -> None:
+    """Build one book over all the months of a backfill, read where the months are; into a
+    store, it is published with its manifest as a pair."""
+    where: Path | str = warehouse if is_remote(warehouse) else Path(warehouse)
+    if is_remote(out):
+        publish_range_book(where, months, out, options.settings.book)
+    else:
+        build_book(where, months, Path(out), options.settings.book)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pipelines.books.manifest import BookManifest
+from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
 from pipelines.monthly.manifest import IngestResult, MonthManifest, TopMove
@@ -47,6 +49,48 @@ def range_book_path(books: Path, name: str, months: list[str]) -> Path:
     ):
         raise ChesspipeError(f"book name {name!r} is the name of a month's own book")
     return Path(books) / f"{stem}.bin"
+
+
+def range_book_url(books: str, name: str, months: list[str]) -> str:
+    """Return where a book over many months goes in a books folder or store: range_book_path's
+    name, under a URL as is (a URL is no path: s3://b/x is not s3:/b/x)."""
+    from pipelines.sources.object_store import is_remote, join
+
+    checked = range_book_path(Path("books"), name, months)  # the name's own checks
+    return join(books, checked.name) if is_remote(books) else str(Path(books) / checked.name)
+
+
+def publish_range_book(
+    warehouse: Path | str, months: list[str], url: str, settings: BookSettings
+) -> BookManifest:
+    """Build a book over many months into a temporary folder, then publish it and its
+    manifest into a store as a pair (pipelines.sources.object_publish), under a lease on the
+    book's name: of two runs writing one book, the second is refused."""
+    import tempfile
+
+    from pipelines.books.build import build_book
+    from pipelines.books.manifest import book_manifest_path
+    from pipelines.sources.object_lease import StoreLease, supports_leases
+    from pipelines.sources.object_publish import Described, put_in_place, remove_stale, stage
+    from pipelines.sources.object_store import check_access, join
+
+    root, name = url.rsplit("/", 1)
+    check_access(root)
+    with ExitStack() as stack:
+        lease = None
+        if supports_leases(root):
+            lease = stack.enter_context(StoreLease(root, name, what=f"book {url}"))
+            remove_stale(root, name)  # what runs killed while publishing it staged
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chesspipe-")))
+        book = scratch / name
+        manifest = build_book(warehouse, months, book, settings)
+        beside = book_manifest_path(book)
+        record = join(root, beside.name)
+        staged = stage([Described(book, url, beside, record, root=root)], month=name)
+        if lease is not None:
+            lease.confirm()
+        put_in_place(staged)
+    return manifest
 
 
 def up_to_date_book(

@@ -24,11 +24,13 @@ from pipelines.warehouse.layout import manifest_path, partition_file
 class DamagedMonth(ChesspipeError):
     """A month's partition that is not the file its manifest records."""
 
-    def __init__(self, warehouse: Path, what: str, path: Path, why: str) -> None:
-        super().__init__(
-            f"{what}: {path} is not the file its manifest records ({why}); run "
-            f"`chesspipe warehouse check {warehouse}`"
+    def __init__(self, warehouse: Path | str, what: str, path: Path | str, why: str) -> None:
+        fix = (
+            f"build it again with `chesspipe build-month --force` into {warehouse}"
+            if "://" in str(warehouse)
+            else f"run `chesspipe warehouse check {warehouse}`"
         )
+        super().__init__(f"{what}: {path} is not the file its manifest records ({why}); {fix}")
         self.what = what
         self.path = path
 

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -205,7 +205,7 @@ def complete_months(root: Path, files: tuple[str, ...]) -> list[str]:
 GLOB_CHARACTERS = frozenset("*?[")
 
 
-def sql_paths(paths: list[Path]) -> str:
+def sql_paths(paths: Sequence[Path | str]) -> str:
     """Return paths as a DuckDB list of string literals, for its file readers.
 
     DuckDB reads `*`, `?` and `[` in a path as a pattern, with no escape: `wh?q` would also

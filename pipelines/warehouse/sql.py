@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 
 from pipelines.errors import ChesspipeError
+from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.evals_files import eval_parts
 from pipelines.warehouse.integrity import DamagedMonth, check_opened
 from pipelines.warehouse.layout import (
@@ -25,6 +26,7 @@ from pipelines.warehouse.layout import (
 from pipelines.warehouse.openings import facts, opening_files, openings_dir
 from pipelines.warehouse.read_only import ReadOnlyConnection
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
+from pipelines.warehouse.stored import StoredMonth, pin_months, register, stored_months, stored_read
 from pipelines.warehouse.yearly import fresh_yearly_files
 from schemas.evals import EVALS_ORDER, LINES_SQL, SCORE_SQL
 
@@ -90,7 +92,7 @@ def time_limit(con: Any, seconds: float | None) -> Iterator[None]:
 
 
 def run_query(
-    warehouse: Path,
+    warehouse: Path | str,
     query: str,
     *,
     allow_write: bool = False,
@@ -103,18 +105,22 @@ def run_query(
     Unless `allow_write`, only statements that read are taken, and they open no file but the
     warehouse's statistics, the bundled opening names and what lies under `allow_read`
     (`connect`). A query still running after `timeout` seconds (None: no limit) is stopped:
-    QueryTimedOut. `resources`: DuckDB's memory limit and where it spills.
+    QueryTimedOut. `resources`: DuckDB's memory limit and where it spills. A warehouse URL
+    (s3://...) is read where it is.
     """
     import duckdb
 
-    warehouse = Path(warehouse)
-    if not warehouse.is_dir():
-        reason = "is not a folder" if warehouse.exists() else "does not exist"
-        raise ValueError(f"warehouse {warehouse} {reason}")
+    remote = is_remote(warehouse)
+    if not remote:
+        warehouse = Path(warehouse)
+        if not warehouse.is_dir():
+            reason = "is not a folder" if warehouse.exists() else "does not exist"
+            raise ValueError(f"warehouse {warehouse} {reason}")
 
-    def attempt() -> tuple[list[str], list[tuple[Any, ...]]]:
+    def attempt(pinned: list[StoredMonth] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
         con = connect(
             warehouse,
+            pinned=pinned,
             chess_terms=uses_chess_terms(query),
             allow_read=allow_read,
             allow_write=allow_write,
@@ -130,7 +136,11 @@ def run_query(
 
     try:
         # A query that may write runs once; one that reads sees one version of each month.
-        return attempt() if allow_write else stable_read(warehouse, attempt)
+        if allow_write:
+            return attempt()
+        if remote:
+            return stored_read(str(warehouse), stored_months(str(warehouse)), attempt)
+        return stable_read(Path(warehouse), attempt)
     except duckdb.PermissionException as exc:
         refused = _NOT_ALLOWED.search(str(exc))
         if refused is None:
@@ -248,7 +258,7 @@ class DeepLine(NamedTuple):
     months: tuple[str, ...]
 
 
-def deep_lines(warehouse: Path, query: str) -> list[DeepLine]:
+def deep_lines(warehouse: Path | str, query: str) -> list[DeepLine]:
     """The lines written in a query (`key_after('...')`, ...) that reach a ply no month of the
     warehouse counted: the statistics have no rows there, and the query answers nothing.
 
@@ -260,8 +270,13 @@ def deep_lines(warehouse: Path, query: str) -> list[DeepLine]:
     from pipelines.warehouse.chess_functions import ChessInputError, board_after
 
     counted: dict[int, list[str]] = {}
-    for month in available_months(Path(warehouse)):
-        plies = recorded_plies(Path(warehouse), month)
+    if is_remote(warehouse):
+        pinned = pin_months(str(warehouse), stored_months(str(warehouse)))
+        recorded = [(month.month, month.plies) for month in pinned]
+    else:
+        present = available_months(Path(warehouse))
+        recorded = [(month, recorded_plies(Path(warehouse), month)) for month in present]
+    for month, plies in recorded:
         if plies is not None:
             counted.setdefault(plies, []).append(month)
     if not counted:
@@ -297,8 +312,9 @@ _EMPTY_STATS = (
 
 @overload
 def connect(
-    warehouse: Path,
+    warehouse: Path | str,
     *,
+    pinned: Sequence[StoredMonth] | None = ...,
     resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
@@ -307,8 +323,9 @@ def connect(
 ) -> ReadOnlyConnection: ...
 @overload
 def connect(
-    warehouse: Path,
+    warehouse: Path | str,
     *,
+    pinned: Sequence[StoredMonth] | None = ...,
     resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
@@ -317,8 +334,9 @@ def connect(
 ) -> duckdb.DuckDBPyConnection: ...
 @overload
 def connect(
-    warehouse: Path,
+    warehouse: Path | str,
     *,
+    pinned: Sequence[StoredMonth] | None = ...,
     resources: QueryResources = ...,
     threads: int | None = ...,
     chess_terms: bool = ...,
@@ -326,8 +344,9 @@ def connect(
     allow_write: bool,
 ) -> ReadOnlyConnection | duckdb.DuckDBPyConnection: ...
 def connect(
-    warehouse: Path,
+    warehouse: Path | str,
     *,
+    pinned: Sequence[StoredMonth] | None = None,
     resources: QueryResources = DEFAULT_RESOURCES,
     threads: int | None = None,
     chess_terms: bool = False,
@@ -355,6 +374,10 @@ def connect(
 
     `chess_terms` is off by default because DuckDB imports NumPy to register a Python function
     (about 0.1 s), which a book build does not need.
+
+    A warehouse URL (s3://...) is read where it is (pipelines.warehouse.stored): `move_stats`
+    over the months `pinned` (by default every published month, pinned now); its
+    `move_stats_yearly` and `evals` have no rows.
     """
     import duckdb
 
@@ -370,14 +393,22 @@ def connect(
     read: list[Path] = []
     if chess_terms:
         read += register_chess_terms(con)
-    root = Path(warehouse).absolute()
-    present = available_months(root)
-    check_opened(Path(warehouse), present)  # sizes and times, as the manifests record them
-    months = [partition_file(root, month) for month in present]
+    months: list[Path | str]
+    yearly: list[Path]
+    parts: list[Path]
+    if is_remote(warehouse):
+        if pinned is None:
+            pinned = pin_months(str(warehouse), stored_months(str(warehouse)))
+        register(con, str(warehouse))
+        months, yearly, parts = [month.url for month in pinned], [], []
+    else:
+        root = Path(warehouse).absolute()
+        present = available_months(root)
+        check_opened(Path(warehouse), present)  # sizes and times, as the manifests record them
+        months = [partition_file(root, month) for month in present]
+        yearly, parts = fresh_yearly_files(root), eval_parts(root)
     _stats_view(con, "move_stats", months, "month")
-    yearly = fresh_yearly_files(root)
     _stats_view(con, "move_stats_yearly", yearly, "year")
-    parts = eval_parts(root)
     _evals_view(con, parts)
     if chess_terms:
         columns = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
@@ -390,11 +421,14 @@ def connect(
 
 
 def lock(
-    con: duckdb.DuckDBPyConnection, files: Sequence[Path], allow_read: Sequence[Path] = ()
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[Path | str],
+    allow_read: Sequence[Path] = (),
 ) -> None:
-    """Let a DuckDB connection open `files` and what lies under `allow_read` only, and lock
-    its configuration so that no statement can widen that."""
-    paths = [str(Path(path).absolute()) for path in files]
+    """Let a DuckDB connection open `files` (paths, or URLs of a registered filesystem) and
+    what lies under `allow_read` only, and lock its configuration so that no statement can
+    widen that."""
+    paths = [str(path) if is_remote(path) else str(Path(path).absolute()) for path in files]
     folders = []
     for extra in allow_read:
         extra = Path(extra).absolute()
@@ -409,7 +443,7 @@ def lock(
 
 
 def _stats_view(
-    con: duckdb.DuckDBPyConnection, name: str, files: list[Path], partition: str
+    con: duckdb.DuckDBPyConnection, name: str, files: Sequence[Path | str], partition: str
 ) -> None:
     """Create a view of statistics files partitioned by `partition` (a VARCHAR hive column);
     without files, a view of no rows with the same columns. Files that all predate the
