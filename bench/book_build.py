@@ -66,13 +66,14 @@ def month_of_rows(rows: int, seed: int) -> pa.Table:
             "losses": losses,
             "rating_sum": games * (band.astype(np.uint64) + 50),
             "first_play": rng.permutation(len(row_move)).astype(np.uint64) << np.uint64(12),
+            "white_to_move": rng.integers(0, 2, len(row_move)).astype(bool),
         },
         schema=MOVE_STATS_SCHEMA,
     )
     # One row per (key, move, speed, band, group), as ingest writes them.
     return table.group_by(["key", "move", "speed", "rating_band", "rating_group"]).aggregate(
         [(name, "sum") for name in ("games", "wins", "draws", "losses", "rating_sum")]
-        + [("first_play", "min")]
+        + [("first_play", "min"), ("white_to_move", "min")]
     )
 
 
@@ -90,6 +91,7 @@ def main() -> int:
     grouped = month_of_rows(args.rows, args.seed)
     names = {f"{c}_sum": c for c in ("games", "wins", "draws", "losses", "rating_sum")}
     names["first_play_min"] = "first_play"
+    names["white_to_move_min"] = "white_to_move"
     grouped = grouped.rename_columns([names.get(n, n) for n in grouped.column_names])
     table = grouped.select([f.name for f in MOVE_STATS_SCHEMA]).cast(MOVE_STATS_SCHEMA)
     pq.write_table(table, partition / "part-0.parquet", compression="zstd")

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.books.build import build_book
+from pipelines.books.build import RANGE_ROW_BYTES, build_book, key_ranges, ranges_for
 from pipelines.books.manifest import BookManifest, book_manifest_path, read_manifest_beside
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
@@ -110,6 +110,50 @@ def test_book_equals_polyglot_make_book(
         # Byte for byte, moves of equal points in the order the games first played them.
         assert ours.read_bytes() == reference.read_bytes()
         assert manifest.entries == len(entry_set(reference)) > 0
+        # Summed a key range at a time (as a book over many months is): the same bytes.
+        ranged = tmp_path / f"ranged-{games}-{score}.bin"
+        by_ranges = build_book(tmp_path, "2020-01", ranged, BookSettings(games, score), ranges=7)
+        assert ranged.read_bytes() == reference.read_bytes()
+        assert by_ranges.positions == manifest.positions
+        assert by_ranges.entry_games == manifest.entry_games
+
+
+def test_key_ranges_cover_the_keys_once_and_follow_the_memory_limit() -> None:
+    for count in (1, 2, 7, 64):
+        ranges = key_ranges(count)
+        assert ranges[0].first == 0 and ranges[-1].last == 2**64 - 1 and len(ranges) == count
+        assert all(a.last + 1 == b.first for a, b in zip(ranges, ranges[1:], strict=False))
+    assert ranges_for(1_000, 256 << 20) == 1
+    assert ranges_for(48_000_000, 256 << 20) == -(-48_000_000 * RANGE_ROW_BYTES // (256 << 20))
+
+
+def test_a_book_by_key_ranges_over_ranked_and_unranked_months_is_the_whole_book(
+    tmp_path: Path, games_2021: Path
+) -> None:
+    """Whether moves of equal weight go by first play is the whole book's to say: one month
+    without ranks sends every position's ties by move, in every range."""
+    settings = IngestSettings(GameFilter(0, ALL, allow_bots=True))
+    ingest(str(games_2021), "2021-10", tmp_path, settings)
+    table = pq.read_table(partition_file(tmp_path, "2021-10"))
+    first = table.slice(0, 3)
+    synthetic_month(
+        tmp_path,
+        "2021-11",
+        [(int(k), int(m), 1, 0, 0) for k, m in zip(first["key"], first["move"], strict=True)],
+    )
+    for months, book in (("2021-10", BookSettings(1, 0.0)), ("2021-10..2021-11", None)):
+        whole, ranged = tmp_path / "whole.bin", tmp_path / "ranged.bin"
+        build_book(tmp_path, months, whole, book or BookSettings(1, 0.0))
+        build_book(tmp_path, months, ranged, book or BookSettings(1, 0.0), ranges=16)
+        assert ranged.read_bytes() == whole.read_bytes() and whole.stat().st_size > 16 * 500
+    # (The test can tell: ranked, some ties go otherwise than by move.)
+    ranked = tmp_path / "ranked.bin"
+    build_book(tmp_path, "2021-10", ranked, BookSettings(1, 0.0))
+    entries = read_entries(ranked)
+    order = list(
+        zip(entries["key"], -entries["weight"].astype("int64"), entries["move"], strict=True)
+    )
+    assert order != sorted(order)
 
 
 def test_python_chess_reads_every_entry(tmp_path: Path, games_2021: Path) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import time
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from pipelines.books.manifest import BookManifest, PruningRecord, book_manifest_path
 from pipelines.books.settings import BookSettings
@@ -18,7 +21,11 @@ from pipelines.warehouse.integrity import DamagedMonth, check_contents, month_ex
 from pipelines.warehouse.layout import available_months, sql_paths
 from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.months import missing_months, month_runs, select_months
-from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
+from pipelines.warehouse.resources import (
+    DEFAULT_RESOURCES,
+    QueryResources,
+    default_memory_limit,
+)
 from pipelines.warehouse.sql import connect, stable_read
 from pipelines.warehouse.stored import StoredMonth, check_stored, stored_months, stored_read
 from pipelines.warehouse.yearly import YearlyChoice, choose_years, year_expected, yearly_file
@@ -33,16 +40,19 @@ if TYPE_CHECKING:
 
 MAX_WEIGHT = 65535
 
-#: A book file's bytes as hex: each entry's fields as schemas.polyglot_entry lays them out
-#: (learn 0), in book order. PolyGlot's make-book sorts by key, then points descending (its
-#: `key_compare`), which is weight descending, and points descending where scaling made
+#: A book's entries in book order. PolyGlot's make-book sorts by key, then points descending
+#: (its `key_compare`), which is weight descending, and points descending where scaling made
 #: weights equal. Moves of equal points it leaves in the order the games first played them:
 #: here by their first-play rank, or by move where the statistics read lack ranks
 #: (docs/books.md, "Entry order").
-ENTRIES_HEX = (
-    f"string_agg(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0), '' "
-    "ORDER BY key, weight DESC, points DESC, first_play, move)"
-)
+ENTRY_ORDER = "key, weight DESC, points DESC, first_play, move"
+
+#: An entry's 16 bytes, its fields as schemas.polyglot_entry lays them out (learn 0).
+ENTRY_BYTES = f"from_hex(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0))"
+
+#: Entries DuckDB hands over at a time (sorted by DuckDB, which spills past its memory limit).
+ENTRY_BATCH = 1 << 16
+
 
 #: A month row's first-play rank among the months of a book: its month (year, then the month
 #: in the rank's top bits) before its place in the month's source, as PolyGlot ranks the games
@@ -70,14 +80,20 @@ def stats_filter(months: list[str], settings: BookSettings) -> tuple[list[str], 
 
 
 def _book_rows(
-    months: list[str], settings: BookSettings, yearly: list[Path]
+    months: list[str],
+    settings: BookSettings,
+    yearly: list[Path],
+    key_range: KeyRange | None = None,
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) of the statistics rows a book sums: the months' rows,
     and those of compacted yearly files standing in for whole years, each with its first-play
     rank among them (`rank`; null where the file has none). One month, or one year, is ranked
     by its own ranks (UBIGINT); several by (year, rank within the year) (HUGEINT), which costs
-    more to sum."""
+    more to sum. `key_range`: only the rows of those keys."""
     where, params = stats_filter(months, settings)
+    if key_range is not None:
+        where.append("key BETWEEN ?::UBIGINT AND ?::UBIGINT")
+        params += [key_range.first, key_range.last]
     columns = "key, move, speed, rating_band, games, wins, draws, white_to_move"
     alone = len(months) + len(yearly) == 1
     month_rank, year_rank = ("first_play", "first_play") if alone else (_MONTH_RANK, _YEAR_RANK)
@@ -100,12 +116,40 @@ def _book_rows(
     return f"{sql} UNION ALL {year_sql}", params + params[1:]
 
 
+class KeyRange(NamedTuple):
+    """Polyglot keys from `first` to `last`, both included."""
+
+    first: int
+    last: int
+
+
+def key_ranges(count: int) -> list[KeyRange]:
+    """The key space cut into `count` ranges of equal width, in order: keys are hashes, so
+    each holds about the same share of any month's rows."""
+    bounds = [(1 << 64) * n // count for n in range(count + 1)]
+    return [KeyRange(bounds[n], bounds[n + 1] - 1) for n in range(count)]
+
+
+#: A book is cut into as many key ranges as give each about this many bytes of the memory
+#: limit per statistics row it sums; DuckDB's aggregate and sort spill past the limit. Measured
+#: over 48 generated months (46.5 M rows) at a 256 MB limit: 12 ranges, 289 MB peak, 10 s;
+#: one range peaked at 448 MB (bench/RESULTS.md, "A book over many months").
+RANGE_ROW_BYTES = 64
+
+
+def ranges_for(rows: int, memory_limit: int) -> int:
+    """How many key ranges a book of `rows` statistics rows is built in under a limit."""
+    return max(1, -(-rows * RANGE_ROW_BYTES // memory_limit))
+
+
 def book_query(
     months: list[str],
     settings: BookSettings,
     *,
     yearly: list[Path] | None = None,
     without: str | None = None,
+    key_range: KeyRange | None = None,
+    ranked: bool | None = None,
 ) -> tuple[str, list[Any]]:
     """Return the SQL (and parameters) that yields a book's (key, move, weight, games, points,
     first_play, white_to_move) rows (points: 2 per win, 1 per draw, before scaling; first_play:
@@ -117,8 +161,15 @@ def book_query(
     `yearly`: compacted yearly files (pipelines.warehouse.yearly) read besides `months`; the
     months they stand for must not be in `months`. `without`: a relation of (key, move) pairs
     the book leaves out (moves pruned by evaluation), before weights are scaled.
+
+    `key_range`: the book's entries of those keys only (a position's entries are all in one
+    range, so a book is its ranges' entries in order). `ranked`: whether every row of the whole
+    book has a first-play rank (`survey`), which a range cannot tell from its own rows.
     """
-    rows, params = _book_rows(months, settings, yearly or [])
+    rows, params = _book_rows(months, settings, yearly or [], key_range)
+    all_ranked = (
+        "(SELECT coalesce(bool_and(ranked), true) FROM totals)" if ranked is None else str(ranked)
+    )
     # The score test is PolyGlot's, in doubles: (points / n) / 2 >= min score. `totals` is
     # materialized: inlined, DuckDB turns the window into a join that sums the rows twice.
     sql = f"""
@@ -139,8 +190,7 @@ def book_query(
                  THEN greatest(1, (points::HUGEINT * {2 * MAX_WEIGHT} + top) // (2 * top::HUGEINT))
                  ELSE points END::USMALLINT AS weight,
             n AS games, points,
-            CASE WHEN (SELECT coalesce(bool_and(ranked), true) FROM totals) THEN rank END
-                AS first_play,
+            CASE WHEN {all_ranked} THEN rank END AS first_play,
             white AS white_to_move
         FROM kept
     """
@@ -169,16 +219,32 @@ def side_keys(
     return SideKeys([key for key in keys if sides.get(key) == colour], len(keys) - len(sides))
 
 
+class Survey(NamedTuple):
+    """What a book's statistics rows are, over all of them: how many; whether every one has a
+    first-play rank; whether every one says whose move it is (`white_to_move`: months
+    ingested before it have none)."""
+
+    rows: int
+    ranked: bool
+    sided: bool
+
+
+def survey(con: Any, months: list[str], settings: BookSettings, yearly: list[Path]) -> Survey:
+    """Survey a book's statistics rows (two columns read, nothing summed)."""
+    rows, params = _book_rows(months, settings, yearly)
+    (found,) = con.execute(
+        f"SELECT count(*), count(rank) = count(*), count(white_to_move) = count(*) FROM ({rows})",
+        params,
+    ).fetchall()  # (all: a result left unfinished holds the connection)
+    return Survey(int(found[0]), bool(found[1]), bool(found[2]))
+
+
 def rows_have_sides(
     con: Any, months: list[str], settings: BookSettings, yearly: list[Path]
 ) -> bool:
     """Whether every statistics row a book reads says whose move it is (`white_to_move`: months
     ingested before it have none)."""
-    rows, params = _book_rows(months, settings, yearly)
-    (sided,) = con.execute(
-        f"SELECT count(white_to_move) = count(*) FROM ({rows})", params
-    ).fetchone()
-    return bool(sided)
+    return survey(con, months, settings, yearly).sided
 
 
 def only_side(sql: str, params: list[Any], settings: BookSettings) -> tuple[str, list[Any]]:
@@ -190,6 +256,106 @@ def only_side(sql: str, params: list[Any], settings: BookSettings) -> tuple[str,
 def only_keys(sql: str, params: list[Any], keys: list[int]) -> tuple[str, list[Any]]:
     """Narrow a book's query to the positions `keys`."""
     return f"SELECT * FROM ({sql}) WHERE key IN (SELECT unnest(?::UBIGINT[]))", [*params, keys]
+
+
+class EntryCounts(NamedTuple):
+    """How many entries a book (or a key range of one) has, of how many positions, and the
+    games of its entries."""
+
+    entries: int
+    positions: int
+    games: int
+
+
+def write_entries(con: Any, query: str, values: list[Any], sink: BinaryIO) -> EntryCounts:
+    """Write the entries a book query (or a range's) yields to `sink` as a book's bytes, in
+    book order, a batch at a time: the book is never whole in memory."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    reader = con.sql(
+        f"SELECT {ENTRY_BYTES} AS entry, key, games FROM ({query}) ORDER BY {ENTRY_ORDER}",
+        params=values,
+    ).to_arrow_reader(ENTRY_BATCH)
+    entries = positions = games = 0
+    last_key = None
+    for batch in reader:
+        if not batch.num_rows:
+            continue
+        column = batch.column(0).cast(pa.binary(16))
+        start = column.offset * 16
+        sink.write(memoryview(column.buffers()[1])[start : start + 16 * len(column)])
+        keys = batch.column(1)
+        changes = pc.sum(pc.not_equal(keys.slice(1), keys.slice(0, len(keys) - 1))).as_py()
+        positions += (changes or 0) + (keys[0].as_py() != last_key)
+        last_key = keys[-1].as_py()
+        entries += batch.num_rows
+        games += pc.sum(batch.column(2)).as_py() or 0
+    return EntryCounts(entries, positions, games)
+
+
+class RangeEntries(NamedTuple):
+    """A key range's part of a book, as a cluster's task hands it back: its bytes, and their
+    counts."""
+
+    data: bytes
+    counts: EntryCounts
+
+
+def range_entries(
+    warehouse: Path | str,
+    pinned: list[StoredMonth] | None,
+    query: str,
+    values: list[Any],
+    resources: QueryResources,
+) -> RangeEntries:
+    """A range's entries, read on a connection of its own (a cluster's task)."""
+    con = connect(warehouse, pinned=pinned, resources=resources)
+    try:
+        sink = io.BytesIO()
+        counts = write_entries(con, query, values, sink)
+        return RangeEntries(sink.getvalue(), counts)
+    finally:
+        con.close()
+
+
+def written(ranges: Iterator[RangeEntries], sink: BinaryIO) -> Iterator[EntryCounts]:
+    """Write each range's bytes to `sink` in turn; yield its counts."""
+    for done in ranges:
+        sink.write(done.data)
+        yield done.counts
+
+
+#: Range tasks a cluster runs ahead of the one written next (their bytes wait in memory).
+AHEAD = 8
+
+
+def in_order(
+    executor: Executor, task: Callable[..., RangeEntries], calls: list[tuple[Any, ...]]
+) -> Iterator[RangeEntries]:
+    """Run the calls on the executor, at most AHEAD beyond the one yielded next; yield their
+    results in the order given."""
+    pending: deque[Future[RangeEntries]] = deque()
+    waiting = iter(calls)
+    for call in waiting:
+        pending.append(executor.submit(task, *call))
+        if len(pending) > AHEAD:
+            break
+    try:
+        while pending:
+            yield pending.popleft().result()
+            for call in waiting:
+                pending.append(executor.submit(task, *call))
+                break
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def run_all(calls: list[Callable[[], None]]) -> None:
+    """Call each in turn (checks on one thread)."""
+    for call in calls:
+        call()
 
 
 class EvalPruning(NamedTuple):
@@ -269,10 +435,21 @@ def build_book(
     notes: list[str] | None = None,
     pruning: EvalPruning | None = None,
     resources: QueryResources = DEFAULT_RESOURCES,
+    ranges: int | None = None,
+    executor: Executor | None = None,
 ) -> BookManifest:
     """Write a Polyglot book from the chosen months' statistics; return its manifest.
 
-    `resources`: DuckDB's memory limit and where it spills (the machine's defaults).
+    `resources`: DuckDB's memory limit and where it spills (the machine's defaults). The book
+    is summed a range of keys at a time, as many ranges (`ranges`, by default as many as keep
+    each within the memory limit: `ranges_for`) in key order, each written before the next is
+    read: the memory is one range's, however many months. (Pruning by evaluation, and a side's
+    book over months without `white_to_move`, judge the whole book at once: one range.)
+
+    `executor` (such as `distributed.Client(...).get_executor(retries=2)`): each range is
+    summed in a task of its own, each month hashed in another, and the ranges written here in
+    key order as they come: the same bytes. Its workers must reach the warehouse (a bucket, or
+    a folder every machine mounts). A range that fails fails the book: none is written.
 
     With `pruning`, the moves that lose by the stored evaluations are left out
     (pipelines.evals.pruning) and the manifest records the rule and its counts; without it the
@@ -299,7 +476,7 @@ def build_book(
     with output_lock(out, book_manifest_path(out)):
         return _build_book(
             warehouse, months, out, settings, allow_empty=allow_empty, notes=notes,
-            pruning=pruning, resources=resources,
+            pruning=pruning, resources=resources, ranges=ranges, executor=executor,
         )  # fmt: skip
 
 
@@ -313,6 +490,8 @@ def _build_book(
     notes: list[str] | None,
     pruning: EvalPruning | None = None,
     resources: QueryResources = DEFAULT_RESOURCES,
+    ranges: int | None = None,
+    executor: Executor | None = None,
 ) -> BookManifest:
     """build_book, under the output's lock."""
     settings = settings or BookSettings()
@@ -334,13 +513,20 @@ def _build_book(
     judged: list[Pruning] = []
     walked: list[SideKeys] = []
 
-    def read(pinned: list[StoredMonth] | None = None) -> tuple[str, int, int, int]:
+    manifest_file = book_manifest_path(out)
+    outputs = OutputSet(out, manifest_file, sync=True)  # the book, then its manifest
+    staged = outputs.path(out)
+
+    def read(pinned: list[StoredMonth] | None = None) -> tuple[int, int, int]:
+        """Write the book's entries into `staged`, a key range at a time; return (entries,
+        positions, games of the entries)."""
         con = connect(warehouse, pinned=pinned, resources=resources)
         judged.clear()
         walked.clear()
         try:
+            rows = survey(con, list(choice.months), settings, yearly)
             keys = None
-            if settings.side and not rows_have_sides(con, list(choice.months), settings, yearly):
+            if settings.side and not rows.sided:
                 walked.append(side_keys(con, wanted, sql, params, settings))
                 keys = walked[0].keys
 
@@ -349,60 +535,87 @@ def _build_book(
                     return only_keys(query, values, keys)
                 return only_side(query, values, settings) if settings.side else (query, values)
 
-            query, values = narrowed(sql, params)
+            parts = [narrowed(sql, params)]
             if pruning is not None:
-                judged.append(pruned_moves(con, query, values, pruning))
+                judged.append(pruned_moves(con, *parts[0], pruning))
                 con.register("pruned", _pairs_table(judged[0].pruned))
-                query, values = narrowed(
-                    *book_query(list(choice.months), settings, yearly=yearly, without="pruned")
-                )
-            found = con.execute(
-                f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), "
-                f"coalesce(sum(games), 0) FROM ({query})",
-                values,
-            ).fetchone()
+                whole = book_query(list(choice.months), settings, yearly=yearly, without="pruned")
+                parts = [narrowed(*whole)]
+            elif keys is None:
+                limit = resources.memory_limit or default_memory_limit()
+                count = ranges if ranges is not None else ranges_for(rows.rows, limit)
+                if count > 1:
+                    parts = [
+                        narrowed(
+                            *book_query(
+                                list(choice.months),
+                                settings,
+                                yearly=yearly,
+                                key_range=key_range,
+                                ranked=rows.ranked,
+                            )
+                        )  # fmt: skip
+                        for key_range in key_ranges(count)
+                    ]
+            entries = positions = games = 0
+            with open(staged, "wb") as sink:  # each attempt writes the book again
+                counted: Iterator[EntryCounts]
+                if executor is not None and keys is None and pruning is None:
+                    calls = [(warehouse, pinned, *part, resources) for part in parts]
+                    counted = written(in_order(executor, range_entries, calls), sink)
+                else:
+                    counted = (write_entries(con, *part, sink) for part in parts)
+                for counts in counted:
+                    entries += counts.entries
+                    positions += counts.positions  # a position is in one range only
+                    games += counts.games
         finally:
             con.close()
-        return found or ("", 0, 0, 0)
+        return entries, positions, games
 
     # A month re-ingested meanwhile: the book reads one version of it (stable_read). Each file
-    # read is hashed meanwhile, on threads of its own: a book is never built from a file that
-    # is not the one its manifest records.
-    def verified_read(pinned: list[StoredMonth] | None = None) -> tuple[str, int, int, int]:
+    # read is hashed meanwhile, on threads of its own (on the cluster's workers, a month a
+    # task): a book is never built from a file that is not the one its manifest records.
+    def verified_read(pinned: list[StoredMonth] | None = None) -> tuple[int, int, int]:
+        checks: list[Callable[[], None]]
+        if pinned is not None:
+            checks = [partial(check_stored, str(warehouse), [month]) for month in pinned]
+        else:
+            expected = [month_expected(Path(warehouse), month) for month in choice.months]
+            expected += [year_expected(Path(warehouse), year) for year in choice.years]
+            checks = [partial(check_contents, Path(warehouse), [item]) for item in expected]
         with ThreadPoolExecutor(max_workers=1) as pool:
-            if pinned is not None:
-                verified = pool.submit(check_stored, str(warehouse), pinned)
+            if executor is not None:
+                verified = [executor.submit(check) for check in checks]
             else:
-                expected = [month_expected(Path(warehouse), month) for month in choice.months]
-                expected += [year_expected(Path(warehouse), year) for year in choice.years]
-                verified = pool.submit(check_contents, Path(warehouse), expected)
+                verified = [pool.submit(run_all, checks)]
             try:
                 found = read(pinned)
             except DamagedMonth:
                 raise
             except BaseException:
-                verified.result()  # a damaged file is what went wrong: say that
+                for check in verified:
+                    check.result()  # a damaged file is what went wrong: say that
                 raise
-            verified.result()
+            for check in verified:
+                check.result()
         return found
 
-    if remote:
-        found = stored_read(str(warehouse), choice.months, verified_read)
-    else:
-        found = stable_read(Path(warehouse), verified_read)
-    hex_entries, entries, positions, entry_games = found
-    if walked and walked[0].unreached and notes is not None:
-        notes.append(
-            f"{walked[0].unreached:,} positions of the book are reached by no walk from a start "
-            "position through the statistics' moves, so whose move it is there is not known: "
-            "left out (months ingested before `white_to_move`; re-ingest them to keep these)"
-        )
-    if not entries and not allow_empty:
-        raise EmptyBook(wanted, settings)
-    manifest_file = book_manifest_path(out)
-    with OutputSet(out, manifest_file, sync=True) as outputs:  # the book, then its manifest
-        staged = outputs.path(out)
-        staged.write_bytes(bytes.fromhex(hex_entries or ""))
+    with outputs:
+        if remote:
+            found = stored_read(str(warehouse), choice.months, verified_read)
+        else:
+            found = stable_read(Path(warehouse), verified_read)
+        entries, positions, entry_games = found
+        if walked and walked[0].unreached and notes is not None:
+            notes.append(
+                f"{walked[0].unreached:,} positions of the book are reached by no walk from a "
+                "start position through the statistics' moves, so whose move it is there is "
+                "not known: left out (months ingested before `white_to_move`; re-ingest them "
+                "to keep these)"
+            )
+        if not entries and not allow_empty:
+            raise EmptyBook(wanted, settings)
         manifest = BookManifest(
             chesspipe_version=__version__,
             out=str(out),

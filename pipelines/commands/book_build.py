@@ -17,6 +17,7 @@ from pipelines.commands.options import (
     existing_warehouse,
     integer,
     non_negative_int,
+    positive_int,
     resources_from_args,
     settings_as_flags,
     stored_or_folder,
@@ -56,6 +57,19 @@ def register(subparsers: Any) -> None:
     add_file_roles(parser, writes=("out",))
     add_book_options(parser)
     add_resources_options(parser)
+    parser.add_argument(
+        "--ranges",
+        type=positive_int,
+        metavar="N",
+        help="sum the book in N ranges of keys, one after the other (default: as many as keep "
+        "each within the memory limit); the same bytes however many",
+    )
+    parser.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:8786",
+        help="sum the key ranges on a running Dask cluster, whose workers read the warehouse "
+        "(a bucket, or a folder each mounts); the book is written here, in key order",
+    )
     side = parser.add_mutually_exclusive_group()
     side.add_argument(
         "--only-white",
@@ -111,17 +125,22 @@ def run(args: argparse.Namespace) -> int:
     settings = book_settings_from_args(args)
     pruning = pruning_from_args(args)
     notes: list[str] = []
+    from pipelines.flows.cluster import cluster_executor
+
     try:
-        manifest = build_book(
-            args.warehouse,
-            args.months,
-            args.out,
-            settings,
-            allow_empty=False,
-            notes=notes,
-            pruning=pruning,
-            resources=resources_from_args(args),
-        )
+        with cluster_executor(args.dask_address) as executor:
+            manifest = build_book(
+                args.warehouse,
+                args.months,
+                args.out,
+                settings,
+                allow_empty=False,
+                notes=notes,
+                pruning=pruning,
+                resources=resources_from_args(args),
+                ranges=args.ranges,
+                executor=executor,
+            )
     except EmptyBook as exc:
         raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
     finally:

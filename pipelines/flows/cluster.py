@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 from urllib.parse import urlsplit
 
 from pipelines.errors import ChesspipeError
@@ -47,14 +51,8 @@ def is_this_machine(host: str) -> bool:
 def worker_hosts(address: str, *, timeout: float = SCHEDULER_TIMEOUT) -> set[str]:
     """Return the hosts of a running cluster's scheduler and workers, failing in one line if
     the scheduler does not answer within `timeout` seconds."""
-    from distributed import Client
-
-    try:
-        with Client(address, timeout=timeout) as client:
-            workers = client.scheduler_info(n_workers=-1)["workers"]
-    except (OSError, TimeoutError, ValueError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise ChesspipeError(f"the Dask scheduler at {address} does not answer: {reason}") from None
+    with connected(address, timeout=timeout) as client:
+        workers = client.scheduler_info(n_workers=-1)["workers"]
     return {urlsplit(found).hostname or found for found in [address, *workers]}
 
 
@@ -73,3 +71,40 @@ def check_cluster(address: str, *, local_server: str | None) -> None:
             "set PREFECT_API_URL to a Prefect server every worker reaches "
             "(prefect server start --host 0.0.0.0)"
         )
+
+
+#: How many times a cluster's task is run again after its worker failed or died.
+TASK_RETRIES = 2
+
+
+@contextmanager
+def cluster_executor(
+    address: str | None, *, timeout: float = SCHEDULER_TIMEOUT
+) -> Iterator[Executor | None]:
+    """An executor of a running cluster's tasks (None without an address): a task whose
+    worker fails or dies is run again (TASK_RETRIES times). A scheduler that does not answer
+    fails in one line before any work."""
+    if address is None:
+        yield None
+        return
+    with connected(address, timeout=timeout) as client:
+        yield client.get_executor(retries=TASK_RETRIES, pure=False)
+
+
+@contextmanager
+def connected(address: str, *, timeout: float = SCHEDULER_TIMEOUT) -> Iterator[Any]:
+    """A distributed Client of the cluster at `address`, closed with the block; one line if
+    the scheduler does not answer within `timeout` seconds."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ChesspipeError(
+            "--dask-address needs the dask extra: pip install 'chesspipe[dask]'"
+        ) from None
+    try:
+        client = Client(address, timeout=timeout)
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise ChesspipeError(f"the Dask scheduler at {address} does not answer: {reason}") from None
+    with client:
+        yield client

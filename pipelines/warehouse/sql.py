@@ -456,7 +456,9 @@ def _stats_view(
         else _EMPTY_STATS.format(partition=f"NULL::VARCHAR AS {partition}")
     )
     con.execute(f"CREATE VIEW {name} AS SELECT * FROM {source}")
-    columns = {column[0] for column in con.execute(f"SELECT * FROM {name} LIMIT 0").description}
+    result = con.execute(f"SELECT * FROM {name} LIMIT 0")
+    columns = {column[0] for column in result.description}
+    result.fetchall()  # (finished: a result left open holds the connection)
     added = [
         f"NULL::{kind} AS {column}"
         for column, kind in (("first_play", "UBIGINT"), ("white_to_move", "BOOLEAN"))

@@ -1,0 +1,196 @@
+"""A book summed by key ranges on a Dask cluster (an external `dask scheduler` and two
+`dask worker` processes, each with its own TMPDIR and HOME) from a bucket of moto's S3 server:
+the local book's bytes; a range that fails leaves no book; a worker that dies is replaced."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.books import build as book_build
+from pipelines.books.build import build_book
+from pipelines.books.settings import BookSettings
+from pipelines.flows.cluster import cluster_executor
+from pipelines.monthly.build import build_month
+from tests.conftest import need_module, run_cli
+from tests.moto_s3 import MotoServer
+from tests.serving import free_port
+from tests.test_object_storage import SAMPLE, moto, s3_env, settings  # noqa: F401
+
+MONTHS = ("2024-01", "2024-02")
+
+
+@pytest.fixture(scope="module")
+def cluster(moto: MotoServer) -> Iterator[str]:  # noqa: F811
+    """A scheduler and two workers (processes of their own, each with its own TMPDIR and HOME,
+    reaching the moto server); yields the scheduler's address."""
+    need_module("distributed", "'chesspipe[dask]'")
+    folder = Path(tempfile.mkdtemp(prefix="cl-", dir="/tmp"))  # (short: unix socket paths)
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = str(Path(sys.executable).parent / "dask")
+    procs = []
+    for n, command in enumerate(
+        [
+            [
+                dask,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--dashboard-address",
+                ":0",
+            ],
+            *(
+                [
+                    dask,
+                    "worker",
+                    address,
+                    "--nworkers",
+                    "1",
+                    "--nthreads",
+                    "1",
+                    "--no-dashboard",
+                    "--host",
+                    "127.0.0.1",
+                ]
+                for _ in range(2)
+            ),
+        ]  # fmt: skip
+    ):
+        home = folder / str(n)
+        for sub in ("tmp", "home"):
+            (home / sub).mkdir(parents=True)
+        env = dict(os.environ, **moto.env, TMPDIR=str(home / "tmp"), HOME=str(home / "home"))
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+        procs.append(
+            subprocess.Popen(
+                command,
+                cwd=home,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=(home / "log").open("wb"),
+                start_new_session=True,
+            )  # fmt: skip
+        )
+    try:
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for proc in reversed(procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def filled(moto: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:  # noqa: F811
+    """Two months in a bucket and in a local folder: (warehouse URL, local warehouse)."""
+    local = tmp_path_factory.mktemp("local")
+    bucket = moto.create_bucket("cluster-book")
+    saved = dict(os.environ)
+    os.environ.update(moto.env)
+    try:
+        for month in MONTHS:
+            source = SAMPLE.format(month=month)
+            build_month(source, month, f"s3://{bucket}/wh", f"s3://{bucket}/books", settings())
+            local_settings = replace(settings(), explorer=False)
+            build_month(source, month, local / "wh", local / "books", local_settings)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return f"s3://{bucket}/wh", local / "wh"
+
+
+def test_a_book_summed_on_the_cluster_from_the_bucket_is_the_local_book(
+    cluster: str,
+    filled: tuple[str, Path],
+    s3_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from distributed import Client
+
+    warehouse, local = filled
+    reference, ours = tmp_path / "local.bin", tmp_path / "cluster.bin"
+    common = ["--months", "2024-01..2024-02", "--min-games", "2"]
+    run_cli("book", "build", "--warehouse", str(local), "--out", str(reference), *common)
+    with Client(cluster) as client:
+        before = sum(client.run(lambda dask_worker: dask_worker.state.executed_count).values())
+        proc = run_cli(
+            "book", "build", "--warehouse", warehouse, "--out", str(ours), *common,
+            "--ranges", "16", "--dask-address", cluster,
+        )  # fmt: skip
+        executed = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    assert ours.read_bytes() == reference.read_bytes() and reference.stat().st_size > 16 * 500
+    assert '"entries"' in proc.stdout
+    # 16 ranges and 2 months' hashes ran as tasks, on both workers.
+    assert sum(executed.values()) - before >= 18 and all(executed.values())
+
+
+def test_a_range_that_fails_leaves_no_book_and_the_previous_one_stays(
+    filled: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, local = filled
+    out = tmp_path / "book.bin"
+    build_book(local, "2024-01..2024-02", out, BookSettings(2))
+    previous = out.read_bytes()
+    real = book_build.range_entries
+    calls: list[int] = []
+
+    def failing(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 5:
+            raise OSError("the worker's disk failed")
+        return real(*args)
+
+    monkeypatch.setattr(book_build, "range_entries", failing)
+    with ThreadPoolExecutor(2) as executor, pytest.raises(OSError, match="disk failed"):
+        build_book(local, "2024-01..2024-02", out, BookSettings(1), ranges=12, executor=executor)
+    assert out.read_bytes() == previous and len(calls) >= 5
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def die_once(marker: str) -> int:
+    """Kill this worker's process the first time (a machine lost mid-task); then answer."""
+    if not os.path.exists(marker):
+        Path(marker).touch()
+        os._exit(1)
+    return os.getpid()
+
+
+def test_a_task_whose_worker_died_runs_again(cluster: str, tmp_path: Path) -> None:
+    marker = str(tmp_path / "died")
+    with cluster_executor(cluster) as executor:
+        assert executor is not None
+        assert executor.submit(die_once, marker).result(timeout=120) > 0
+    assert Path(marker).exists()
+
+
+def test_a_cluster_that_does_not_answer_fails_the_book_in_one_line(
+    filled: tuple[str, Path], tmp_path: Path
+) -> None:
+    _, local = filled
+    out = tmp_path / "x.bin"
+    closed = f"tcp://127.0.0.1:{free_port()}"
+    proc = run_cli("book", "build", "--warehouse", str(local), "--months", "all", "--out",
+                   str(out), "--dask-address", closed, check=False)  # fmt: skip
+    said = proc.stderr.strip()
+    assert proc.returncode != 0 and "\n" not in said and "does not answer" in said, said
+    assert not out.exists()
