@@ -144,6 +144,35 @@ def test_a_book_summed_on_the_cluster_from_the_bucket_is_the_local_book(
     assert sum(executed.values()) - before >= 18 and all(executed.values())
 
 
+def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
+    cluster: str,
+    moto: MotoServer,  # noqa: F811
+    filled: tuple[str, Path],
+    s3_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    import json
+
+    warehouse, local = filled
+    bucket = warehouse.split("/")[2]
+    proc = run_cli(
+        "backfill", "--months", "2024-01..2024-02", "--source", SAMPLE,
+        "--warehouse", warehouse, "--books", f"s3://{bucket}/books",
+        "--min-rating", "0", "--min-games", "2", "--book", "on-cluster",
+        "--dask-address", cluster,
+        env={"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": "",
+             "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
+    )  # fmt: skip
+    summary = json.loads(proc.stdout)
+    assert summary[-1]["book"] == f"s3://{bucket}/books/on-cluster.bin"
+    reference = tmp_path / "reference.bin"
+    run_cli("book", "build", "--warehouse", str(local), "--months", "2024-01..2024-02",
+            "--out", str(reference), "--min-games", "2")  # fmt: skip
+    assert moto.objects(bucket, "books/on-cluster.bin")["books/on-cluster.bin"] == (
+        reference.read_bytes()
+    )
+
+
 def test_a_range_that_fails_leaves_no_book_and_the_previous_one_stays(
     filled: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

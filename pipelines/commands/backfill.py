@@ -37,7 +37,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--book",
         metavar="NAME",
-        help="then also build one book over all the months: BOOKS/NAME.bin and NAME.json",
+        help="then also build one book over all the months: BOOKS/NAME.bin and NAME.json "
+        "(with --dask-address, its key ranges summed on the cluster)",
     )
     runner = parser.add_mutually_exclusive_group()
     runner.add_argument("--dask-address", help="scheduler of a running Dask cluster (tcp://...)")
@@ -114,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                         force=args.force,
                         book=args.book,
                         progress=progress,
+                        dask_address=args.dask_address,
                     )
             except MonthsFailed as exc:
                 raise ChesspipeError(exc.said(as_said)) from None

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.books.build import build_book
 from pipelines.errors import ChesspipeError
+from pipelines.flows.cluster import cluster_executor
 from pipelines.flows.monthly import build_logged, publish_artifact
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.manifest import MonthManifest
@@ -78,6 +79,7 @@ def backfill_flow(
     force: bool = False,
     book: str | None = None,
     progress: Any = None,
+    dask_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Build the book of every month of `months` (a list or ranges); `source` holds `{month}`.
 
@@ -85,7 +87,8 @@ def backfill_flow(
     other processes, such as Dask's).
 
     Returns the run manifests of the months built, as their JSON objects. With `book` (a name),
-    one book over all the months is then built into BOOKS/NAME.bin, its manifest beside it.
+    one book over all the months is then built into BOOKS/NAME.bin, its manifest beside it;
+    with `dask_address`, its key ranges are summed on that cluster.
     """
     options = options or BuildOptions()
     logger = get_run_logger()
@@ -114,16 +117,24 @@ def backfill_flow(
     if failed:
         raise MonthsFailed(len(wanted), failed)
     if book is not None:
-        range_book_task(warehouse, wanted, range_book, options)
+        range_book_task(warehouse, wanted, range_book, options, dask_address)
     return manifests
 
 
 @task(name="build-range-book", cache_policy=NO_CACHE)
-def range_book_task(warehouse: str, months: list[str], out: str, options: BuildOptions) -> None:
-    """Build one book over all the months of a backfill, read where the months are; into a
-    store, it is published with its manifest as a pair."""
+def range_book_task(
+    warehouse: str,
+    months: list[str],
+    out: str,
+    options: BuildOptions,
+    dask_address: str | None = None,
+) -> None:
+    """Build one book over all the months of a backfill, read where the months are (its key
+    ranges summed on the cluster at `dask_address`); into a store, it is published with its
+    manifest as a pair."""
     where: Path | str = warehouse if is_remote(warehouse) else Path(warehouse)
-    if is_remote(out):
-        publish_range_book(where, months, out, options.settings.book)
-    else:
-        build_book(where, months, Path(out), options.settings.book)
+    with cluster_executor(dask_address) as executor:
+        if is_remote(out):
+            publish_range_book(where, months, out, options.settings.book, executor=executor)
+        else:
+            build_book(where, months, Path(out), options.settings.book, executor=executor)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import Executor
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -61,7 +62,12 @@ def range_book_url(books: str, name: str, months: list[str]) -> str:
 
 
 def publish_range_book(
-    warehouse: Path | str, months: list[str], url: str, settings: BookSettings
+    warehouse: Path | str,
+    months: list[str],
+    url: str,
+    settings: BookSettings,
+    *,
+    executor: Executor | None = None,
 ) -> BookManifest:
     """Build a book over many months into a temporary folder, then publish it and its
     manifest into a store as a pair (pipelines.sources.object_publish), under a lease on the
@@ -83,7 +89,7 @@ def publish_range_book(
             remove_stale(root, name)  # what runs killed while publishing it staged
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chesspipe-")))
         book = scratch / name
-        manifest = build_book(warehouse, months, book, settings)
+        manifest = build_book(warehouse, months, book, settings, executor=executor)
         beside = book_manifest_path(book)
         record = join(root, beside.name)
         staged = stage([Described(book, url, beside, record, root=root)], month=name)
