@@ -113,6 +113,30 @@ def exponent(points: list[tuple[float, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in usable) / sum((x - mx) ** 2 for x in xs)
 
 
+def moto_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """moto's S3 server in a process of its own on a free port; returns it and its URL."""
+    import socket
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    folder.mkdir(parents=True, exist_ok=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
+            return server, url
+        except OSError:
+            time.sleep(0.1)
+    server.kill()
+    raise SystemExit("moto's server did not start")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -139,21 +163,30 @@ def main() -> int:
     if args.previous:
         versions["previous"] = args.previous
     stores = {"local": str(warehouse)}
-    stack = []
+    stack: list[subprocess.Popen[bytes]] = []
     env_base = dict(os.environ)
     if args.bucket:
-        from tests.moto_s3 import MotoServer
+        server, endpoint = moto_server(args.work / "moto")
+        stack.append(server)
+        aws = {
+            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }  # fmt: skip
+        env_base.update(aws)
+        os.environ.update(aws)  # (the Dask workers this process starts read the bucket too)
+        import boto3
 
-        server = MotoServer(args.work / "moto")
-        stack.append(server.__enter__())
-        env_base.update(server.env)
-        bucket = server.create_bucket("book-months")
-        client = server.client()
+        client = boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id="bench",
+            aws_secret_access_key="bench", region_name="us-east-1",
+        )  # fmt: skip
+        client.create_bucket(Bucket="book-months")
         for path in sorted((warehouse / "move_stats").rglob("*")):
             if path.is_file():
                 key = f"wh/{path.relative_to(warehouse).as_posix()}"
-                client.upload_file(str(path), bucket, key)
-        stores["bucket"] = f"s3://{bucket}/wh"
+                client.upload_file(str(path), "book-months", key)
+        stores["bucket"] = "s3://book-months/wh"
     cluster = None
     results: list[dict[str, Any]] = []
     try:
@@ -223,7 +256,8 @@ def main() -> int:
         if cluster is not None:
             cluster.close()
         for server in stack:
-            server.__exit__(None, None, None)
+            server.kill()
+            server.wait()
         shutil.rmtree(args.work / "moto", ignore_errors=True)
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import io
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -16,6 +15,7 @@ from pipelines.books.manifest import BookManifest, PruningRecord, book_manifest_
 from pipelines.books.settings import BookSettings
 from pipelines.errors import ChesspipeError
 from pipelines.files import file_sha256, write_json
+from pipelines.games.parallel import in_order
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.integrity import DamagedMonth, check_contents, month_expected
 from pipelines.warehouse.layout import available_months, sql_paths
@@ -326,30 +326,9 @@ def written(ranges: Iterator[RangeEntries], sink: BinaryIO) -> Iterator[EntryCou
         yield done.counts
 
 
-#: Range tasks a cluster runs ahead of the one written next (their bytes wait in memory).
+#: Range tasks a cluster runs at once, the one written next among them (their bytes wait in
+#: memory until it is their turn).
 AHEAD = 8
-
-
-def in_order(
-    executor: Executor, task: Callable[..., RangeEntries], calls: list[tuple[Any, ...]]
-) -> Iterator[RangeEntries]:
-    """Run the calls on the executor, at most AHEAD beyond the one yielded next; yield their
-    results in the order given."""
-    pending: deque[Future[RangeEntries]] = deque()
-    waiting = iter(calls)
-    for call in waiting:
-        pending.append(executor.submit(task, *call))
-        if len(pending) > AHEAD:
-            break
-    try:
-        while pending:
-            yield pending.popleft().result()
-            for call in waiting:
-                pending.append(executor.submit(task, *call))
-                break
-    finally:
-        for future in pending:
-            future.cancel()
 
 
 def run_all(calls: list[Callable[[], None]]) -> None:
@@ -562,7 +541,9 @@ def _build_book(
                 counted: Iterator[EntryCounts]
                 if executor is not None and keys is None and pruning is None:
                     calls = [(warehouse, pinned, *part, resources) for part in parts]
-                    counted = written(in_order(executor, range_entries, calls), sink)
+                    units = ((n, partial(range_entries, *call)) for n, call in enumerate(calls))
+                    done = (found for _, found in in_order(executor, units, in_flight=AHEAD))
+                    counted = written(done, sink)
                 else:
                     counted = (write_entries(con, *part, sink) for part in parts)
                 for counts in counted:
