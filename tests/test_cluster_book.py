@@ -173,6 +173,56 @@ def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
     )
 
 
+def test_a_month_split_over_the_cluster_is_the_month_one_process_builds(
+    cluster: str, tmp_path: Path, games_2021: Path
+) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+    from distributed import Client
+
+    from pipelines.games.frames import write_framed_zstd
+    from pipelines.monthly.publish import published_paths
+    from pipelines.warehouse.layout import partition_file
+    from tests.recount import read_text
+
+    month = "2021-10"
+    dump = tmp_path / f"{month}.pgn.zst"
+    write_framed_zstd(dump, read_text(games_2021).encode(), frame_size=200_000, level=1)
+    single = build_month(str(dump), month, tmp_path / "one-wh", tmp_path / "one-books", settings())
+    with Client(cluster) as client:
+        before = client.run(lambda dask_worker: dask_worker.state.executed_count)
+        proc = run_cli(
+            "backfill", "--months", month, "--source", str(tmp_path / "{month}.pgn.zst"),
+            "--warehouse", str(tmp_path / "wh"), "--books", str(tmp_path / "books"),
+            "--min-rating", "0", "--min-games", "2", "--dask-address", cluster, "--split",
+            env={"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_API_URL": "",
+                 "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
+        )  # fmt: skip
+        after = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    assert json.loads(proc.stdout)[0]["status"] == "built"
+    # The month's units of frames ran on both workers (besides the month's own task).
+    assert all(after[w] - before.get(w, 0) >= 2 for w in after), (before, after)
+    assert pq.read_table(partition_file(tmp_path / "wh", month)).equals(
+        pq.read_table(partition_file(tmp_path / "one-wh", month))
+    )
+    book = published_paths(tmp_path / "books", month)[0]
+    assert book.read_bytes() == published_paths(tmp_path / "one-books", month)[0].read_bytes()
+    record = json.loads(book.with_suffix(".json").read_text())
+    assert record["ingest"]["workers"] == "executor"
+    assert record["ingest"]["games_kept"] == single.ingest.games_kept
+
+
+def test_split_without_a_cluster_is_refused_in_one_line(tmp_path: Path) -> None:
+    proc = run_cli(
+        "backfill", "--months", "2024-01", "--source", SAMPLE, "--warehouse",
+        str(tmp_path / "wh"), "--books", str(tmp_path / "books"), "--split", check=False,
+    )  # fmt: skip
+    said = proc.stderr.strip()
+    assert proc.returncode != 0 and "\n" not in said and "--split" in said, said
+    assert not (tmp_path / "wh").exists()
+
+
 def test_a_range_that_fails_leaves_no_book_and_the_previous_one_stays(
     filled: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

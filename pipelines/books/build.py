@@ -222,21 +222,35 @@ def side_keys(
 class Survey(NamedTuple):
     """What a book's statistics rows are, over all of them: how many; whether every one has a
     first-play rank; whether every one says whose move it is (`white_to_move`: months
-    ingested before it have none)."""
+    ingested before it have none). What was not asked is None."""
 
     rows: int
-    ranked: bool
-    sided: bool
+    ranked: bool | None
+    sided: bool | None
 
 
-def survey(con: Any, months: list[str], settings: BookSettings, yearly: list[Path]) -> Survey:
-    """Survey a book's statistics rows (two columns read, nothing summed)."""
+def survey(
+    con: Any,
+    months: list[str],
+    settings: BookSettings,
+    yearly: list[Path],
+    *,
+    ranked: bool = True,
+    sided: bool = True,
+) -> Survey:
+    """Survey a book's statistics rows (the count from row groups; ranks and sides, when
+    asked, by reading those columns: nothing is summed)."""
     rows, params = _book_rows(months, settings, yearly)
-    (found,) = con.execute(
-        f"SELECT count(*), count(rank) = count(*), count(white_to_move) = count(*) FROM ({rows})",
-        params,
-    ).fetchall()  # (all: a result left unfinished holds the connection)
-    return Survey(int(found[0]), bool(found[1]), bool(found[2]))
+    columns = ["count(*)"]
+    columns += ["count(rank) = count(*)"] if ranked else []
+    columns += ["count(white_to_move) = count(*)"] if sided else []
+    (found,) = con.execute(f"SELECT {', '.join(columns)} FROM ({rows})", params).fetchall()
+    answers = iter(found[1:])  # (all fetched: a result left unfinished holds the connection)
+    return Survey(
+        int(found[0]),
+        bool(next(answers)) if ranked else None,
+        bool(next(answers)) if sided else None,
+    )
 
 
 def rows_have_sides(
@@ -244,7 +258,7 @@ def rows_have_sides(
 ) -> bool:
     """Whether every statistics row a book reads says whose move it is (`white_to_move`: months
     ingested before it have none)."""
-    return survey(con, months, settings, yearly).sided
+    return bool(survey(con, months, settings, yearly, ranked=False).sided)
 
 
 def only_side(sql: str, params: list[Any], settings: BookSettings) -> tuple[str, list[Any]]:
@@ -325,6 +339,10 @@ def written(ranges: Iterator[RangeEntries], sink: BinaryIO) -> Iterator[EntryCou
         sink.write(done.data)
         yield done.counts
 
+
+#: The least ranges a book summed on a cluster is cut into, whatever the memory asks: about
+#: the tasks of a few workers each, the last range's wait short.
+CLUSTER_RANGES = 16
 
 #: Range tasks a cluster runs at once, the one written next among them (their bytes wait in
 #: memory until it is their turn).
@@ -503,7 +521,10 @@ def _build_book(
         judged.clear()
         walked.clear()
         try:
-            rows = survey(con, list(choice.months), settings, yearly)
+            rows = survey(
+                con, list(choice.months), settings, yearly,
+                ranked=False, sided=settings.side is not None,
+            )  # fmt: skip
             keys = None
             if settings.side and not rows.sided:
                 walked.append(side_keys(con, wanted, sql, params, settings))
@@ -523,7 +544,10 @@ def _build_book(
             elif keys is None:
                 limit = resources.memory_limit or default_memory_limit()
                 count = ranges if ranges is not None else ranges_for(rows.rows, limit)
+                if executor is not None and ranges is None:
+                    count = max(count, CLUSTER_RANGES)  # work for every worker
                 if count > 1:
+                    ranked = survey(con, list(choice.months), settings, yearly, sided=False)
                     parts = [
                         narrowed(
                             *book_query(
@@ -531,7 +555,7 @@ def _build_book(
                                 settings,
                                 yearly=yearly,
                                 key_range=key_range,
-                                ranked=rows.ranked,
+                                ranked=ranked.ranked,
                             )
                         )  # fmt: skip
                         for key_range in key_ranges(count)

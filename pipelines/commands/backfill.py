@@ -48,6 +48,13 @@ def register(subparsers: Any) -> None:
     runner.add_argument(
         "--threads", type=positive_int, default=2, help="months at once on threads (2)"
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="with a Dask cluster: read each month's source by units of frames on all its "
+        "workers (a pzstd-style file or URL they reach; with --no-verify for a URL, whose "
+        "published checksum cannot be checked when it is read by ranges)",
+    )
     add_build_options(parser)
     add_output_options(parser)
     add_file_roles(parser, writes=("books",))
@@ -87,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.warehouse.layout import available_months
     from pipelines.warehouse.months import month_runs, select_months
 
+    if args.split and not (args.dask_address or args.dask_workers):
+        from pipelines.errors import ChesspipeError
+
+        raise ChesspipeError(
+            "--split reads a month on a Dask cluster: give --dask-address or --dask-workers"
+        )
     remote = is_remote(args.warehouse)
     available = None if remote else available_months(Path(args.warehouse))
     wanted = select_months(args.months, available=available)
@@ -116,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
                         book=args.book,
                         progress=progress,
                         dask_address=args.dask_address,
+                        split=args.split,
                     )
             except MonthsFailed as exc:
                 raise ChesspipeError(exc.said(as_said)) from None

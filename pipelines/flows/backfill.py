@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from pipelines.books.build import build_book
 from pipelines.errors import ChesspipeError
-from pipelines.flows.cluster import cluster_executor
+from pipelines.flows.cluster import cluster_executor, cluster_of_this_task
 from pipelines.flows.monthly import build_logged, publish_artifact
 from pipelines.flows.options import BuildOptions
 from pipelines.monthly.manifest import MonthManifest
@@ -47,22 +48,27 @@ def build_month_task(
     options: BuildOptions,
     force: bool,
     progress: MonthsProgress | None = None,
+    split: bool = False,
 ) -> MonthManifest:
     """Build one month's book wherever the task runner puts this task; `progress` (in this
-    process only: the CLI's bar over the months) hears of it too."""
+    process only: the CLI's bar over the months) hears of it too. With `split` (on a Dask
+    worker), the month's source is read by units of frames on every worker of its cluster."""
     logger = get_run_logger()
     also = progress.month(month) if progress is not None else None
-    manifest = build_logged(
-        options,
-        source.format(month=month),
-        month,
-        warehouse,
-        books,
-        force=force,
-        logger=logger,
-        also=also,
-        label=f"{month}: ",
-    )
+    with ExitStack() as stack:
+        executor = stack.enter_context(cluster_of_this_task()) if split else None
+        manifest = build_logged(
+            options,
+            source.format(month=month),
+            month,
+            warehouse,
+            books,
+            force=force,
+            logger=logger,
+            also=also,
+            label=f"{month}: ",
+            executor=executor,
+        )
     if progress is not None:
         progress.finished(month)
     logger.info("%s: %s", month, manifest.status)
@@ -80,6 +86,7 @@ def backfill_flow(
     book: str | None = None,
     progress: Any = None,
     dask_address: str | None = None,
+    split: bool = False,
 ) -> list[dict[str, Any]]:
     """Build the book of every month of `months` (a list or ranges); `source` holds `{month}`.
 
@@ -88,7 +95,8 @@ def backfill_flow(
 
     Returns the run manifests of the months built, as their JSON objects. With `book` (a name),
     one book over all the months is then built into BOOKS/NAME.bin, its manifest beside it;
-    with `dask_address`, its key ranges are summed on that cluster.
+    with `dask_address`, its key ranges are summed on that cluster. `split` (on a Dask task
+    runner): each month's source is read by units of frames on all the cluster's workers.
     """
     options = options or BuildOptions()
     logger = get_run_logger()
@@ -99,7 +107,7 @@ def backfill_flow(
         range_book = range_book_url(books, book, wanted)  # a bad name fails before the months
     futures = [
         build_month_task.with_options(name=f"build-month-{month}").submit(
-            source, month, warehouse, books, options, force, progress
+            source, month, warehouse, books, options, force, progress, split
         )
         for month in wanted
     ]

@@ -108,3 +108,22 @@ def connected(address: str, *, timeout: float = SCHEDULER_TIMEOUT) -> Iterator[A
         raise ChesspipeError(f"the Dask scheduler at {address} does not answer: {reason}") from None
     with client:
         yield client
+
+
+@contextmanager
+def cluster_of_this_task() -> Iterator[Executor]:
+    """An executor of the Dask cluster this task runs on (a worker's client, the task seceded
+    from the worker's threads while it waits): the units it submits run on every worker."""
+    from distributed import worker_client
+
+    try:
+        client_block = worker_client()
+        client = client_block.__enter__()
+    except ValueError:
+        raise ChesspipeError(
+            "--split needs a Dask cluster: --dask-address or --dask-workers"
+        ) from None
+    try:
+        yield client.get_executor(retries=TASK_RETRIES, pure=False)
+    finally:
+        client_block.__exit__(None, None, None)

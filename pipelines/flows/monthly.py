@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any, ParamSpec, TypeVar
 
 from prefect import flow, get_run_logger, task
@@ -151,9 +152,11 @@ def build_logged(
     also: ProgressCallback | None = None,
     label: str = "",
     run_step: StepRunner = run_directly,
+    executor: Executor | None = None,
 ) -> MonthManifest:
     """Build a month (`build_month`) with the flows' `options`, its progress logged by `logger`
-    every `options.log_every` seconds (each line after `label`) and reported to `also` too."""
+    every `options.log_every` seconds (each line after `label`) and reported to `also` too;
+    `executor`: where its source is read by units of frames (the month split)."""
     return build_month(
         source,
         month,
@@ -164,6 +167,7 @@ def build_logged(
         force=force,
         progress=LoggedProgress(logger, options.log_every, also, label=label),
         run_step=run_step,
+        executor=executor,
     )
 
 

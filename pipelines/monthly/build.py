@@ -8,6 +8,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -114,9 +115,11 @@ def ingest_step(
     force: bool,
     progress: ProgressCallback | None,
     write_kept: Path | None = None,
+    executor: Executor | None = None,
 ) -> IngestResult:
     """Ingest the month unless its partition already holds this content; return its manifest.
-    `write_kept`: where an ingest that runs also writes the games it kept (for the explorer)."""
+    `write_kept`: where an ingest that runs also writes the games it kept (for the explorer).
+    `executor`: where the source's units of frames are read (a cluster's: the month split)."""
     if not force:
         existing = up_to_date_partition(warehouse, month, resolved.identity, settings)
         if existing is not None:
@@ -135,7 +138,7 @@ def ingest_step(
         download=Download(
             expected_sha256=resolved.expected_sha256, http_options=download.http_options()
         ),
-        runtime=Runtime(progress=progress, workers=settings.workers),
+        runtime=Runtime(progress=progress, workers=settings.workers, executor=executor),
     )
     return IngestResult(manifest, reused=False)
 
@@ -282,10 +285,15 @@ def build_month(
     force: bool = False,
     progress: ProgressCallback | None = None,
     run_step: StepRunner = run_directly,
+    *,
+    executor: Executor | None = None,
 ) -> MonthManifest:
     """Build and publish a month's book; return the run manifest (status built or up-to-date).
 
     `warehouse` and `books` are folders, or URLs of object storage (s3://...) handled by fsspec.
+    `executor` (a Dask cluster's): the month's source is read by units of frames there, the
+    month split over its workers (a pzstd-style file or URL they reach; a URL read by ranges is
+    not hashed, so a published checksum cannot be checked: pipelines.ingest.run).
     """
     settings = settings or MonthSettings()
     download = download or DownloadOptions()
@@ -303,6 +311,7 @@ def build_month(
             force,
             progress,
             run_step,
+            executor,
         )
     warehouse, books = Path(warehouse), Path(books)
     started = time.monotonic()
@@ -321,7 +330,7 @@ def build_month(
         with kept_staging(warehouse, books, month, settings, resolved, force) as kept:
             ingested: IngestResult = run_step(
                 "ingest", ingest_step, resolved, month, warehouse, settings, download, force,
-                progress, kept,
+                progress, kept, executor,
             )  # fmt: skip
             if settings.explorer:
                 run_step(
@@ -359,6 +368,7 @@ def _build_month_remote(
     force: bool,
     progress: ProgressCallback | None,
     run_step: StepRunner,
+    executor: Executor | None = None,
 ) -> MonthManifest:
     """Build in a local scratch folder seeded from object storage, then publish what changed.
 
@@ -438,8 +448,9 @@ def _build_month_remote(
         # `chesspipe serve` reads a local warehouse: the explorer is not indexed into scratch.
         kept = replace(settings, explorer=False) if remote_wh else settings
         manifest = build_month(
-            source, month, local_wh, local_books, kept, download, force, progress, run_step
-        )
+            source, month, local_wh, local_books, kept, download, force, progress, run_step,
+            executor=executor,
+        )  # fmt: skip
         if manifest.status != "built":
             return manifest
         if remote_wh:  # the book's statistics are in the store, not in the scratch folder
