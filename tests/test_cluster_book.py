@@ -13,7 +13,6 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from tests.conftest import need_module, run_cli
 from tests.moto_s3 import MotoServer
 from tests.serving import free_port
 from tests.test_object_storage import SAMPLE, moto, s3_env, settings  # noqa: F401
+from tests.test_stored_warehouse import two_months
 
 MONTHS = ("2024-01", "2024-02")
 
@@ -104,19 +104,7 @@ def cluster(moto: MotoServer) -> Iterator[str]:  # noqa: F811
 def filled(moto: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:  # noqa: F811
     """Two months in a bucket and in a local folder: (warehouse URL, local warehouse)."""
     local = tmp_path_factory.mktemp("local")
-    bucket = moto.create_bucket("cluster-book")
-    saved = dict(os.environ)
-    os.environ.update(moto.env)
-    try:
-        for month in MONTHS:
-            source = SAMPLE.format(month=month)
-            build_month(source, month, f"s3://{bucket}/wh", f"s3://{bucket}/books", settings())
-            local_settings = replace(settings(), explorer=False)
-            build_month(source, month, local / "wh", local / "books", local_settings)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return f"s3://{bucket}/wh", local / "wh"
+    return two_months(moto, "cluster-book", local), local / "wh"
 
 
 def test_a_book_summed_on_the_cluster_from_the_bucket_is_the_local_book(

@@ -20,16 +20,12 @@ from tests.test_object_storage import SAMPLE, moto, s3_env, settings  # noqa: F4
 MONTHS = ("2024-01", "2024-02")
 
 
-@pytest.fixture(scope="module")
-def filled(
-    moto: MotoServer,  # noqa: F811
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[str, Path]]:
-    """A bucket and a local folder holding the same two months: (warehouse URL, folder)."""
+def two_months(moto: MotoServer, bucket: str, local: Path) -> str:  # noqa: F811
+    """Build the sample's two months into a new bucket (WAREHOUSE and BOOKS under it) and into
+    a local folder (`local`/wh, `local`/books); return the bucket's warehouse URL."""
     import os
 
-    local = tmp_path_factory.mktemp("local")
-    bucket = moto.create_bucket("stored")
+    moto.create_bucket(bucket)
     saved = dict(os.environ)
     os.environ.update(moto.env)
     try:
@@ -41,7 +37,17 @@ def filled(
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    yield f"s3://{bucket}/wh", local
+    return f"s3://{bucket}/wh"
+
+
+@pytest.fixture(scope="module")
+def filled(
+    moto: MotoServer,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, Path]]:
+    """A bucket and a local folder holding the same two months: (warehouse URL, folder)."""
+    local = tmp_path_factory.mktemp("local")
+    yield two_months(moto, "stored", local), local
 
 
 def copied(moto: MotoServer, bucket: str, prefix: str) -> str:  # noqa: F811
