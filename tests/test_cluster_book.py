@@ -23,6 +23,8 @@ from pipelines.books.build import build_book
 from pipelines.books.settings import BookSettings
 from pipelines.flows.cluster import cluster_executor
 from pipelines.monthly.build import build_month
+from pipelines.monthly.publish import published_paths
+from pipelines.warehouse.layout import partition_file
 from tests.conftest import need_module, run_cli
 from tests.moto_s3 import MotoServer
 from tests.serving import free_port
@@ -34,8 +36,8 @@ MONTHS = ("2024-01", "2024-02")
 
 @pytest.fixture(scope="module")
 def cluster(moto: MotoServer) -> Iterator[str]:  # noqa: F811
-    """A scheduler and two workers (processes of their own, each with its own TMPDIR and HOME,
-    reaching the moto server); yields the scheduler's address."""
+    """A scheduler and two workers (processes of their own, each with its own TMPDIR, HOME and
+    PREFECT_HOME, reaching the moto server); yields the scheduler's address."""
     need_module("distributed", "'chesspipe[dask]'")
     folder = Path(tempfile.mkdtemp(prefix="cl-", dir="/tmp"))  # (short: unix socket paths)
     port = free_port()
@@ -72,9 +74,10 @@ def cluster(moto: MotoServer) -> Iterator[str]:  # noqa: F811
         ]  # fmt: skip
     ):
         home = folder / str(n)
-        for sub in ("tmp", "home"):
+        for sub in ("tmp", "home", "prefect"):
             (home / sub).mkdir(parents=True)
         env = dict(os.environ, **moto.env, TMPDIR=str(home / "tmp"), HOME=str(home / "home"))
+        env["PREFECT_HOME"] = str(home / "prefect")
         env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
         procs.append(
             subprocess.Popen(
@@ -141,8 +144,9 @@ def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
 ) -> None:
     import json
 
-    warehouse, local = filled
-    bucket = warehouse.split("/")[2]
+    _, local = filled
+    bucket = moto.create_bucket("fresh-cluster")  # the months are built on the cluster
+    warehouse = f"s3://{bucket}/wh"
     proc = run_cli(
         "backfill", "--months", "2024-01..2024-02", "--source", SAMPLE,
         "--warehouse", warehouse, "--books", f"s3://{bucket}/books",
@@ -152,7 +156,16 @@ def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
              "PREFECT_SERVER_ANALYTICS_ENABLED": "false"},
     )  # fmt: skip
     summary = json.loads(proc.stdout)
+    assert [m["status"] for m in summary[:2]] == ["built", "built"]
     assert summary[-1]["book"] == f"s3://{bucket}/books/on-cluster.bin"
+    objects = moto.objects(bucket)
+    for month in MONTHS:  # the months the cluster built: a local run's bytes
+        assert objects[f"wh/{partition_file(Path('.'), month).as_posix()}"] == (
+            partition_file(local, month).read_bytes()
+        )
+        local_book = published_paths(local.parent / "books", month)[0]
+        assert objects[f"books/{local_book.name}"] == local_book.read_bytes()
+    assert not [k for k in objects if "/.staging/" in k or "/.locks/" in k]
     reference = tmp_path / "reference.bin"
     run_cli("book", "build", "--warehouse", str(local), "--months", "2024-01..2024-02",
             "--out", str(reference), "--min-games", "2")  # fmt: skip
@@ -170,8 +183,6 @@ def test_a_month_split_over_the_cluster_is_the_month_one_process_builds(
     from distributed import Client
 
     from pipelines.games.frames import write_framed_zstd
-    from pipelines.monthly.publish import published_paths
-    from pipelines.warehouse.layout import partition_file
     from tests.recount import read_text
 
     month = "2021-10"
@@ -209,6 +220,61 @@ def test_split_without_a_cluster_is_refused_in_one_line(tmp_path: Path) -> None:
     said = proc.stderr.strip()
     assert proc.returncode != 0 and "\n" not in said and "--split" in said, said
     assert not (tmp_path / "wh").exists()
+
+
+def test_a_worker_killed_mid_month_the_month_is_built_again_whole(
+    cluster: str,
+    moto: MotoServer,  # noqa: F811
+    filled: tuple[str, Path],
+    s3_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    import json
+    import threading
+    import time
+
+    from pipelines.sources.object_lease import Holder
+    from tests.loopback_http import LoopbackServer
+
+    _, local = filled
+    bucket = moto.create_bucket("killed-worker")
+    gate = threading.Event()
+    with LoopbackServer() as server:
+        data = Path(SAMPLE.format(month="2024-01")).read_bytes()
+        server.add_dump("/dumps", "lichess_2024-01.pgn.zst", data, gate=gate)
+        backfill = subprocess.Popen(
+            [sys.executable, "-m", "pipelines", "backfill", "--months", "2024-01",
+             "--source", f"{server.base}/dumps/lichess_{{month}}.pgn.zst",
+             "--warehouse", f"s3://{bucket}/wh", "--books", f"s3://{bucket}/books",
+             "--min-rating", "0", "--min-games", "2", "--dask-address", cluster],
+            env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+                     PREFECT_HOME=str(tmp_path / "prefect"), PREFECT_API_URL="",
+                     PREFECT_SERVER_ANALYTICS_ENABLED="false"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+        try:
+            lease = "books/.locks/build-2024-01.lease"
+            deadline = time.monotonic() + 120
+            while lease not in (found := moto.objects(bucket, lease)):
+                assert backfill.poll() is None and time.monotonic() < deadline, "no month began"
+                time.sleep(0.05)
+            holder = Holder.parse(found[lease])
+            assert holder is not None and holder.pid != backfill.pid  # a worker's process
+            os.kill(holder.pid, signal.SIGKILL)  # the machine is lost mid-month
+            gate.set()
+            out, err = backfill.communicate(timeout=300)
+        finally:
+            gate.set()
+            if backfill.poll() is None:
+                os.killpg(backfill.pid, signal.SIGKILL)
+                backfill.wait()
+    assert backfill.returncode == 0, err.decode()[-2000:]
+    assert json.loads(out)[0]["status"] == "built"
+    objects = moto.objects(bucket)
+    assert objects[f"wh/{partition_file(Path('.'), '2024-01').as_posix()}"] == (
+        partition_file(local, "2024-01").read_bytes()
+    )
+    assert not [k for k in objects if "/.staging/" in k or "/.locks/" in k]
 
 
 def test_a_range_that_fails_leaves_no_book_and_the_previous_one_stays(
