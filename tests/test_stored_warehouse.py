@@ -185,3 +185,59 @@ def test_a_backfill_book_over_a_bucket_goes_into_the_bucket(
     record = json.loads(objects["books/both.json"])
     assert record["entries"] == summary[2]["entries"] and record["warehouse"] == warehouse
     assert not [k for k in objects if "/.staging/" in k or "/.locks/" in k]
+
+
+def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
+    moto: MotoServer,  # noqa: F811
+    s3_env: dict[str, str],  # noqa: F811
+    filled: tuple[str, Path],
+) -> None:
+    import time
+
+    from pipelines.sources.object_lease import Holder
+
+    warehouse, _ = filled
+    bucket = warehouse.split("/")[2]
+    clean = run_cli("warehouse", "check", warehouse)
+    assert clean.stdout.strip() == f"{warehouse}: clean: 2 months"
+    copy, client = copied(moto, bucket, "checked"), moto.client()
+    january, february = (partition_url(copy, m).split("/", 3)[3] for m in MONTHS)
+    good = moto.objects(bucket, february)[february]
+    flipped = good[:-100] + bytes(b ^ 0xFF for b in good[-100:-50]) + good[-50:]
+    client.put_object(Bucket=bucket, Key=february, Body=flipped)
+    # A partition published without its manifest (a run killed between the two copies).
+    client.copy_object(Bucket=bucket, Key=january.replace("2024-01", "2024-03"),
+                       CopySource={"Bucket": bucket, "Key": january})  # fmt: skip
+    # A dead run's staging and lease (another machine, expired), and a live run's.
+    gone = Holder("feedbeef", "worker-7.example", "boot", 4242, time.time() - 5)
+    live = Holder("5ca1ab1e", "worker-8.example", "boot", 4343, time.time() + 600)
+    for key, body in (
+        ("checked/.staging/2024-04-4242-feedbeef/part-0.parquet", b"half"),
+        ("checked/.locks/2024-04.lease", gone.encode()),
+        ("checked/.staging/2024-05-4343-5ca1ab1e/part-0.parquet", b"busy"),
+        ("checked/.locks/2024-05.lease", live.encode()),
+    ):
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+    found = run_cli("warehouse", "check", copy, check=False)
+    lines = found.stdout.splitlines()
+    assert found.returncode == 1 and len(lines) == 5, found.stdout
+    expected = {
+        f"stale-lease {copy}/.locks/2024-04.lease: the lease of run feedbeef on worker-7.example",
+        f"stale-staging [2024-04] {copy}/.staging/2024-04-4242-feedbeef: left by a dead run; "
+        "--repair removes it",
+        f"in-use [2024-05] {copy}/.staging/2024-05-4343-5ca1ab1e: a live run's staging",
+        f"sha256-mismatch [2024-02] {copy}/move_stats/month=2024-02/part-0.parquet: its sha256",
+        f"no-manifest [2024-03] {copy}/move_stats/month=2024-03/part-0.parquet: a partition",
+    }
+    assert all(any(line.startswith(start) for line in lines) for start in expected), lines
+    repaired = run_cli("warehouse", "check", copy, "--repair", check=False)
+    assert repaired.returncode == 1  # the partitions stay: months to build again
+    assert f"stale-staging [2024-04] {copy}/.staging/2024-04-4242-feedbeef: removed" in (
+        repaired.stdout
+    )
+    left = moto.objects(bucket, "checked/.")
+    assert sorted(left) == [
+        "checked/.locks/2024-05.lease",
+        "checked/.staging/2024-05-4343-5ca1ab1e/part-0.parquet",
+    ]
+    assert moto.objects(bucket, february)[february] == flipped  # never touched

@@ -15,6 +15,7 @@ from pipelines.commands.options import (
     add_progress_options,
     add_resources_options,
     existing_warehouse,
+    stored_or_folder,
 )
 
 
@@ -41,7 +42,13 @@ def register(subparsers: Any) -> None:
         "warehouse says so in one line: its months and compacted years, and with --books the "
         "books of that folder.",
     )
-    check.add_argument("warehouse", type=Path, metavar="DIR")
+    check.add_argument(
+        "warehouse",
+        type=stored_or_folder,
+        metavar="DIR",
+        help="a warehouse folder, or its URL in object storage (s3://...): its months, staging "
+        "and leases there",
+    )
     check.add_argument(
         "--books",
         type=Path,
@@ -74,6 +81,8 @@ def run_check(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
     from pipelines.warehouse.check import check_warehouse, clean_line
 
+    if isinstance(args.warehouse, str):  # a URL
+        return run_check_stored(args)
     existing_warehouse(args.warehouse)
     if args.books is not None and not args.books.is_dir():
         raise ChesspipeError(f"{args.books}: no such books folder")
@@ -86,6 +95,23 @@ def run_check(args: argparse.Namespace) -> int:
         sys.stdout.write(finding.line("--repair") + "\n")
     if not findings:
         sys.stdout.write(clean_line(args.warehouse, args.books) + "\n")
+    return 1 if any(not f.repaired for f in findings) else 0
+
+
+def run_check_stored(args: argparse.Namespace) -> int:
+    """`warehouse check` of a warehouse in object storage."""
+    from pipelines.errors import ChesspipeError
+    from pipelines.warehouse.stored import stored_months
+    from pipelines.warehouse.stored_check import check_stored_warehouse
+
+    if args.books is not None:
+        raise ChesspipeError("--books checks a books folder beside a warehouse folder, not a URL")
+    findings = check_stored_warehouse(args.warehouse, repair=args.repair)
+    for finding in findings:
+        sys.stdout.write(finding.line("--repair") + "\n")
+    if not findings:
+        months = len(stored_months(args.warehouse))
+        sys.stdout.write(f"{args.warehouse}: clean: {months} month{'' if months == 1 else 's'}\n")
     return 1 if any(not f.repaired for f in findings) else 0
 
 

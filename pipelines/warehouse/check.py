@@ -44,7 +44,8 @@ class Finding:
     #: bad-eval-part (a part of the evaluation store that readers cannot use), not-a-part (a
     #: stray file in the store's folder)
     kind: str
-    path: Path
+    #: A file or folder, or an object's URL in a store
+    path: Path | str
     month: str | None
     detail: str
     repaired: bool = False

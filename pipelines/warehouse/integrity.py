@@ -33,6 +33,7 @@ class DamagedMonth(ChesspipeError):
         super().__init__(f"{what}: {path} is not the file its manifest records ({why}); {fix}")
         self.what = what
         self.path = path
+        self.why = why
 
 
 class Recorded(NamedTuple):

@@ -1,0 +1,135 @@
+"""Checking a warehouse in object storage (s3://...): what `warehouse check` does for a folder,
+for the objects a bucket holds.
+
+It lists the months' partitions and manifests that disagree (a partition without its
+manifest, a manifest without its partition, a partition whose size or sha256 is not the
+recorded one: each partition is read whole to hash it), the staging prefixes runs left
+(`.staging/MONTH-PID-XXXXXXXX/`) and the leases of runs that are gone (`.locks/*.lease`). A
+month whose lease a live run holds is in use: its objects are left alone. `repair` removes a
+dead run's staging under the month's lease (a run that starts meanwhile is refused, or
+refuses the repair) and a dead run's lease if it is still the same object; partitions and
+manifests are never touched: build those months again.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack, suppress
+from typing import Any
+
+from pipelines.errors import ChesspipeError
+from pipelines.sources.object_lease import Holder, StoreLease, supports_leases
+from pipelines.sources.object_store import filesystem, join, reporting
+from pipelines.warehouse.check import Finding
+from pipelines.warehouse.integrity import DamagedMonth
+from pipelines.warehouse.stored import PARTITION, STATS, StoredMonth, _digest, pin_months
+
+#: A run's staging name: MONTH-PID-XXXXXXXX.
+_STAGING = re.compile(r"([0-9]{4}-(?:0[1-9]|1[0-2]))-[0-9]+-[0-9a-f]{8}")
+
+
+def _month_of(name: str, pattern: str) -> str | None:
+    found = re.fullmatch(pattern, name)
+    return found.group(1) if found else None
+
+
+def _lease_findings(
+    warehouse: str, fs: Any, leases: list[str], repair: bool
+) -> tuple[list[Finding], set[str]]:
+    """The leases of runs that are gone, and the names whose lease a live run holds."""
+    findings: list[Finding] = []
+    live: set[str] = set()
+    for path in leases:
+        name = path.rsplit("/", 1)[-1].removesuffix(".lease")
+        url = join(warehouse, f".locks/{name}.lease")
+        with reporting(url):
+            try:
+                info = fs.info(path, refresh=True)
+                holder = Holder.parse(fs.cat_file(path))
+            except FileNotFoundError:
+                continue  # released meanwhile
+        if holder is not None and not holder.is_dead():
+            live.add(name)
+            continue
+        who = holder.said() if holder is not None else "no run (not a lease)"
+        detail = f"the lease of {who}, which is gone"
+        if repair:
+            bucket, key = path.split("/", 1)
+            with suppress(OSError):  # only this very object: a new run's lease stays
+                fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=info["ETag"])
+                findings.append(Finding("stale-lease", url, None, "removed", True))
+                continue
+        findings.append(Finding("stale-lease", url, None, detail, repair="removes it"))
+    return findings, live
+
+
+def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding]:
+    """Return the problems of a warehouse in object storage; with `repair`, remove what is
+    safe to remove (a dead run's staging and lease)."""
+    if not supports_leases(warehouse):
+        raise ChesspipeError(f"{warehouse}: warehouse check reads folders and s3:// stores only")
+    fs, root = filesystem(warehouse)
+    with reporting(warehouse):
+        partitions = fs.glob(f"{root}/{STATS}/month=*/{PARTITION}")
+        manifests = fs.glob(f"{root}/{STATS}/month=*.json")
+        staged = fs.glob(f"{root}/.staging/*")
+        leases = fs.glob(f"{root}/.locks/*.lease")
+    findings, live = _lease_findings(warehouse, fs, leases, repair)
+    for path in staged:
+        name = path.rsplit("/", 1)[-1]
+        url = join(warehouse, f".staging/{name}")
+        month = _month_of(name, _STAGING.pattern)
+        if month is None:
+            detail = "not a run's staging name; left alone"
+            findings.append(Finding("unknown-staging", url, None, detail))
+        elif month in live:
+            findings.append(Finding("in-use", url, month, "a live run's staging, left alone"))
+        elif repair:
+            with ExitStack() as held:
+                try:  # a run of the month that starts now is refused, or refuses this
+                    held.enter_context(StoreLease(warehouse, month, what=f"month {month}"))
+                except ChesspipeError:
+                    findings.append(Finding("in-use", url, month, "month in use, skipped"))
+                    continue
+                with reporting(url):
+                    fs.rm(path, recursive=True)
+            findings.append(Finding("stale-staging", url, month, "removed", True))
+        else:
+            detail = "left by a dead run"
+            findings.append(Finding("stale-staging", url, month, detail, repair="removes it"))
+    have = {p.rsplit("/", 2)[-2].removeprefix("month=") for p in partitions}
+    described = {
+        p.rsplit("/", 1)[-1].removeprefix("month=").removesuffix(".json") for p in manifests
+    }
+    for month in sorted(have | described):
+        if month in live:
+            continue  # being published
+        partition = join(warehouse, f"{STATS}/month={month}/{PARTITION}")
+        if month not in described:
+            detail = (
+                "a partition without its manifest (a run stopped while publishing): "
+                "build the month again"
+            )
+            findings.append(Finding("no-manifest", partition, month, detail))
+            continue
+        if month not in have:
+            manifest = join(warehouse, f"{STATS}/month={month}.json")
+            detail = "a manifest without its partition"
+            findings.append(Finding("no-partition", manifest, month, detail))
+            continue
+        try:
+            (pinned,) = pin_months(warehouse, [month])
+        except DamagedMonth as exc:
+            findings.append(Finding("size-mismatch", partition, month, exc.why))
+            continue
+        findings += _sha256_findings(pinned)
+    return findings
+
+
+def _sha256_findings(month: StoredMonth) -> list[Finding]:
+    if month.sha256 is None:
+        return []
+    if _digest(month.url) == month.sha256:
+        return []
+    detail = "its sha256 is not the one its manifest records: build the month again"
+    return [Finding("sha256-mismatch", month.url, month.month, detail)]
