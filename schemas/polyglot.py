@@ -38,9 +38,33 @@ def polyglot_key(board: chess.Board) -> int:
 _RANDOM = chess.polyglot.POLYGLOT_RANDOM_ARRAY
 
 
-_HASHER = chess.polyglot.ZobristHasher(chess.polyglot.POLYGLOT_RANDOM_ARRAY)
-_castling_part = _HASHER.hash_castling
-_en_passant_part = _HASHER.hash_ep_square
+def _castling_part(board: chess.Board) -> int:
+    """The key's castling part: one random number a right (the Polyglot standard's 768-771)."""
+    part = 0
+    rights = (
+        board.has_kingside_castling_rights(chess.WHITE),
+        board.has_queenside_castling_rights(chess.WHITE),
+        board.has_kingside_castling_rights(chess.BLACK),
+        board.has_queenside_castling_rights(chess.BLACK),
+    )
+    for offset, held in enumerate(rights):
+        if held:
+            part ^= _RANDOM[768 + offset]
+    return part
+
+
+def _en_passant_part(board: chess.Board) -> int:
+    """The key's en passant part: the file's random number (772-779) when a pawn of the side to
+    move stands beside the pawn that just moved two squares, whether or not it may capture."""
+    square = board.ep_square
+    if square is None:
+        return 0
+    target = chess.BB_SQUARES[square]
+    behind = chess.shift_down(target) if board.turn == chess.WHITE else chess.shift_up(target)
+    beside = chess.shift_left(behind) | chess.shift_right(behind)
+    if beside & board.pawns & board.occupied_co[board.turn]:
+        return _RANDOM[772 + chess.square_file(square)]
+    return 0
 
 
 def push_with_key(board: chess.Board, move: chess.Move, key: int) -> int:

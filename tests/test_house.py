@@ -83,3 +83,19 @@ def test_few_untyped_dicts_in_parameters_and_fields() -> None:
         for place in untyped_places(path.read_text(), str(path.relative_to(ROOT)))
     ]
     assert len(places) <= MOST_UNTYPED, "\n".join(places)
+
+
+def test_python_chess_is_used_through_its_public_api() -> None:
+    """No module reaches into python-chess (its hasher's parts, names with an underscore):
+    chesspipe works with the release installed and those that keep its public API."""
+    import re
+
+    inside = re.compile(r"\bchess(?:\.[a-z0-9_]+)*\.(?:ZobristHasher|_[A-Za-z]\w*)")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for package in ("schemas", "pipelines", "engine")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if inside.search(line)
+    ]
+    assert found == []
