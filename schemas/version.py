@@ -4,4 +4,4 @@ It crosses every boundary the project has: manifests, labels and reports record 
 name it, and the engine gives it in its UCI `id`.
 """
 
-__version__ = "0.6.0.dev0"
+__version__ = "0.6.0"
