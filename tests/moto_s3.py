@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,19 @@ class MotoServer:
             aws_secret_access_key="testing",
             region_name=REGION,
         )
+
+    @contextlib.contextmanager
+    def fresh_clients(self) -> Iterator[None]:
+        """fsspec keeps one S3 filesystem per set of options, whatever the environment says:
+        forget them before and after a block whose environment names this server (another
+        module's server, on another port, may have been the one this process reached)."""
+        import s3fs
+
+        s3fs.S3FileSystem.clear_instance_cache()
+        try:
+            yield
+        finally:
+            s3fs.S3FileSystem.clear_instance_cache()
 
     def create_bucket(self, bucket: str) -> str:
         self.client().create_bucket(Bucket=bucket)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.books import build as book_module
 from pipelines.books.build import RANGE_ROW_BYTES, build_book, key_ranges, ranges_for
 from pipelines.books.manifest import BookManifest, book_manifest_path, read_manifest_beside
 from pipelines.books.settings import BookSettings
@@ -85,6 +86,7 @@ def make_book_reference(
 )
 def test_book_equals_polyglot_make_book(
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     request: pytest.FixtureRequest,
     fixture: str,
     rating: int,
@@ -110,12 +112,17 @@ def test_book_equals_polyglot_make_book(
         # Byte for byte, moves of equal points in the order the games first played them.
         assert ours.read_bytes() == reference.read_bytes()
         assert manifest.entries == len(entry_set(reference)) > 0
-        # Summed a key range at a time (as a book over many months is): the same bytes.
-        ranged = tmp_path / f"ranged-{games}-{score}.bin"
-        by_ranges = build_book(tmp_path, "2020-01", ranged, BookSettings(games, score), ranges=7)
-        assert ranged.read_bytes() == reference.read_bytes()
-        assert by_ranges.positions == manifest.positions
-        assert by_ranges.entry_games == manifest.entry_games
+        # Summed a key range at a time (as a book over many months is), and streamed in
+        # batches (as a big book is, where a small one comes as one string): the same bytes.
+        for ranges, stream_rows in ((7, book_module.STREAM_ROWS), (1, 0), (5, 0)):
+            monkeypatch.setattr(book_module, "STREAM_ROWS", stream_rows)
+            ranged = tmp_path / f"ranged-{games}-{score}-{ranges}-{stream_rows}.bin"
+            again = build_book(
+                tmp_path, "2020-01", ranged, BookSettings(games, score), ranges=ranges
+            )
+            assert ranged.read_bytes() == reference.read_bytes(), (ranges, stream_rows)
+            assert again.positions == manifest.positions
+            assert again.entry_games == manifest.entry_games
 
 
 def test_key_ranges_cover_the_keys_once_and_follow_the_memory_limit() -> None:

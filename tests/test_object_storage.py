@@ -50,7 +50,7 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
 
 
 @pytest.fixture
-def s3_env(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+def s3_env(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     """This process and the commands it runs reach the moto server, with no other AWS setting."""
     for key in list(os.environ):
         if key.startswith("AWS_"):
@@ -59,7 +59,8 @@ def s3_env(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    return moto.env
+    with moto.fresh_clients():
+        yield moto.env
 
 
 def keys(month: str) -> dict[str, str]:

@@ -29,11 +29,12 @@ def two_months(moto: MotoServer, bucket: str, local: Path) -> str:  # noqa: F811
     saved = dict(os.environ)
     os.environ.update(moto.env)
     try:
-        for month in MONTHS:
-            source = SAMPLE.format(month=month)
-            build_month(source, month, f"s3://{bucket}/wh", f"s3://{bucket}/books", settings())
-            local_settings = replace(settings(), explorer=False)
-            build_month(source, month, local / "wh", local / "books", local_settings)
+        with moto.fresh_clients():
+            for month in MONTHS:
+                source = SAMPLE.format(month=month)
+                build_month(source, month, f"s3://{bucket}/wh", f"s3://{bucket}/books", settings())
+                local_settings = replace(settings(), explorer=False)
+                build_month(source, month, local / "wh", local / "books", local_settings)
     finally:
         os.environ.clear()
         os.environ.update(saved)

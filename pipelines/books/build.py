@@ -47,11 +47,19 @@ MAX_WEIGHT = 65535
 #: (docs/books.md, "Entry order").
 ENTRY_ORDER = "key, weight DESC, points DESC, first_play, move"
 
-#: An entry's 16 bytes, its fields as schemas.polyglot_entry lays them out (learn 0).
-ENTRY_BYTES = f"from_hex(printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0))"
+#: An entry as hex, its fields as schemas.polyglot_entry lays them out (learn 0); its bytes.
+ENTRY_HEX = f"printf('{ENTRY_HEX_FORMAT}', key, move, weight, 0)"
+ENTRY_BYTES = f"from_hex({ENTRY_HEX})"
 
 #: Entries DuckDB hands over at a time (sorted by DuckDB, which spills past its memory limit).
 ENTRY_BATCH = 1 << 16
+
+#: A small book's entries as one string, in book order (`write_entries` without streaming).
+ENTRIES_HEX = f"string_agg({ENTRY_HEX}, '' ORDER BY {ENTRY_ORDER})"
+
+#: Books summed from fewer statistics rows than this come as one string (their entries are
+#: fewer: a few MB); larger ones stream, a batch at a time.
+STREAM_ROWS = 1_000_000
 
 
 #: A month row's first-play rank among the months of a book: its month (year, then the month
@@ -281,9 +289,20 @@ class EntryCounts(NamedTuple):
     games: int
 
 
-def write_entries(con: Any, query: str, values: list[Any], sink: BinaryIO) -> EntryCounts:
+def write_entries(
+    con: Any, query: str, values: list[Any], sink: BinaryIO, *, stream: bool = True
+) -> EntryCounts:
     """Write the entries a book query (or a range's) yields to `sink` as a book's bytes, in
-    book order, a batch at a time: the book is never whole in memory."""
+    book order: with `stream`, a batch at a time (pyarrow), the book never whole in memory;
+    without, as one string (a small book: no pyarrow to import)."""
+    if not stream:
+        (found,) = con.execute(
+            f"SELECT {ENTRIES_HEX}, count(*), count(DISTINCT key), coalesce(sum(games), 0) "
+            f"FROM ({query})",
+            values,
+        ).fetchall()
+        sink.write(bytes.fromhex(found[0] or ""))
+        return EntryCounts(int(found[1]), int(found[2]), int(found[3]))
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -322,12 +341,13 @@ def range_entries(
     query: str,
     values: list[Any],
     resources: QueryResources,
+    stream: bool = True,
 ) -> RangeEntries:
     """A range's entries, read on a connection of its own (a cluster's task)."""
     con = connect(warehouse, pinned=pinned, resources=resources)
     try:
         sink = io.BytesIO()
-        counts = write_entries(con, query, values, sink)
+        counts = write_entries(con, query, values, sink, stream=stream)
         return RangeEntries(sink.getvalue(), counts)
     finally:
         con.close()
@@ -560,16 +580,17 @@ def _build_book(
                         )  # fmt: skip
                         for key_range in key_ranges(count)
                     ]
+            stream = rows.rows >= STREAM_ROWS
             entries = positions = games = 0
             with open(staged, "wb") as sink:  # each attempt writes the book again
                 counted: Iterator[EntryCounts]
                 if executor is not None and keys is None and pruning is None:
-                    calls = [(warehouse, pinned, *part, resources) for part in parts]
+                    calls = [(warehouse, pinned, *part, resources, stream) for part in parts]
                     units = ((n, partial(range_entries, *call)) for n, call in enumerate(calls))
                     done = (found for _, found in in_order(executor, units, in_flight=AHEAD))
                     counted = written(done, sink)
                 else:
-                    counted = (write_entries(con, *part, sink) for part in parts)
+                    counted = (write_entries(con, *part, sink, stream=stream) for part in parts)
                 for counts in counted:
                     entries += counts.entries
                     positions += counts.positions  # a position is in one range only
