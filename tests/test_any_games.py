@@ -116,6 +116,7 @@ def test_the_default_filter_keeps_on_lichess_what_it_kept(
 # Collections, their books, duplicates.
 
 
+@pytest.mark.slow
 def test_every_game_of_a_collection_is_kept(tmp_path: Path, capablanca: Path) -> None:
     warehouse = tmp_path / "w"
     proc = run_cli(
@@ -205,6 +206,7 @@ def annotated(text: str, seed: int) -> str:
     return "\n\n".join(out) + "\n"
 
 
+@pytest.mark.slow
 def test_books_from_collections_in_every_container_equal_polyglot(
     tmp_path: Path, capablanca: Path, london: Path
 ) -> None:
@@ -246,6 +248,7 @@ def test_books_from_collections_in_every_container_equal_polyglot(
             assert out.read_bytes() == reference.read_bytes(), (month, games, score)
 
 
+@pytest.mark.slow
 def test_polyglot_orders_moves_of_equal_points_as_the_games_first_played_them(
     tmp_path: Path, capablanca: Path
 ) -> None:
@@ -290,6 +293,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_dedupe_keeps_what_pgn_extract_keeps(
     tmp_path: Path, capablanca: Path, london: Path
 ) -> None:
@@ -374,6 +378,7 @@ def dialects(capablanca: Path) -> dict[str, tuple[bytes, str]]:
     return cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "dialect",
     ["annotated", "crlf_and_bom", "latin1_names", "castling_with_zeros", "lowercase_tag_names",
@@ -393,6 +398,7 @@ def test_dialects_count_as_python_chess_reads_them(
     assert stats_counter(tmp_path / "w", "2024-01") == expected
 
 
+@pytest.mark.slow
 def test_games_from_a_position_and_star_results_are_counted_apart(
     tmp_path: Path, capablanca: Path
 ) -> None:
@@ -425,6 +431,7 @@ def test_games_from_a_position_and_star_results_are_counted_apart(
 # Containers: stdin, globs, and damaged ones.
 
 
+@pytest.mark.slow
 def test_stdin_and_a_glob(tmp_path: Path, london: Path) -> None:
     zipped = _zip({"london.pgn": london.read_bytes()})
     import os
@@ -504,6 +511,7 @@ def test_drop_reasons_count_every_game(tmp_path: Path, capablanca: Path) -> None
     assert stats_counter(tmp_path / "w", "2024-01") == expected
 
 
+@pytest.mark.slow
 def test_a_run_that_keeps_nothing_names_the_options_that_keep_such_games(
     tmp_path: Path,
 ) -> None:
@@ -522,6 +530,7 @@ def test_a_run_that_keeps_nothing_names_the_options_that_keep_such_games(
     assert summary["games_kept"] == decided_standard(london) > 0
 
 
+@pytest.mark.slow
 def test_several_sources_are_read_as_one_in_the_order_given(tmp_path: Path) -> None:
     """Two SOURCE arguments were refused: several files, folders or globs are read as one
     source, in the order given, to the same statistics (first-play ranks included) as the

@@ -93,6 +93,7 @@ def test_huge_game_is_dropped_and_the_rest_counted(tmp_path: Path) -> None:
     assert manifest.games_read == 3
 
 
+@pytest.mark.slow
 def test_absurd_rating_is_counted_not_fatal(tmp_path: Path) -> None:
     """A rating beyond 16 bits counts as 65535 in the rating sums (its game's group is 2500)."""
     import chess
@@ -431,6 +432,7 @@ def test_a_sample_larger_than_its_material_is_refused_at_once(tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_a_big_sample_shows_progress(syzygy_dir: Path, tmp_path: Path) -> None:
     proc = run_cli(
         "endgames", "sample", "--syzygy", str(syzygy_dir), "--materials", "KRvK:1500,KQvK:700",
@@ -473,6 +475,7 @@ def _nothing_published(warehouse: Path, month: str = "2024-01") -> None:
     assert not staging.exists() or not any(staging.iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "tail",
     [
@@ -499,6 +502,7 @@ def test_plain_pgn_cut_inside_a_game_is_refused(tmp_path: Path, tail: bytes) -> 
     assert manifest.games_dropped == {"truncated": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ending", [b"1-0", b"0-1", b"1/2-1/2", b"*", b"1-0\r\n", b"* \n\n\n"])
 def test_a_game_ending_in_a_result_is_whole(tmp_path: Path, ending: bytes) -> None:
     data = game() + game(moves="1. d4 d5 " + ending.decode()).rstrip() + ending[3:]
@@ -518,6 +522,7 @@ def _framed_sample(tmp_path: Path, games_2021: Path) -> tuple[Path, list[int]]:
     return framed, [f.offset + f.size for f in frames]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_dump_cut_at_a_frame_boundary_is_refused(
     tmp_path: Path, games_2021: Path, workers: int
@@ -605,6 +610,7 @@ def test_no_game_found_fails(tmp_path: Path, name: str, data: bytes) -> None:
     _nothing_published(tmp_path / "wh")
 
 
+@pytest.mark.slow
 def test_mostly_unreadable_input_warns(tmp_path: Path) -> None:
     data = bytes(range(256)) * 50 + b"\n\n" + game()
     manifest = run(tmp_path, data)
@@ -619,6 +625,7 @@ def test_mostly_unreadable_input_warns(tmp_path: Path) -> None:
     assert "chesspipe: warning:" in proc.stderr and "unreadable" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_run_with_far_fewer_games_never_replaces_a_good_month(
     tmp_path: Path, games_2021: Path
 ) -> None:
@@ -681,6 +688,7 @@ def test_a_sidecar_in_the_way_is_named_not_the_output(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_statements_are_named_as_they_are(sample_warehouse: Path) -> None:
     """`UPDATE EXTENSIONS` was refused as "29 is not a valid StatementType", and PIVOT, which
     reads, as "MULTI statements"."""

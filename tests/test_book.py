@@ -77,6 +77,7 @@ def make_book_reference(
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fixture", "rating", "settings"),
     [
@@ -163,6 +164,7 @@ def test_a_book_by_key_ranges_over_ranked_and_unranked_months_is_the_whole_book(
     assert order != sorted(order)
 
 
+@pytest.mark.slow
 def test_python_chess_reads_every_entry(tmp_path: Path, games_2021: Path) -> None:
     """Replaying the games with python-chess, its book reader finds exactly our entries."""
     import io
@@ -364,6 +366,7 @@ def test_month_lists_ranges_and_all(tmp_path: Path) -> None:
     assert not (tmp_path / "x.bin").exists()
 
 
+@pytest.mark.slow
 def test_speed_and_band_filters_equal_filtering_at_ingest(tmp_path: Path, games_2021: Path) -> None:
     """Book filters on stored dimensions give the book of a narrower ingest."""
     ingest(str(games_2021), "2021-10", tmp_path / "all", IngestSettings(GameFilter(0, ALL, True)))
@@ -420,6 +423,7 @@ def book_entries(warehouse: Path, settings: BookSettings) -> set[tuple[int, int,
     return entry_set(out)
 
 
+@pytest.mark.slow
 def test_chess960_book(tmp_path: Path) -> None:
     pgn = tmp_path / "c960.pgn"
     pgn.write_text(chess960_games(150, seed=5))
@@ -458,6 +462,7 @@ def test_chess960_book(tmp_path: Path) -> None:
     assert len(read_entries(out)) == sum(1 for p in points.values() if p > 0)
 
 
+@pytest.mark.slow
 def test_pasted_pgn_movetext_is_a_move_list(polyglot_book: Path, games_2021: Path) -> None:
     """book show --moves, book dump --moves and fen_after() read pasted PGN as python-chess does.
 

@@ -110,6 +110,7 @@ def names() -> dict[int, tuple[str, str]]:
     return tsv_names()
 
 
+@pytest.mark.slow
 def test_show_gives_games_results_and_names(
     built: tuple[Path, Path], names: dict[int, tuple[str, str]], tmp_path: Path
 ) -> None:
@@ -238,6 +239,7 @@ def measure(page: Path, width: int) -> dict[str, Any]:
         )
 
 
+@pytest.mark.slow
 def test_report_layout_in_chromium(built: tuple[Path, Path], tmp_path: Path) -> None:
     book, _ = built
     out = tmp_path / "report.html"
@@ -252,6 +254,7 @@ def test_report_layout_in_chromium(built: tuple[Path, Path], tmp_path: Path) -> 
     assert found["right"] > found["inner"] * 2 / 3
 
 
+@pytest.mark.slow
 def test_a_published_monthly_book_finds_its_statistics(tmp_path: Path) -> None:
     from pipelines.monthly.build import build_month
     from pipelines.monthly.publish import published_paths

@@ -277,6 +277,7 @@ def check_page_against_reader(page: PageReader, book: Path, plies: int, width: t
     assert page.facts["book-reached-positions"].startswith(f"{sum(by_ply):,} of ")
 
 
+@pytest.mark.slow
 def test_report_content_matches_python_chess(any_book: Path) -> None:
     page = read_page(render_report(any_book, plies=4, width=(5, 3)))
     check_page_against_reader(page, any_book, 4, (5, 3))
@@ -362,6 +363,7 @@ def test_cli_errors(tmp_path: Path) -> None:
 # --- rendered by a browser ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chromium_renders_the_report(any_book: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     run_cli("book", "report", str(any_book), "--out", str(out))

@@ -46,6 +46,7 @@ def sample_book(tmp_path: Path) -> Path:
     return book
 
 
+@pytest.mark.slow
 def test_merge_equals_polyglot_merge_book(
     tmp_path: Path, sample_book: Path, polyglot_book: Path
 ) -> None:
@@ -136,6 +137,7 @@ def test_dump_writes_every_line_heaviest_first(tmp_path: Path, polyglot_book: Pa
     assert none.stdout == "" and "warning: the book has no move of weight 2" in none.stderr
 
 
+@pytest.mark.slow
 def test_one_side_books_equal_polyglot_only_white_and_black(
     tmp_path: Path, games_2021: Path
 ) -> None:
@@ -174,6 +176,7 @@ def test_one_side_books_equal_polyglot_only_white_and_black(
     assert not books["white"] & books["black"]
 
 
+@pytest.mark.slow
 def test_one_side_books_of_chess960_games(tmp_path: Path) -> None:
     """Chess960 games start from other positions and castle as king takes rook: python-chess's
     replay says whose move it is in each of the full book's positions."""

@@ -68,6 +68,7 @@ def on_a_terminal(
     return out, COLOURS.sub("", seen.decode())
 
 
+@pytest.mark.slow
 def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
     tmp_path: Path,
 ) -> None:
@@ -93,6 +94,7 @@ def test_the_bar_stays_apart_from_log_lines_and_ends_on_the_manifest_numbers(
         assert f"{read:,} games (" in shown and f"{kept:,} kept" in shown, shown
 
 
+@pytest.mark.slow
 def test_a_backfill_on_a_terminal_draws_one_bar_over_its_months(tmp_path: Path) -> None:
     """Months done of all, games and kept, an ETA while under way; it ends on the months'
     manifests' numbers (the months build on threads, at once)."""
@@ -125,6 +127,7 @@ def test_a_backfill_on_a_terminal_draws_one_bar_over_its_months(tmp_path: Path) 
     assert f"{read:,} games (" in last and last.endswith(f"{kept:,} kept"), last
 
 
+@pytest.mark.slow
 def test_no_prefect_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
     """Prefect's client shows a first-run usage-data notice on a terminal (outside CI); the
     command's own server is nobody else's: no notice, only the command's one line."""
@@ -141,6 +144,7 @@ def test_no_prefect_telemetry_notice_on_a_terminal(tmp_path: Path) -> None:
     assert len(lines) == 1 and lines[0].startswith("chesspipe: error: "), terminal
 
 
+@pytest.mark.slow
 def test_a_book_no_move_enters_is_never_published(
     tmp_path: Path, prefect_api: dict[str, str]
 ) -> None:
@@ -184,6 +188,7 @@ def user_error_lines(api: dict[str, str], *args: str) -> list[str]:
     return proc.stderr.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verbose", [False, True])
 @pytest.mark.parametrize("source", ["missing.pgn", "not-a-game.txt", "nothing-kept.pgn.zst"])
 def test_a_build_failing_on_its_source_says_so_in_one_line(
@@ -214,6 +219,7 @@ def test_a_build_failing_on_its_source_says_so_in_one_line(
         assert logged == []
 
 
+@pytest.mark.slow
 def test_a_backfill_whose_months_fail_says_so_in_one_line(
     tmp_path: Path, prefect_api: dict[str, str]
 ) -> None:
@@ -226,6 +232,7 @@ def test_a_backfill_whose_months_fail_says_so_in_one_line(
     assert lines[0].startswith("chesspipe: error: backfill: 2 of 2 months failed: 2024-01 (")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ui_url", [None, "http://prefect.example/ui"])
 def test_verbose_points_at_a_prefect_ui_only_where_one_is_served(
     tmp_path: Path, ui_url: str | None
@@ -281,6 +288,7 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quiet", [True, False])
 @pytest.mark.parametrize(
     "failure", ["books is a file", "books under a device", "warehouse under a file", "ENOSPC"]
@@ -315,6 +323,7 @@ def test_a_build_failing_on_the_os_says_so_in_one_line(
     assert lines == [f"chesspipe: error: {expected}"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quiet", [True, False])
 def test_a_build_on_a_full_disk_says_so_in_one_line(
     small_tmpfs: Path, quiet: bool, prefect_api: dict[str, str]

@@ -110,6 +110,7 @@ def filled(moto: MotoServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return two_months(moto, "cluster-book", local), local / "wh"
 
 
+@pytest.mark.slow
 def test_a_book_summed_on_the_cluster_from_the_bucket_is_the_local_book(
     cluster: str,
     filled: tuple[str, Path],
@@ -135,6 +136,7 @@ def test_a_book_summed_on_the_cluster_from_the_bucket_is_the_local_book(
     assert sum(executed.values()) - before >= 18 and all(executed.values())
 
 
+@pytest.mark.slow
 def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
     cluster: str,
     moto: MotoServer,  # noqa: F811
@@ -174,6 +176,7 @@ def test_a_backfill_on_the_cluster_builds_its_book_there_into_the_bucket(
     )
 
 
+@pytest.mark.slow
 def test_a_month_split_over_the_cluster_is_the_month_one_process_builds(
     cluster: str, tmp_path: Path, games_2021: Path
 ) -> None:
@@ -222,6 +225,7 @@ def test_split_without_a_cluster_is_refused_in_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "wh").exists()
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_month_the_month_is_built_again_whole(
     cluster: str,
     moto: MotoServer,  # noqa: F811
@@ -316,6 +320,7 @@ def test_a_task_whose_worker_died_runs_again(cluster: str, tmp_path: Path) -> No
     assert Path(marker).exists()
 
 
+@pytest.mark.slow
 def test_a_cluster_that_does_not_answer_fails_the_book_in_one_line(
     filled: tuple[str, Path], tmp_path: Path
 ) -> None:

@@ -79,6 +79,7 @@ def backfill(tmp_path: Path, address: str, **env: str) -> subprocess.CompletedPr
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_workers_elsewhere_without_a_prefect_server_they_reach_fail_before_any_work(
     foreign_cluster: str, tmp_path: Path
 ) -> None:
@@ -95,6 +96,7 @@ def test_workers_elsewhere_without_a_prefect_server_they_reach_fail_before_any_w
         check_cluster(foreign_cluster, local_server="http://127.0.0.1:4200/api")
 
 
+@pytest.mark.slow
 def test_a_scheduler_that_does_not_answer_fails_in_one_line(tmp_path: Path) -> None:
     need_module("distributed", "'chesspipe[dask]'")
     started = time.monotonic()

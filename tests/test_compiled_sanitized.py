@@ -138,6 +138,7 @@ def sanitized_environment(runtime: str) -> dict[str, str]:
     )
 
 
+@pytest.mark.slow
 def test_the_sanitized_code_reads_nothing_past_any_text(tmp_path: Path) -> None:
     module = sanitized_build(tmp_path, "_sanwalk")
     sanitized_build(tmp_path, "_scan")
@@ -224,6 +225,7 @@ print("summed", sorted(checked), flush=True)
 """
 
 
+@pytest.mark.slow
 def test_the_sanitized_sums_read_and_write_nothing_out_of_bounds(tmp_path: Path) -> None:
     module = sanitized_build(tmp_path, "_sums", room="ingest")
     run = subprocess.run(
@@ -293,6 +295,7 @@ print("codec", stepped, taken, flush=True)
 """
 
 
+@pytest.mark.slow
 def test_the_sanitized_codec_reads_and_writes_nothing_out_of_bounds(
     tmp_path: Path, plain_fixture: Path, binpack_fixture: Path
 ) -> None:

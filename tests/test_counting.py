@@ -74,6 +74,7 @@ def test_counting_in_workers_equals_counting_here(
     assert no_children_left()
 
 
+@pytest.mark.slow
 def test_chess960_games_are_counted_alike(tmp_path: Path) -> None:
     from tests.random_moves import chess960_games
 

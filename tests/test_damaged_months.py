@@ -80,6 +80,7 @@ def _says_the_month(stderr: str, warehouse: Path) -> None:
     assert f"chesspipe warehouse check {warehouse}" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [flip_a_byte, foreign_schema, truncate])
 def test_every_reader_refuses_a_damaged_month(
     warehouse: Path, tmp_path: Path, damage: Callable[[Path], None]

@@ -32,6 +32,7 @@ def table(warehouse: Path) -> list[dict]:
     return pq.read_table(partition_file(warehouse, "2020-01")).to_pylist()
 
 
+@pytest.mark.slow
 def test_month_over_dask_equals_one_process(
     tmp_path: Path, games_2013: Path, games_2021: Path
 ) -> None:

@@ -109,6 +109,7 @@ def test_binpack_sizes_in_the_docs_are_the_formats() -> None:
     assert checked >= 4
 
 
+@pytest.mark.slow
 def test_readme_first_command_makes_and_uses_its_own_virtual_environment(tmp_path: Path) -> None:
     """README's first block: the main job, one line, installing into a `.venv` it makes and
     activates (not into whatever Python is active); then `bash .ci/run`. The line's steps up

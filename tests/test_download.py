@@ -161,6 +161,7 @@ def test_checksum_list() -> None:
             published_sha256(server.base + "/nowhere/a.pgn.zst", **FAST)
 
 
+@pytest.mark.slow
 def test_ingest_verifies_before_publishing(tmp_path: Path, games_2021: Path) -> None:
     data = games_2021.read_bytes()
     rules = GameFilter(min_rating=0)
@@ -269,6 +270,7 @@ def test_retries_say_what_they_try_as_they_try(caplog: pytest.LogCaptureFixture)
     ]
 
 
+@pytest.mark.slow
 def test_the_command_says_its_retries_and_fails_at_once_on_a_host_it_cannot_resolve(
     tmp_path: Path,
 ) -> None:

@@ -61,6 +61,7 @@ def check_labels_with_python_chess(rows: list[dict], syzygy_dir: Path) -> None:
         assert after == row["wdl"], row
 
 
+@pytest.mark.slow
 def test_sample_is_reproducible_uniform_material_and_correctly_labelled(
     syzygy_dir: Path, tmp_path: Path
 ) -> None:
@@ -106,6 +107,7 @@ def test_sample_is_reproducible_uniform_material_and_correctly_labelled(
     assert read_rows(other / "sample-seed6.parquet") != rows[:300]
 
 
+@pytest.mark.slow
 def test_sample_reads_syzygy_path_and_fails_clearly(syzygy_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     run_cli(
@@ -164,6 +166,7 @@ def test_sample_reads_syzygy_path_and_fails_clearly(syzygy_dir: Path, tmp_path: 
     assert not bad.exists() or not list(bad.iterdir())
 
 
+@pytest.mark.slow
 def test_a_run_never_replaces_earlier_labels_unless_asked(syzygy_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     tables = ("--syzygy", str(syzygy_dir), "--out", str(out))
@@ -199,6 +202,7 @@ def test_a_run_never_replaces_earlier_labels_unless_asked(syzygy_dir: Path, tmp_
     assert not (out / "games-2024-01.parquet").exists()
 
 
+@pytest.mark.slow
 def test_epd_list(syzygy_dir: Path, tmp_path: Path) -> None:
     epd = tmp_path / "list.epd"
     epd.write_text(
@@ -295,6 +299,7 @@ def recount_game_positions(path: Path, largest: int) -> dict[str, tuple]:
     return seen
 
 
+@pytest.mark.slow
 def test_games_positions_match_a_python_chess_recount(
     games_2021: Path, syzygy_dir: Path, tmp_path: Path
 ) -> None:
@@ -313,6 +318,7 @@ def test_games_positions_match_a_python_chess_recount(
     check_labels_with_python_chess(rows[:150], syzygy_dir)
 
 
+@pytest.mark.slow
 def test_units_of_frames_in_workers_give_the_same_label_set(
     games_2021: Path, syzygy_dir: Path, tmp_path: Path
 ) -> None:
@@ -348,6 +354,7 @@ def test_units_of_frames_in_workers_give_the_same_label_set(
     assert got == recount_game_positions(games_2021, 4)
 
 
+@pytest.mark.slow
 def test_export_plain_records_are_legal_and_agree_with_wdl(
     syzygy_dir: Path, tmp_path: Path, games_2021: Path
 ) -> None:
@@ -438,6 +445,7 @@ def test_export_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "x.plain").exists() and not list(tmp_path.glob(".x.plain*"))
 
 
+@pytest.mark.slow
 def test_export_refuses_a_label_row_with_an_illegal_move(tmp_path: Path) -> None:
     import pyarrow as pa
 
@@ -505,6 +513,7 @@ def test_sparse_fen_equals_python_chess_fen() -> None:
         assert sparse_fen(board) == board.fen()
 
 
+@pytest.mark.slow
 def test_binpack_holds_the_plain_records(
     syzygy_dir: Path, tmp_path: Path, games_2021: Path
 ) -> None:

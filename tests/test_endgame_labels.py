@@ -33,6 +33,7 @@ def test_the_shared_tables_hold_every_3_4_piece_material(syzygy_dir: Path) -> No
     assert set(all_materials(syzygy_dir)) == expected
 
 
+@pytest.mark.slow
 def test_fathom_and_python_chess_agree_on_wdl_and_dtz_of_every_material(syzygy_dir: Path) -> None:
     need_fathom()
     tablebase = chess.syzygy.open_tablebase(str(syzygy_dir))
@@ -52,6 +53,7 @@ def test_fathom_and_python_chess_agree_on_wdl_and_dtz_of_every_material(syzygy_d
     assert compared == 300 * 35
 
 
+@pytest.mark.slow
 def test_both_backends_choose_best_moves_of_equal_rank(syzygy_dir: Path) -> None:
     need_fathom()
     with_python = Labeller([syzygy_dir], "python")
@@ -117,6 +119,7 @@ def test_best_move_keeps_the_best_result_checked_by_python_chess(syzygy_dir: Pat
             board.pop()
 
 
+@pytest.mark.slow
 def test_playout_invariant(syzygy_dir: Path) -> None:
     """Play the labelled move, re-probe with python-chess: the result holds, DTZ falls by one."""
     tablebase = chess.syzygy.open_tablebase(str(syzygy_dir))

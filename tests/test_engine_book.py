@@ -97,6 +97,7 @@ def test_moves_follow_weights_in_a_published_book(polyglot_book: Path) -> None:
     _check_proportions(_play_many(polyglot_book, board), _weights(polyglot_book, board))
 
 
+@pytest.mark.slow
 def test_moves_follow_weights_in_our_own_book(own_book: Path) -> None:
     board = chess.Board()
     weights = _weights(own_book, board)

@@ -113,6 +113,7 @@ def test_engine_castles_king_takes_rook_and_reads_both_notations() -> None:
             assert board.piece_at(chess.F1) == chess.Piece.from_symbol("R")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("number", [0, 105, 518, 777])
 def test_chess960_self_play_finishes_without_illegal_moves(number: int) -> None:
     board = chess.Board.from_chess960_pos(number)

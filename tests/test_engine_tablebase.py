@@ -56,6 +56,7 @@ def _san_list(text: str) -> set[str]:
 MATERIALS = ["Q", "R", "BN", "P", "Rp", "Qr", "Pp", "Rn", "Bp"]
 
 
+@pytest.mark.slow
 def test_root_moves_agree_with_fathom(syzygy_dir: Path) -> None:
     program = need_program("fathom")
     tables = Tablebases(str(syzygy_dir))
@@ -168,6 +169,7 @@ def test_search_scores_tablebase_draws_as_draws(syzygy_dir: Path) -> None:
 MATES = [("Q", 3), ("R", 3), ("BN", 3)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("material", "games"), MATES)
 def test_mates_stockfish_within_the_fifty_move_rule(
     syzygy_dir: Path, material: str, games: int

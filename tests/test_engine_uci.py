@@ -37,6 +37,7 @@ LIMITS = [
 ]
 
 
+@pytest.mark.slow
 def test_searches_legal_moves_in_random_positions() -> None:
     with uci_engine() as engine:
         for index, board in enumerate(random_positions(15, seed=6)):

@@ -128,6 +128,7 @@ def test_the_evals_view_joins_move_stats_by_key(tmp_path: Path, real_warehouse: 
     assert mated == [(-(100_000 - 4),)]
 
 
+@pytest.mark.slow
 def test_analyse_agrees_with_a_fresh_engine_run_and_a_rerun_skips(
     tmp_path: Path, real_warehouse: Path, book: Path, stockfish: str
 ) -> None:
@@ -247,6 +248,7 @@ def test_parts_written_before_the_lines_column_still_read(tmp_path: Path) -> Non
     assert compact(tmp_path).positions == 2 and read_evaluations(tmp_path) == stored
 
 
+@pytest.mark.slow
 def test_a_killed_run_keeps_its_batches_and_a_rerun_resumes(
     tmp_path: Path, book: Path, stockfish: str
 ) -> None:
@@ -275,6 +277,7 @@ analyse_positions({str(warehouse)!r}, boards, {stockfish!r},
     assert set(read_evaluations(warehouse)) == {chess.polyglot.zobrist_hash(b) for b in boards}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["black-dies", "black-hangs"])
 def test_an_engine_that_dies_or_hangs_is_restarted_and_the_position_counted(
     tmp_path: Path, mode: str
@@ -294,6 +297,7 @@ def test_an_engine_that_dies_or_hangs_is_restarted_and_the_position_counted(
     }
 
 
+@pytest.mark.slow
 def test_bad_engines_are_one_line(tmp_path: Path) -> None:
     warehouse = tmp_path / "w"
     warehouse.mkdir()
@@ -391,6 +395,7 @@ def _deepest_first_line(board: chess.Board, record: dict) -> tuple[int | None, i
     return cp, mate, first["line"].split()[0]
 
 
+@pytest.mark.slow
 def test_import_takes_the_deepest_first_line_from_the_side_to_move(
     tmp_path: Path, dump: tuple[Path, list[chess.Board]], stockfish: str
 ) -> None:
@@ -470,6 +475,7 @@ def test_warehouse_check_covers_the_store(tmp_path: Path) -> None:
     assert {f.kind for f in repaired if not f.repaired} == {"bad-eval-part"}
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_two_engines_ends_in_one_line_and_keeps_the_work(
     tmp_path: Path, book: Path, real_warehouse: Path, stockfish: str
 ) -> None:

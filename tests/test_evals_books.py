@@ -145,6 +145,7 @@ def expected_pruning(
     return pruned, checked, unchecked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("max_loss", "min_eval"), [(30, None), (150, None), (None, -40)])
 def test_a_pruned_book_is_the_raw_book_without_the_moves_the_rule_drops(
     judged: tuple[Path, Path], tmp_path: Path, max_loss: int | None, min_eval: int | None
@@ -257,6 +258,7 @@ def mover_view(row: dict[str, Any] | None) -> str:
     return f"{shown} ({row['nodes']:,} nodes)" if row["nodes"] else shown
 
 
+@pytest.mark.slow
 def test_book_show_and_report_give_the_stored_evaluation_after_each_move(
     judged: tuple[Path, Path], tmp_path: Path
 ) -> None:

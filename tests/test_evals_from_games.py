@@ -58,6 +58,7 @@ def games_text() -> str:
     return raw.decode()
 
 
+@pytest.mark.slow
 def test_the_comments_of_every_kept_game_as_python_chess_reads_them(
     tmp_path: Path, games_text: str
 ) -> None:
@@ -78,6 +79,7 @@ def test_the_comments_of_every_kept_game_as_python_chess_reads_them(
     assert {k: (e.depth, e.cp, e.mate) for k, e in read_evaluations(tmp_path).items()} == got
 
 
+@pytest.mark.slow
 def test_the_default_filter_reads_the_games_ingest_keeps_and_engines_rank_above(
     tmp_path: Path,
 ) -> None:

@@ -71,6 +71,7 @@ def answers(warehouse: Path) -> list[object]:
         explorer.close()
 
 
+@pytest.mark.slow
 def test_a_compacted_year_answers_as_its_months(warehouse: Path) -> None:
     before = answers(warehouse)
     done = run_cli("explorer", "compact", "--warehouse", str(warehouse), "--year", "2021")
@@ -88,6 +89,7 @@ def test_a_compacted_year_answers_as_its_months(warehouse: Path) -> None:
     assert answers(warehouse) == before
 
 
+@pytest.mark.slow
 def test_a_month_indexed_again_is_read_from_its_own_files(warehouse: Path, tmp_path: Path) -> None:
     run_cli("explorer", "compact", "--warehouse", str(warehouse), "--year", "2021")
     source = first_games(GAMES_2013, 1200, tmp_path / "c.pgn")
@@ -110,6 +112,7 @@ def test_compacting_a_year_without_explored_months_is_one_line(warehouse: Path) 
     assert found.stderr.strip().count("\n") == 0 and "no month of 1999" in found.stderr
 
 
+@pytest.mark.slow
 def test_warehouse_check_names_a_damaged_compacted_year(warehouse: Path, tmp_path: Path) -> None:
     import shutil
 

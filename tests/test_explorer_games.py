@@ -191,6 +191,7 @@ def check_game(game: dict[str, Any], by_id: dict[str, Game], board: chess.Board)
 # --- /lichess --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_counts_as_lichess_counts(client: Any, lichess: tuple[Path, list[Game]]) -> None:
     """The first 50 plies, each position once per game: paths of 0 to 6 plies and of 21 to
     50 plies (which the books' statistics never reach)."""
@@ -433,6 +434,7 @@ def test_masters(client: Any, server: str, masters: tuple[Path, list[Game], Path
 # --- the page in Debian's chromium -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_page(
     server: str,
     lichess: tuple[Path, list[Game]],
@@ -550,6 +552,7 @@ def test_page(
         print("\nscreenshots of the explorer page:", *map(str, shots), sep="\n  ")
 
 
+@pytest.mark.slow
 def test_explorer_index_shows_its_progress_as_ingest_does(tmp_path: Path) -> None:
     """`explorer index` showed no progress on a terminal: it draws ingest's line (here asked
     with --progress, as a pipe is no terminal), ending on the run's own counts."""

@@ -72,6 +72,7 @@ def answers(warehouse: Path) -> list[dict[str, object] | str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_truncated_lookup_file_is_refused_when_the_server_starts(
     indexed: Path, tmp_path: Path
 ) -> None:
@@ -93,6 +94,7 @@ def refused(warehouse: Path, path: Path) -> None:
         assert "manifest records" in lines[0]
 
 
+@pytest.mark.slow
 def test_a_flipped_byte_answers_an_error_never_another_count(indexed: Path, tmp_path: Path) -> None:
     good = answers(indexed)
     assert all(isinstance(answer, dict) for answer in good)
@@ -189,6 +191,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_a_database_out_of_memory_is_one_line_and_publishes_nothing(tmp_path: Path) -> None:
     """What DuckDB raises that no layer names (out of memory here) ends the command in one
     line, not a traceback, and the month is not published."""

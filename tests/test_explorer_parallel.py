@@ -30,6 +30,7 @@ RULES = GameFilter(min_rating=0, speeds=frozenset(Speed))
 MONTH = "2020-01"
 
 
+@pytest.mark.slow
 def test_units_of_frames_make_the_month_one_process_makes(
     tmp_path: Path, games_2013: Path, games_2021: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -62,6 +63,7 @@ def test_units_of_frames_make_the_month_one_process_makes(
     assert not list((tmp_path / "two" / ".staging").glob("*")), "the units' files are removed"
 
 
+@pytest.mark.slow
 def test_the_command_reads_by_units_with_workers(tmp_path: Path, games_2021: Path) -> None:
     path = tmp_path / "framed.pgn.zst"
     write_framed_zstd(path, read_text(games_2021).encode(), frame_size=20_000, level=1)

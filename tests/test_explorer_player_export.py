@@ -86,6 +86,7 @@ def player(base: str, **query: str) -> dict[str, Any]:
     return answer
 
 
+@pytest.mark.slow
 def test_a_players_own_export_answers_player_by_month(
     export: tuple[Path, Path, list[Game]],
 ) -> None:

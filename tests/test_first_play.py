@@ -69,6 +69,7 @@ def assert_books_equal_polyglot(warehouse: Path, months: str, pgn: Path, folder:
         assert ours.read_bytes() == reference.read_bytes(), (months, settings)
 
 
+@pytest.mark.slow
 def test_parallel_ingest_ranks_as_in_process(
     tmp_path: Path, capablanca: Path, london: Path
 ) -> None:
@@ -146,6 +147,7 @@ def month_of(game: chess.pgn.Game) -> str:
     return f"{found.group(1)}-{month if month and '01' <= month <= '12' else '01'}"
 
 
+@pytest.mark.slow
 def test_books_of_a_collection_landed_by_date_equal_polyglot(
     tmp_path: Path, capablanca: Path
 ) -> None:

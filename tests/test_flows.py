@@ -100,6 +100,7 @@ def served_explorer_has_the_month(warehouse: Path, source: Path) -> None:
         explorer.close()
 
 
+@pytest.mark.slow
 def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_2021: Path) -> None:
     from prefect.artifacts import Artifact
     from prefect.client.orchestration import get_client
@@ -211,6 +212,7 @@ def test_cli_and_flow_run(prefect_env: dict[str, str], tmp_path: Path, games_202
     assert book.read_bytes() == published_paths(tmp_path / "books2", "2021-10")[0].read_bytes()
 
 
+@pytest.mark.slow
 def test_scheduled_run_builds_the_previous_month(
     prefect_env: dict[str, str], tmp_path: Path, games_2021: Path
 ) -> None:
@@ -260,6 +262,7 @@ def split_months(source: Path, folder: Path, months: list[str]) -> None:
         (folder / f"{month}.pgn.zst").write_bytes(zstandard.ZstdCompressor().compress(part))
 
 
+@pytest.mark.slow
 def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
     prefect_env: dict[str, str], tmp_path: Path, games_2021: Path
 ) -> None:
@@ -326,6 +329,7 @@ def test_backfill_on_a_local_dask_cluster_equals_sequential_runs(
     assert not published_paths(tmp_path / "books", "2021-11")[0].exists()
 
 
+@pytest.mark.slow
 def test_backfill_of_a_month_list_builds_one_book_over_them(
     prefect_env: dict[str, str], tmp_path: Path, games_2021: Path
 ) -> None:
@@ -368,6 +372,7 @@ def test_backfill_of_a_month_list_builds_one_book_over_them(
     assert refused.returncode == 1 and "a month's own book" in refused.stderr
 
 
+@pytest.mark.slow
 def test_the_command_records_its_runs_before_its_server_stops(tmp_path: Path) -> None:
     """build-month's own temporary server (stopped with the command) has recorded the flow
     run, every task run and the logs; the second

@@ -68,6 +68,7 @@ def framed_dump(tmp_path: Path, games_2021: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_random_cuts_of_a_multi_frame_dump(tmp_path: Path, framed_dump: Path) -> None:
     data = framed_dump.read_bytes()
     with open(framed_dump, "rb") as handle:

@@ -36,6 +36,7 @@ def stats_counter(warehouse: Path, month: str) -> Counter[tuple[int, int, str, i
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("min_rating", "speeds", "allow_bots"),
     [
@@ -56,6 +57,7 @@ def test_stats_equal_python_chess_recount(
     assert manifest.games_read == 999
 
 
+@pytest.mark.slow
 def test_recount_on_a_week_of_2013_and_odd_cases(
     tmp_path: Path, games_2013: Path, odd_cases: Path
 ) -> None:
@@ -227,6 +229,7 @@ def test_reingest_replaces_the_month(tmp_path: Path, games_2021: Path) -> None:
     assert files == ["part-0.parquet"]
 
 
+@pytest.mark.slow
 def test_cli_sources_file_stdin_and_plain(tmp_path: Path, games_2021: Path) -> None:
     args = ["--min-rating", "1500", "--quiet"]
     run_cli(
@@ -281,6 +284,7 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, games_2021: Path) -> None:
     assert len(missing.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_merges_range_by_range_write_the_same_file(tmp_path: Path, games_2013: Path) -> None:
     """Runs merged a range of keys at a time (a bound on memory) or all at once write the same
     file, byte for byte, in row groups of a fixed size (the last one shorter) in key order."""

@@ -35,6 +35,7 @@ def kept_counts(source: Path, min_rating: int, syzygy_dir: Path, work: Path) -> 
     return [json.loads(proc.stdout) for proc in outputs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("which", "min_rating"), [("sample", 2200), ("real", 0)])
 def test_the_three_commands_keep_the_same_games(
     which: str, min_rating: int, games_2021: Path, syzygy_dir: Path, tmp_path: Path

@@ -30,6 +30,7 @@ def local_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("local_env")
 def test_the_local_server_runs_the_recorders_without_automations_unless_set(
     monkeypatch: pytest.MonkeyPatch,

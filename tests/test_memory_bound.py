@@ -95,6 +95,7 @@ def _measured_with_stderr(*args: str) -> tuple[int, str, str, int]:
     return code, "\n".join(out), proc.stderr, peak_kb >> 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("filler", "workers"),
     [

@@ -78,6 +78,7 @@ def by_month(text: str, folder: Path) -> dict[str, Path]:
     return files
 
 
+@pytest.mark.slow
 def test_a_collection_lands_by_its_games_dates(tmp_path: Path, capablanca: Path) -> None:
     """Capablanca's 597 games, 1901-1941, dated by year only: each year's January holds the
     year's games, every other month of 1901-1941 is there and empty, and the book over

@@ -66,6 +66,7 @@ def test_month_to_build_is_the_previous_month() -> None:
     assert month_to_build(date(2000, 2, 29)) == "2000-01"
 
 
+@pytest.mark.slow
 def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None:
     warehouse, books = tmp_path / "wh", tmp_path / "books"
     manifest = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
@@ -128,6 +129,7 @@ def test_build_publish_and_idempotency(tmp_path: Path, games_2021: Path) -> None
         build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
 
 
+@pytest.mark.slow
 def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> None:
     data = games_2021.read_bytes()
     cache = tmp_path / "cache"
@@ -166,6 +168,7 @@ def test_remote_source_checksum_and_cache(tmp_path: Path, games_2021: Path) -> N
             )
 
 
+@pytest.mark.slow
 def test_an_unverifiable_url_names_the_setting_and_the_command_names_its_option(
     tmp_path: Path, games_2021: Path
 ) -> None:
@@ -186,6 +189,7 @@ def test_an_unverifiable_url_names_the_setting_and_the_command_names_its_option(
     assert visible_files(tmp_path / "books") == set()
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_equals_an_uninterrupted_run(
     tmp_path: Path, games_2013: Path, prefect_api: dict[str, str]
 ) -> None:
@@ -276,6 +280,7 @@ def test_kill_9_then_rerun_equals_an_uninterrupted_run(
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) -> None:
     import duckdb
     import fsspec
@@ -381,6 +386,7 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
         assert recorded["book_sha256"] == hashlib.sha256(book.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_kill_9_at_any_moment(tmp_path: Path, games_2013: Path) -> None:
     text = zstandard.ZstdDecompressor().decompress(games_2013.read_bytes(), max_output_size=1 << 30)
     dump = tmp_path / "dump.pgn.zst"
@@ -460,6 +466,7 @@ def stopped(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] in ("T", "t")
 
 
+@pytest.mark.slow
 def test_kill_9_at_each_publish_step_leaves_nothing_behind(
     tmp_path: Path, games_2013: Path, prefect_api: dict[str, str]
 ) -> None:
@@ -538,6 +545,7 @@ def test_kill_9_at_each_publish_step_leaves_nothing_behind(
         assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
 
 
+@pytest.mark.slow
 def test_the_build_indexes_the_explorer(tmp_path: Path, games_2021: Path) -> None:
     """The month's build runs `explorer index` after ingest (the files it writes by hand),
     reuses them while the source and filter are unchanged, and leaves them out when asked."""
@@ -602,6 +610,7 @@ STOP_ONCE_AFTER_RENAME = STOP_AFTER_RENAME.replace(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT", "SIGKILL"])
 def test_a_build_stopped_after_its_ingest_leaves_a_book_the_check_finds_and_rebuilds(
     tmp_path: Path, prefect_api: dict[str, str], stop: str

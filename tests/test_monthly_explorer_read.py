@@ -39,6 +39,7 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHESSPIPE_CACHE", str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 def test_the_dump_is_read_once_and_the_explorer_equals_its_own_index(
     tmp_path: Path, games_2013: Path
 ) -> None:
@@ -62,6 +63,7 @@ def test_the_dump_is_read_once_and_the_explorer_equals_its_own_index(
     assert not list((tmp_path / "books" / ".staging").glob("*")), "the kept games are removed"
 
 
+@pytest.mark.slow
 def test_a_deduplicating_ingest_leaves_the_explorer_to_read_the_dump(
     tmp_path: Path, games_2013: Path
 ) -> None:

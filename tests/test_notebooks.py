@@ -146,6 +146,7 @@ def first_move_counts(path: Path) -> Counter[str]:
     return counts
 
 
+@pytest.mark.slow
 def test_move_statistics(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"CHESSPIPE_SAMPLE": str(sample), "CHESSPIPE_NOTEBOOK_OUT": str(tmp_path)}
     cells = execute("01-move-statistics.ipynb", env, monkeypatch)
@@ -160,6 +161,7 @@ def test_move_statistics(sample: Path, tmp_path: Path, monkeypatch: pytest.Monke
 # --- 2: books with different settings -----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_book_settings(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {"CHESSPIPE_SAMPLE": str(sample), "CHESSPIPE_NOTEBOOK_OUT": str(tmp_path)}
     cells = execute("02-book-settings.ipynb", env, monkeypatch)
@@ -192,6 +194,7 @@ def fathom_probe(fathom: str, tables: Path, fen: str) -> tuple[int, int]:
     return FATHOM_WDL[tags["WDL"]], int(tags["DTZ"])
 
 
+@pytest.mark.slow
 def test_endgame_labels(syzygy_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fathom = need_program("fathom")
     env = {"CHESSPIPE_SYZYGY": str(syzygy_dir), "CHESSPIPE_NOTEBOOK_OUT": str(tmp_path)}
@@ -268,6 +271,7 @@ def opening_lines() -> dict[int, list[tuple[str, str]]]:
     return lines
 
 
+@pytest.mark.slow
 def test_chess_terms(sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {
         "CHESSPIPE_SAMPLE": str(sample),

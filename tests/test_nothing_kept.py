@@ -46,6 +46,7 @@ def games_2013_below() -> tuple[Path, str]:
     return path, f"{low:,} of {games:,} games are below"
 
 
+@pytest.mark.slow
 def test_ingest_keeping_no_game_fails_naming_the_reason_and_its_flag(
     tmp_path: Path, games_2013_below: tuple[Path, str]
 ) -> None:
@@ -90,6 +91,7 @@ def test_the_library_error_names_settings_and_survives_pickling(tmp_path: Path) 
     assert not partition_file(tmp_path / "wh", "2024-01").exists()
 
 
+@pytest.mark.slow
 def test_training_and_endgames_from_games_keeping_no_game_fail_alike(
     tmp_path: Path, games_2013_below: tuple[Path, str]
 ) -> None:
@@ -117,6 +119,7 @@ def test_training_and_endgames_from_games_keeping_no_game_fail_alike(
     assert not labels.exists() or list(labels.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("partition", [("--month", "2013-01"), ("--month-by", "date")])
 def test_explorer_index_keeping_no_game_fails_alike(
     tmp_path: Path, games_2013_below: tuple[Path, str], partition: tuple[str, str]
@@ -147,6 +150,7 @@ def _commented_game(white_elo: int, comments: bool) -> bytes:
     ).encode()
 
 
+@pytest.mark.slow
 def test_evals_from_games_storing_nothing_fails_saying_why(tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     run_cli("ingest", str(_write(tmp_path / "kept.pgn", _commented_game(2500, False))),

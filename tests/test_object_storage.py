@@ -110,6 +110,7 @@ def steps_of(requests: list[Request], bucket: str, month: str) -> list[tuple[str
     return steps
 
 
+@pytest.mark.slow
 def test_backfill_into_a_bucket_publishes_what_a_local_run_does_in_order(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -270,6 +271,7 @@ def assert_a_run_manifest_records_the_month_beside_it(
     assert record["book_sha256"] == sha256(book), "another run's book"
 
 
+@pytest.mark.slow
 def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -344,6 +346,7 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     ]
 
 
+@pytest.mark.slow
 def test_a_local_books_folder_gets_its_book_after_the_statistics_in_the_store(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -382,6 +385,7 @@ def test_a_local_books_folder_gets_its_book_after_the_statistics_in_the_store(
     assert not list(books.glob(".staging/*")) and not list(books.glob(".*.tmp"))
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_of_an_upload_leaves_the_previous_objects(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -441,6 +445,7 @@ def documented_block(marker: str) -> str:
     raise AssertionError(f"no block starting {marker!r} in docs/orchestration.md")
 
 
+@pytest.mark.slow
 def test_duckdb_and_pyarrow_read_the_bucket_as_documented(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -73,6 +73,7 @@ def _snapshot(path: Path) -> tuple[int, str | None]:
     return mode, os.readlink(path) if stat.S_ISLNK(mode) else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", MAKERS, ids=lambda m: m.__name__.strip("_"))
 def test_an_output_that_is_not_a_regular_file_is_left_as_it_is(
     make: Callable[[Path], str], warehouse: Path, book: Path, tmp_path: Path
@@ -281,6 +282,7 @@ def _warehouse_with_everything(sample_warehouse: Path, tmp_path: Path) -> Path:
     return wh
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "where",
     [
@@ -336,6 +338,7 @@ def _digests_of(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_a_later_run_removes_what_a_killed_one_left_beside_its_outputs(
     warehouse: Path, tmp_path: Path, book: Path
 ) -> None:

@@ -36,6 +36,7 @@ def framed(tmp_path: Path, text: bytes, frame_size: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["fork", "forkserver"])
 def test_parallel_equals_sequential(
     tmp_path: Path,
@@ -79,6 +80,7 @@ def test_workers_are_forked_only_from_a_single_thread() -> None:
         thread.join()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @example(frame_size=269, workers=2, huge=0, unit_frames=1, piece_size=1)  # a boundary across parts
 @given(
@@ -282,6 +284,7 @@ class _Starting(WorkerPool):
         return self.when == "always" or (self.when == "every other time" and self.asked % 2 == 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["never", "every other time", "always"])
 def test_games_scanned_here_while_workers_start_are_counted_alike(
     tmp_path: Path, games_2021: Path, odd_cases: Path, when: str

@@ -60,6 +60,7 @@ def test_start_key() -> None:
     assert polyglot_key(chess.Board()) == START_KEY == 0x463B96181691FC9C
 
 
+@pytest.mark.slow
 def test_encoding_is_what_python_chess_reads(tmp_path: Path) -> None:
     """Every legal move in many positions: python-chess's book reader decodes our encoding."""
     checked = 0

@@ -35,6 +35,7 @@ def parse(output: str) -> tuple[int, int, chess.pgn.Game | None]:
     return wdl, dtz, game
 
 
+@pytest.mark.slow
 def test_probe_agrees_with_python_chess_and_fathom(syzygy_dir: Path) -> None:
     fathom = need_program("fathom")
     tablebase = chess.syzygy.open_tablebase(str(syzygy_dir))

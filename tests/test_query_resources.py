@@ -47,6 +47,7 @@ def test_the_default_limit_is_the_machines(sample_warehouse: Path) -> None:
     assert abs(parse_size(shown) - limit) <= unit // 10
 
 
+@pytest.mark.slow
 def test_a_query_spills_into_the_temp_folder_given_and_leaves_nothing(
     sample_warehouse: Path, tmp_path: Path
 ) -> None:

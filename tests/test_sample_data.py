@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import zstandard
 
 from tests.sample_tool import make_sample
 
 
+@pytest.mark.slow
 def test_bundled_sample_is_what_the_script_generates() -> None:
     month = make_sample.SAMPLE_MONTHS[0]
     stored = (

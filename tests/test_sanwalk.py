@@ -53,6 +53,7 @@ def refused(walked: Walked) -> list[int]:
     return np.flatnonzero(walked.lengths < 0).tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name", ["standard-2013-01-part1.pgn.zst", "standard-2021-10-sample.pgn.zst", "odd-cases.pgn"]
 )
@@ -90,6 +91,7 @@ def random_game_tokens(rng: random.Random, plies: int) -> list[bytes]:
     return tokens
 
 
+@pytest.mark.slow
 def test_random_games_with_special_moves_agree() -> None:
     rng = random.Random(11)
     tokens = [random_game_tokens(rng, rng.randrange(1, 200)) for _ in range(300)]
@@ -230,6 +232,7 @@ def python_chess_mainline_rows(movetext: bytes, plies: int) -> tuple[list[int], 
     return keys, moves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plies", [9, 40, None])
 @pytest.mark.parametrize(
     "name", ["standard-2013-01-part1.pgn.zst", "standard-2021-10-sample.pgn.zst", "odd-cases.pgn"]
@@ -382,6 +385,7 @@ PLAIN_JUNK = st.sampled_from(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     seed=st.integers(0, 10**6),
@@ -422,6 +426,7 @@ DECORATIONS = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     seed=st.integers(0, 10**6),

@@ -127,6 +127,7 @@ def test_mangled_zstd_never_passes_silently(
     )  # a truncated frame must raise; a flip must raise or not matter
 
 
+@pytest.mark.slow
 def test_real_file_through_many_chunk_sizes(games_2021: Path) -> None:
     reference = None
     for size in (1, 7, 4096, 1 << 20):
@@ -320,6 +321,7 @@ def _with_trick(game: bytes, trick: int | None, brace_in_tag: bool) -> bytes:
     return head + b"\n\n" + moves + b"\n\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     picks=st.lists(
@@ -413,6 +415,7 @@ TAG_EDITS = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(
     values=READ_VALUES,

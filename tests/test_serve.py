@@ -203,6 +203,7 @@ def early_paths(lines: list[list[str]], plies: int = 6, count: int = 40) -> list
     return [list(p) for p, _ in paths.most_common(count)]
 
 
+@pytest.mark.slow
 def test_explorer_counts_every_move(
     client: Any, warehouse: tuple[Path, Truth, list[list[str]]]
 ) -> None:
@@ -461,6 +462,7 @@ def test_tablebase_mainline_and_uncovered(server: str) -> None:
 # --- the page in a real browser --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_page_in_chromium(server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with chromium_driver(1100, 800) as driver:
         from selenium.webdriver.common.by import By
@@ -528,6 +530,7 @@ def test_tablebase_on_the_page(server: str, tmp_path: Path) -> None:
 # --- several processes -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_worker_processes_answer_alike(
     server: str, warehouse: tuple[Path, Truth, list[list[str]]]
 ) -> None:

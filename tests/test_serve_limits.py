@@ -130,6 +130,7 @@ def port_of(url: str) -> int:
 # --- strict parameters -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("query", "words"),
     [
@@ -156,6 +157,7 @@ def test_strict_parameters(served: str, query: str, words: str) -> None:
     assert "\n" not in body["error"] and "Traceback" not in body["error"]
 
 
+@pytest.mark.slow
 def test_strict_parameters_still_take_what_lichess_takes(served: str) -> None:
     accepted = (
         "moves=0",
@@ -262,6 +264,7 @@ def test_huge_play_lists_do_not_stall_others(served: str) -> None:
 # --- the HTTP guard --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_refusals_wait_so_that_clients_sending_them_do_not_take_the_server(served: str) -> None:
     """Every refusal (the application's 400, the 414 of a head read whole, the 414 and 431 of
     a head refused while it arrives) is sent `REFUSAL_DELAY` late; so four clients sending
@@ -352,6 +355,7 @@ def guarded(warehouse: Path) -> Iterator[tuple[int, Any]]:
     thread.join(10)
 
 
+@pytest.mark.slow
 def test_half_sent_headers_are_dropped(guarded: tuple[int, Any]) -> None:
     port, _ = guarded
     held = []
@@ -388,6 +392,7 @@ def test_half_sent_headers_are_dropped(guarded: tuple[int, Any]) -> None:
             sock.close()
 
 
+@pytest.mark.slow
 def test_connection_limit(guarded: tuple[int, Any]) -> None:
     """Over the limit, a request is refused at once (503); once the held connections are
     dropped (head timeout), it is served."""
@@ -412,6 +417,7 @@ def test_connection_limit(guarded: tuple[int, Any]) -> None:
             sock.close()
 
 
+@pytest.mark.slow
 def test_keep_alive_timeout(guarded: tuple[int, Any]) -> None:
     port, _ = guarded
     with socket.create_connection(("127.0.0.1", port), 10) as sock:

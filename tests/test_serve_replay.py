@@ -38,6 +38,7 @@ def random_line(rng: random.Random, plies: int, board: chess.Board) -> list[str]
     return moves
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["standard", "chess960"])
 def test_long_lines_give_python_chess_positions_and_keys(replayer: Replayer, variant: str) -> None:
     rng = random.Random(4)

@@ -41,6 +41,7 @@ def _serve(warehouse: Path, port: int, *options: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> None:
     port = free_port()
     server = _serve(warehouse, port, "--verbose")
@@ -76,6 +77,7 @@ def test_the_server_says_where_it_is_and_logs_when_asked(warehouse: Path) -> Non
         server.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_quiet_server_logs_no_request(warehouse: Path) -> None:
     port = free_port()
     server = _serve(warehouse, port)
@@ -90,6 +92,7 @@ def test_a_quiet_server_logs_no_request(warehouse: Path) -> None:
     assert "GET /lichess" not in rest
 
 
+@pytest.mark.slow
 def test_the_workers_die_with_a_server_killed_with_sigkill(warehouse: Path) -> None:
     """`serve --workers 2` killed with -9 left both uvicorn workers, their replay workers and
     the resource tracker running and answering: they end with it."""

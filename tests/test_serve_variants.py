@@ -49,6 +49,7 @@ def pgn960(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_each_variant_answers_from_its_own_months(
     sample_warehouse: Path, tmp_path: Path, pgn960: Path
 ) -> None:

@@ -71,6 +71,7 @@ def test_every_flag_of_the_table_names_a_setting_that_exists() -> None:
     assert all(flag.startswith("--") for flag in SETTING_FLAGS.values())
 
 
+@pytest.mark.slow
 def test_a_backfill_failure_says_each_month_as_the_command_line_does() -> None:
     from pipelines.commands.options import as_said
     from pipelines.errors import CutShort

@@ -65,6 +65,7 @@ def assert_sides_are_python_chess(partition: Path, expected: dict[int, bool]) ->
     return len(rows)
 
 
+@pytest.mark.slow
 def test_real_games_counted_in_batches_and_by_workers(tmp_path: Path, games_2021: Path) -> None:
     expected = turns(read_text(games_2021))
     files = set()
@@ -130,6 +131,7 @@ def polyglot_side_book(pgn: Path, folder: Path, side: str, min_games: int) -> by
     return out.read_bytes()
 
 
+@pytest.mark.slow
 def test_a_compacted_year_keeps_the_side_and_its_books_are_polyglots(
     tmp_path: Path,
     year_of_capablanca: tuple[Path, Path],  # noqa: F811
@@ -150,6 +152,7 @@ def test_a_compacted_year_keeps_the_side_and_its_books_are_polyglots(
         assert ours.stat().st_size > 100
 
 
+@pytest.mark.slow
 def test_months_without_the_column_read_as_null_and_books_walk_as_before(
     tmp_path: Path, games_2021: Path
 ) -> None:
@@ -218,6 +221,7 @@ def reached_from_starts(text: str, *, plies: int = 20) -> set[int]:
     return reached
 
 
+@pytest.mark.slow
 def test_positions_no_walk_reaches_are_in_the_book_and_named_where_months_predate_it(
     tmp_path: Path,
 ) -> None:

@@ -318,6 +318,7 @@ def test_a_warehouse_path_is_no_pattern(warehouse: Path, tmp_path: Path) -> None
     assert not (tmp_path / "b.bin").exists()
 
 
+@pytest.mark.slow
 def test_a_query_sees_one_version_of_a_month_being_replaced(
     warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -428,6 +429,7 @@ def test_no_query_reads_a_temp_folder(warehouse: Path, tmp_path: Path) -> None:
         os.chdir(cwd)
 
 
+@pytest.mark.slow
 def test_a_query_past_its_time_limit_is_stopped_in_one_line(warehouse: Path) -> None:
     """A cross join of 10^18 rows would run for days: --timeout stops it and says so."""
     endless = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
@@ -482,6 +484,7 @@ def test_a_relation_cannot_create_or_change_a_table_or_view(warehouse: Path) -> 
     assert not Path("/tmp/never.csv").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wh?q", "wh[1]", "w*h"])
 def test_no_command_writes_a_warehouse_it_could_not_read(tmp_path: Path, name: str) -> None:
     """ingest, explorer index and build-month wrote into `wh?q`, which sql and book build then

@@ -22,6 +22,7 @@ from tests.sample_tool import make_sample
 ANY = GameFilter(0, frozenset(Speed), allow_bots=True)
 
 
+@pytest.mark.slow
 def test_url_source_streams_like_a_file(tmp_path: Path, games_2021: Path) -> None:
     with LoopbackServer() as server:
         url = server.add("/month.pgn.zst", games_2021.read_bytes())
@@ -56,6 +57,7 @@ def test_lichess_source_names_the_official_dump() -> None:
     assert proc.returncode == 1 and "lichess:YYYY-MM" in proc.stderr
 
 
+@pytest.mark.slow
 def test_sql_over_two_months(tmp_path: Path) -> None:
     for month in make_sample.SAMPLE_MONTHS:
         ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))
@@ -100,6 +102,7 @@ def test_sql_says_when_the_warehouse_is_missing_or_empty(tmp_path: Path) -> None
     assert proc.stdout.splitlines() == ["x", "1"] and proc.stderr == ""
 
 
+@pytest.mark.slow
 def test_sql_reads_only_unless_writing_is_allowed(tmp_path: Path) -> None:
     month = make_sample.SAMPLE_MONTHS[0]
     ingest(str(make_sample.sample_path(month)), month, tmp_path, IngestSettings(ANY))

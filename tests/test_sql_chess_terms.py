@@ -265,6 +265,7 @@ def chess960_positions() -> Iterator[chess.Board]:
             yield board.copy()
 
 
+@pytest.mark.slow
 def test_chess960_castling_rights(con: ReadOnlyConnection, tmp_path: Path) -> None:
     """Keys, and every legal move as SAN (castling as king takes rook), of Chess960 positions
     written in X-FEN and in Shredder-FEN."""
@@ -300,6 +301,7 @@ def test_nulls_give_nulls(con: ReadOnlyConnection) -> None:
 # --- the openings view ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_opening_key_is_python_chess_key_of_its_line(con: ReadOnlyConnection) -> None:
     files = sorted((ROOT / "data" / "openings").glob("*.tsv"))
     assert [p.name for p in files] == ["a.tsv", "b.tsv", "c.tsv", "d.tsv", "e.tsv"]
@@ -367,6 +369,7 @@ def test_sql_imports_python_chess_only_for_chess_functions(tmp_path: Path) -> No
 # --- statistics joined to names -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_openings_join_move_stats_as_python_chess_counts(
     real_games: dict[str, tuple[Path, list[tuple[chess.pgn.Headers, list[chess.Move]]]]],
     tmp_path: Path,
@@ -466,6 +469,7 @@ def test_bad_input_from_python_names_the_problem(con: ReadOnlyConnection, tmp_pa
         run_query(tmp_path, "SELECT key_after('e4 e5 Nf3 Ke6')")
 
 
+@pytest.mark.slow
 def test_moves_after_is_a_recount_of_the_moves_from_a_line(tmp_path: Path) -> None:
     """`moves_after(line)` against a python-chess recount of the same games: every move played
     from the line's position, its games, White's and Black's wins and draws, in SAN."""
@@ -505,6 +509,7 @@ def test_moves_after_is_a_recount_of_the_moves_from_a_line(tmp_path: Path) -> No
     assert row == (len(blitz),)
 
 
+@pytest.mark.slow
 def test_sql_warns_of_a_line_deeper_than_the_months_counted(tmp_path: Path) -> None:
     month = make_sample.SAMPLE_MONTHS[0]
     ingest(str(make_sample.sample_path(month)), month, tmp_path,

@@ -67,6 +67,7 @@ def alive(processes: set[tuple[int, int]]) -> set[tuple[int, int]]:
     return left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command_name", "target", "signum", "status"),
     [

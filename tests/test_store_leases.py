@@ -47,6 +47,7 @@ def other_machine(expires_in: float, run: str = "feedbeef") -> Holder:
     return Holder(run, "worker-7.example", "another-boot", 4242, time.time() + expires_in)
 
 
+@pytest.mark.slow
 def test_a_lease_is_one_runs_renewed_while_held_and_released(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811
@@ -190,6 +191,7 @@ def holding_build(
             proc.communicate()
 
 
+@pytest.mark.slow
 def test_two_machines_building_one_month_into_one_bucket_one_is_refused(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811
@@ -211,6 +213,7 @@ def test_two_machines_building_one_month_into_one_bucket_one_is_refused(
     assert sorted(moto.objects(bucket)) == sorted(keys(MONTH).values())
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_month_is_rebuilt_at_once_by_the_next(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811

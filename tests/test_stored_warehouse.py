@@ -60,6 +60,7 @@ def copied(moto: MotoServer, bucket: str, prefix: str) -> str:  # noqa: F811
     return f"s3://{bucket}/{prefix}"
 
 
+@pytest.mark.slow
 def test_a_book_built_from_the_bucket_is_the_local_book(
     filled: tuple[str, Path],
     s3_env: dict[str, str],  # noqa: F811
@@ -80,6 +81,7 @@ def test_a_book_built_from_the_bucket_is_the_local_book(
     assert books["stored"] == books["local"] and len(books["local"]) > 16 * 100
 
 
+@pytest.mark.slow
 def test_sql_over_the_bucket_answers_as_over_the_folder(
     filled: tuple[str, Path],
     s3_env: dict[str, str],  # noqa: F811
@@ -104,6 +106,7 @@ def test_sql_over_the_bucket_answers_as_over_the_folder(
     assert proc.returncode != 0 and "\n" not in said and f"the query opens {other}" in said, said
 
 
+@pytest.mark.slow
 def test_a_damaged_partition_in_the_bucket_is_never_read_as_its_manifests(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811
@@ -158,6 +161,7 @@ def test_a_month_republished_during_a_read_is_read_again(
     assert found == seen[1][1] == seen[1][0]  # the version the second read pinned
 
 
+@pytest.mark.slow
 def test_a_backfill_book_over_a_bucket_goes_into_the_bucket(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811
@@ -188,6 +192,7 @@ def test_a_backfill_book_over_a_bucket_goes_into_the_bucket(
     assert not [k for k in objects if "/.staging/" in k or "/.locks/" in k]
 
 
+@pytest.mark.slow
 def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811

@@ -50,6 +50,7 @@ def download(base: str, dest: Path, *extra: str, check: bool = True):  # type: i
                    base + "/SHA256SUM", "--quiet", *extra, check=check)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_download_real_tables_resumes_a_dropped_file_and_the_tables_work(
     mirror: Mirror, syzygy_dir: Path, tmp_path: Path
 ) -> None:

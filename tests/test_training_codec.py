@@ -130,6 +130,7 @@ def write_plain(path: Path, records: list[PlainRecord]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_random_games_with_special_moves_and_broken_chains(
     tmp_path: Path, handed: HandedOver
 ) -> None:
@@ -213,6 +214,7 @@ def test_records_the_compiled_code_refuses_come_out_as_the_python_paths(
         assert handed.records <= 2
 
 
+@pytest.mark.slow
 def test_mangled_plain_files_give_the_python_paths_bytes_or_error(tmp_path: Path) -> None:
     rng = random.Random(3)
     text = "".join(r.format() for r in random_records(3, 11)).encode()
@@ -227,6 +229,7 @@ def test_mangled_plain_files_give_the_python_paths_bytes_or_error(tmp_path: Path
     assert outcomes == {bytes, str}
 
 
+@pytest.mark.slow
 def test_mangled_binpack_files_give_the_python_paths_bytes_or_error(tmp_path: Path) -> None:
     rng = random.Random(4)
     plain = write_plain(tmp_path / "few.plain", random_records(4, 12))
@@ -259,6 +262,7 @@ def test_a_block_with_a_pawn_on_the_back_rank_is_decoded_by_python(
     assert handed.blocks == 1
 
 
+@pytest.mark.slow
 def test_blocks_past_a_mebibyte_with_records_handed_over_between(
     tmp_path: Path, plain_fixture: Path, handed: HandedOver
 ) -> None:

@@ -106,6 +106,7 @@ def random_game_records(seed: int, plies: int, special_share: float = 0.6) -> li
     return records
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seeds=st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=4),
@@ -124,6 +125,7 @@ def test_random_games_round_trip_as_chains(seeds: list[int], plies: int, skip: i
     assert len(data) <= 8 + 34 * games + 4 * (len(records) - games)
 
 
+@pytest.mark.slow
 def test_random_games_cover_the_special_moves() -> None:
     records = [r for seed in range(30) for r in random_game_records(seed, 250)]
     kinds = {"castling": 0, "en passant": 0, "promotion": 0, "underpromotion": 0}
@@ -174,6 +176,7 @@ class CountingReads(io.BytesIO):
         return data
 
 
+@pytest.mark.slow
 def test_blocks_start_at_a_chain_once_they_hold_one_mebibyte(records: list[PlainRecord]) -> None:
     isolated = list(reversed(records)) * 4  # no record follows its predecessor: one stem each
     data = binpack_bytes(isolated)
@@ -292,6 +295,7 @@ def test_convert_both_ways_on_the_command_line(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.binpack", "a.plain", "b.plain"]
 
 
+@pytest.mark.slow
 def test_stats_counts_what_python_chess_counts(
     records: list[PlainRecord], binpack_fixture: Path
 ) -> None:
@@ -315,6 +319,7 @@ def test_stats_counts_what_python_chess_counts(
     assert "9958 records" in text and "in check: " in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".plain", ".binpack"])
 def test_shuffle_keeps_the_records_and_follows_the_seed(
     records: list[PlainRecord], binpack_fixture: Path, tmp_path: Path, suffix: str
@@ -332,6 +337,7 @@ def test_shuffle_keeps_the_records_and_follows_the_seed(
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in outs.values())
 
 
+@pytest.mark.slow
 def test_shuffle_in_memory_and_through_buckets_both_permute(
     plain_fixture: Path, tmp_path: Path
 ) -> None:
@@ -346,6 +352,7 @@ def test_shuffle_in_memory_and_through_buckets_both_permute(
     assert moved > 0.7 * 9958
 
 
+@pytest.mark.slow
 def test_interleave_mixes_by_size_keeps_each_order_and_follows_the_seed(
     records: list[PlainRecord], plain_fixture: Path, tmp_path: Path
 ) -> None:
@@ -377,6 +384,7 @@ def cli_error(*args: str) -> str:
     return lines[0].removeprefix("chesspipe: error: ")
 
 
+@pytest.mark.slow
 def test_bad_inputs_on_the_command_line_write_nothing(
     plain_fixture: Path, binpack_fixture: Path, tmp_path: Path
 ) -> None:
@@ -465,6 +473,7 @@ def test_bad_records_fail_in_one_line_naming_the_line_and_publish_nothing(
     assert list(outs.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_checked_tools_still_take_every_fixture_record(plain_fixture: Path, tmp_path: Path) -> None:
     out = tmp_path / "o.plain"
     run_cli("training", "shuffle", str(plain_fixture), str(out), "--seed", "3", "--buckets", "1")

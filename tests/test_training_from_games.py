@@ -144,6 +144,7 @@ def exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, F
     return done
 
 
+@pytest.mark.slow
 def test_every_record_matches_a_python_chess_replay_with_its_prober(
     exports: dict[str, tuple[Path, FromGamesManifest]], truth: dict[str, dict[str, Replayed]]
 ) -> None:
@@ -207,6 +208,7 @@ def test_without_tables_the_records_are_the_stockfish_fixture(tmp_path: Path) ->
     assert b"".join(outs) == FIXTURE.read_bytes()
 
 
+@pytest.mark.slow
 def test_with_tables_uncovered_games_are_the_fixture_and_covered_ones_rescored(
     tmp_path: Path, syzygy_dir: Path, truth: dict[str, dict[str, Replayed]]
 ) -> None:
@@ -236,6 +238,7 @@ def test_with_tables_uncovered_games_are_the_fixture_and_covered_ones_rescored(
     assert covered_games > 0
 
 
+@pytest.mark.slow
 def test_plain_and_binpack_hold_the_same_records(tmp_path: Path, syzygy_dir: Path) -> None:
     games = need(GAMES_2021, "real Lichess games")
     options = ("--syzygy", str(syzygy_dir), "--no-require-eval")
@@ -308,6 +311,7 @@ SKIPS = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("skips", "suffix"), [("loader", "binpack"), ("random", "binpack"), ("ranges", "plain")]
 )
@@ -446,6 +450,7 @@ def test_progress_ends_with_the_manifests_counts(tmp_path: Path) -> None:
     assert quiet.stderr == ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["binpack", "plain"])
 def test_units_of_frames_in_workers_write_the_same_bytes(
     tmp_path: Path, syzygy_dir: Path, suffix: str

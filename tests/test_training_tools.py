@@ -144,6 +144,7 @@ OPTION_SETS = [
 ]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", OPTION_SETS)
 def test_filter_keeps_what_the_loader_keeps(
     marked: Path, marked_parsed: Parsed, tmp_path: Path, options: dict[str, int | bool]
@@ -255,6 +256,7 @@ def rescored_plain(
     return out, manifest
 
 
+@pytest.mark.slow
 def test_rescore_agrees_with_python_chess_and_leaves_the_rest_byte_for_byte(
     plain_fixture: Path,
     records: list[PlainRecord],
@@ -286,6 +288,7 @@ def test_rescore_agrees_with_python_chess_and_leaves_the_rest_byte_for_byte(
     assert json.loads(Path(f"{out}.json").read_text()) == manifest.to_json()
 
 
+@pytest.mark.slow
 def test_rescore_reads_the_binpack_to_the_same_records_and_tb_scores_are_in_range(
     binpack_fixture: Path,
     syzygy_dir: Path,
@@ -472,6 +475,7 @@ def test_the_commands_write_their_outputs_and_say_what_they_did(
 # --- progress on a terminal ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("action", ["convert", "filter", "dedupe"])
 def test_a_file_tool_on_a_terminal_draws_a_bar_over_its_input(
     tmp_path: Path, plain_fixture: Path, action: str

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
@@ -69,6 +71,7 @@ def test_check_lists_repairs_and_spares_a_live_run(tmp_path: Path, games_2021: P
     assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_clean_line_counts_the_books_of_the_books_folder(
     tmp_path: Path, games_2021: Path
 ) -> None:

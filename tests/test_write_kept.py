@@ -96,6 +96,7 @@ def source() -> tuple[str, list[str]]:
     return text, expected_kept(text, SETTINGS.plies)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["in process", "blocks", "units"])
 def test_written_games_are_the_games_kept(
     tmp_path: Path, source: tuple[str, list[str]], strategy: str
@@ -162,6 +163,7 @@ def test_crlf_games_are_written_with_crlf(tmp_path: Path, source: tuple[str, lis
     )
 
 
+@pytest.mark.slow
 def test_cli_writes_kept_games_only_when_the_month_is_published(
     tmp_path: Path, games_2021: Path
 ) -> None:
