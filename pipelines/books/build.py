@@ -369,12 +369,6 @@ CLUSTER_RANGES = 16
 AHEAD = 8
 
 
-def run_all(calls: list[Callable[[], None]]) -> None:
-    """Call each in turn (checks on one thread)."""
-    for call in calls:
-        call()
-
-
 class EvalPruning(NamedTuple):
     """Pruning a book by evaluation: the warehouse whose evaluation store judges the moves,
     and the rule's settings."""
@@ -603,18 +597,24 @@ def _build_book(
     # read is hashed meanwhile, on threads of its own (on the cluster's workers, a month a
     # task): a book is never built from a file that is not the one its manifest records.
     def verified_read(pinned: list[StoredMonth] | None = None) -> tuple[int, int, int]:
-        checks: list[Callable[[], None]]
-        if pinned is not None:
-            checks = [partial(check_stored, str(warehouse), [month]) for month in pinned]
-        else:
-            expected = [month_expected(Path(warehouse), month) for month in choice.months]
-            expected += [year_expected(Path(warehouse), year) for year in choice.years]
-            checks = [partial(check_contents, Path(warehouse), [item]) for item in expected]
+        def checking(files: list[Any]) -> Callable[[], None]:
+            if pinned is not None:
+                return partial(check_stored, str(warehouse), files)
+            return partial(check_contents, Path(warehouse), files)
+
+        files: list[Any] = (
+            list(pinned)
+            if pinned is not None
+            else [
+                *(month_expected(Path(warehouse), month) for month in choice.months),
+                *(year_expected(Path(warehouse), year) for year in choice.years),
+            ]
+        )
         with ThreadPoolExecutor(max_workers=1) as pool:
-            if executor is not None:
-                verified = [executor.submit(check) for check in checks]
-            else:
-                verified = [pool.submit(run_all, checks)]
+            if executor is not None:  # a file a task
+                verified = [executor.submit(checking([file])) for file in files]
+            else:  # all on a thread here, hashed two at a time
+                verified = [pool.submit(checking(files))]
             try:
                 found = read(pinned)
             except DamagedMonth:
