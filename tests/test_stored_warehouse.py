@@ -61,6 +61,14 @@ def copied(moto: MotoServer, bucket: str, prefix: str) -> str:  # noqa: F811
 
 
 @pytest.mark.slow
+def flip_bytes(moto: MotoServer, bucket: str, key: str) -> tuple[bytes, bytes]:  # noqa: F811
+    """Replace an object by one of the same size with 50 bytes flipped; return (was, now)."""
+    good = moto.objects(bucket, key)[key]
+    flipped = good[:-100] + bytes(b ^ 0xFF for b in good[-100:-50]) + good[-50:]
+    moto.client().put_object(Bucket=bucket, Key=key, Body=flipped)
+    return good, flipped
+
+
 def test_a_book_built_from_the_bucket_is_the_local_book(
     filled: tuple[str, Path],
     s3_env: dict[str, str],  # noqa: F811
@@ -117,10 +125,7 @@ def test_a_damaged_partition_in_the_bucket_is_never_read_as_its_manifests(
     bucket = warehouse.split("/")[2]
     copy, client = copied(moto, bucket, "copy"), moto.client()
     key = partition_url(copy, "2024-02").split("/", 3)[3]
-    good = moto.objects(bucket, key)[key]
-    # The same size, other bytes: only the sha256 tells, as the book is read.
-    flipped = good[:-100] + bytes(b ^ 0xFF for b in good[-100:-50]) + good[-50:]
-    client.put_object(Bucket=bucket, Key=key, Body=flipped)
+    good, _ = flip_bytes(moto, bucket, key)  # only the sha256 tells, as the book is read
     out = tmp_path / "book.bin"
     proc = run_cli("book", "build", "--warehouse", copy, "--months", "all", "--out", str(out),
                    check=False)  # fmt: skip
@@ -208,9 +213,7 @@ def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
     assert clean.stdout.strip() == f"{warehouse}: clean: 2 months"
     copy, client = copied(moto, bucket, "checked"), moto.client()
     january, february = (partition_url(copy, m).split("/", 3)[3] for m in MONTHS)
-    good = moto.objects(bucket, february)[february]
-    flipped = good[:-100] + bytes(b ^ 0xFF for b in good[-100:-50]) + good[-50:]
-    client.put_object(Bucket=bucket, Key=february, Body=flipped)
+    _, flipped = flip_bytes(moto, bucket, february)
     # A partition published without its manifest (a run killed between the two copies).
     client.copy_object(Bucket=bucket, Key=january.replace("2024-01", "2024-03"),
                        CopySource={"Bucket": bucket, "Key": january})  # fmt: skip

@@ -119,6 +119,18 @@ class Holder:
         return f"run {self.run} on {self.host} (pid {self.pid}, lease renewed until {until} UTC)"
 
 
+def read_lease(fs: Any, path: str) -> tuple[str, Holder | None] | None:
+    """A lease object's ETag and holder (None for an object that is no lease), None if there is
+    none. The ETag is asked first: a holder read after it is that version's or a later one,
+    never an earlier one."""
+    try:
+        info = fs.info(path, refresh=True)
+        data = fs.cat_file(path)
+    except FileNotFoundError:
+        return None
+    return str(info["ETag"]), Holder.parse(data)
+
+
 def _conditional_failure(exc: BaseException) -> bool:
     """Tell whether a store error is a failed condition (412, or 409 for a concurrent one)."""
     if isinstance(exc, FileExistsError):
@@ -158,14 +170,7 @@ class StoreLease:
         return str(answer["ETag"])
 
     def _read(self) -> tuple[str, Holder | None] | None:
-        """The lease object's ETag and holder, None if there is none. The ETag is asked first:
-        a holder read after it is that version's or a later one, never an earlier one."""
-        try:
-            info = self._fs.info(self._path, refresh=True)
-            data = self._fs.cat_file(self._path)
-        except FileNotFoundError:
-            return None
-        return str(info["ETag"]), Holder.parse(data)
+        return read_lease(self._fs, self._path)
 
     def _take(self) -> None:
         for _ in range(3):  # the lease vanished between two requests: ask again

@@ -56,15 +56,29 @@ def manifest_url(warehouse: str, month: str) -> str:
     return join(warehouse, f"{STATS}/month={month}.json")
 
 
-def stored_months(warehouse: str) -> list[str]:
-    """The published months of a warehouse in a store: a partition with its manifest, in order."""
+def listed_months(warehouse: str) -> tuple[set[str], set[str]]:
+    """The names after `month=` of a store's partitions, and of its manifests (one listing)."""
     fs, path = filesystem(join(warehouse, STATS))
     with reporting(warehouse):
         partitions = fs.glob(f"{path}/month=*/{PARTITION}")
         manifests = fs.glob(f"{path}/month=*.json")
     have = {name.rsplit("/", 2)[-2][len("month=") :] for name in partitions}
     described = {name.rsplit("/", 1)[-1][len("month=") : -len(".json")] for name in manifests}
+    return have, described
+
+
+def stored_months(warehouse: str) -> list[str]:
+    """The published months of a warehouse in a store: a partition with its manifest, in order."""
+    have, described = listed_months(warehouse)
     return sorted(m for m in have & described if MONTH_RE.fullmatch(m))
+
+
+def _object_now(fs: Any, path: str) -> tuple[str, int | None]:
+    """Which object a store holds at a path now, and its size: (its ETag, or its size where
+    the store gives none; bytes). FileNotFoundError if there is none."""
+    info = fs.info(path, refresh=True)
+    size = info.get("size")
+    return str(info.get("ETag") or info.get("etag") or size), size
 
 
 def _pin(warehouse: str, month: str) -> StoredMonth:
@@ -76,7 +90,7 @@ def _pin(warehouse: str, month: str) -> StoredMonth:
     with reporting(warehouse):
         try:
             record = json.loads(fs.cat_file(manifest_path))
-            info = fs.info(path, refresh=True)
+            etag, size = _object_now(fs, path)
         except FileNotFoundError:
             raise ChesspipeError(f"{what} is not in {warehouse} (being published?)") from None
         except ValueError:
@@ -95,10 +109,10 @@ def _pin(warehouse: str, month: str) -> StoredMonth:
         sha256 if isinstance(sha256, str) else None,
         number(record.get("output_size")),
         number(settings.get("plies")) if isinstance(settings, dict) else None,
-        str(info.get("ETag") or info.get("etag") or info.get("size")),
+        etag,
     )
-    if pinned.size is not None and info.get("size") != pinned.size:
-        why = f"{info.get('size'):,} bytes, the manifest says {pinned.size:,}"
+    if pinned.size is not None and size != pinned.size:
+        why = f"{size:,} bytes, the manifest says {pinned.size:,}"
         raise DamagedMonth(warehouse, what, url, why)
     return pinned
 
@@ -114,10 +128,10 @@ def unchanged(pinned: Sequence[StoredMonth]) -> bool:
         fs, path = filesystem(month.url)
         with reporting(month.url):
             try:
-                info = fs.info(path, refresh=True)
+                etag, _ = _object_now(fs, path)
             except FileNotFoundError:
                 return False
-        if str(info.get("ETag") or info.get("etag") or info.get("size")) != month.etag:
+        if etag != month.etag:
             return False
     return True
 

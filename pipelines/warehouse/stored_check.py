@@ -18,11 +18,17 @@ from contextlib import ExitStack, suppress
 from typing import Any
 
 from pipelines.errors import ChesspipeError
-from pipelines.sources.object_lease import Holder, StoreLease, supports_leases
+from pipelines.sources.object_lease import StoreLease, read_lease, supports_leases
 from pipelines.sources.object_store import filesystem, join, reporting
 from pipelines.warehouse.check import Finding
 from pipelines.warehouse.integrity import DamagedMonth
-from pipelines.warehouse.stored import PARTITION, STATS, StoredMonth, _digest, pin_months
+from pipelines.warehouse.stored import (
+    check_stored,
+    listed_months,
+    manifest_url,
+    partition_url,
+    pin_months,
+)
 
 #: A run's staging name: MONTH-PID-XXXXXXXX.
 _STAGING = re.compile(r"([0-9]{4}-(?:0[1-9]|1[0-2]))-[0-9]+-[0-9a-f]{8}")
@@ -43,11 +49,10 @@ def _lease_findings(
         name = path.rsplit("/", 1)[-1].removesuffix(".lease")
         url = join(warehouse, f".locks/{name}.lease")
         with reporting(url):
-            try:
-                info = fs.info(path, refresh=True)
-                holder = Holder.parse(fs.cat_file(path))
-            except FileNotFoundError:
-                continue  # released meanwhile
+            found = read_lease(fs, path)
+        if found is None:
+            continue  # released meanwhile
+        etag, holder = found
         if holder is not None and not holder.is_dead():
             live.add(name)
             continue
@@ -56,7 +61,7 @@ def _lease_findings(
         if repair:
             bucket, key = path.split("/", 1)
             with suppress(OSError):  # only this very object: a new run's lease stays
-                fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=info["ETag"])
+                fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=etag)
                 findings.append(Finding("stale-lease", url, None, "removed", True))
                 continue
         findings.append(Finding("stale-lease", url, None, detail, repair="removes it"))
@@ -70,8 +75,6 @@ def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding
         raise ChesspipeError(f"{warehouse}: warehouse check reads folders and s3:// stores only")
     fs, root = filesystem(warehouse)
     with reporting(warehouse):
-        partitions = fs.glob(f"{root}/{STATS}/month=*/{PARTITION}")
-        manifests = fs.glob(f"{root}/{STATS}/month=*.json")
         staged = fs.glob(f"{root}/.staging/*")
         leases = fs.glob(f"{root}/.locks/*.lease")
     findings, live = _lease_findings(warehouse, fs, leases, repair)
@@ -97,14 +100,11 @@ def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding
         else:
             detail = "left by a dead run"
             findings.append(Finding("stale-staging", url, month, detail, repair="removes it"))
-    have = {p.rsplit("/", 2)[-2].removeprefix("month=") for p in partitions}
-    described = {
-        p.rsplit("/", 1)[-1].removeprefix("month=").removesuffix(".json") for p in manifests
-    }
+    have, described = listed_months(warehouse)
     for month in sorted(have | described):
         if month in live:
             continue  # being published
-        partition = join(warehouse, f"{STATS}/month={month}/{PARTITION}")
+        partition = partition_url(warehouse, month)
         if month not in described:
             detail = (
                 "a partition without its manifest (a run stopped while publishing): "
@@ -113,7 +113,7 @@ def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding
             findings.append(Finding("no-manifest", partition, month, detail))
             continue
         if month not in have:
-            manifest = join(warehouse, f"{STATS}/month={month}.json")
+            manifest = manifest_url(warehouse, month)
             detail = "a manifest without its partition"
             findings.append(Finding("no-partition", manifest, month, detail))
             continue
@@ -122,14 +122,9 @@ def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding
         except DamagedMonth as exc:
             findings.append(Finding("size-mismatch", partition, month, exc.why))
             continue
-        findings += _sha256_findings(pinned)
+        try:
+            check_stored(warehouse, [pinned])
+        except DamagedMonth:
+            detail = "its sha256 is not the one its manifest records: build the month again"
+            findings.append(Finding("sha256-mismatch", pinned.url, month, detail))
     return findings
-
-
-def _sha256_findings(month: StoredMonth) -> list[Finding]:
-    if month.sha256 is None:
-        return []
-    if _digest(month.url) == month.sha256:
-        return []
-    detail = "its sha256 is not the one its manifest records: build the month again"
-    return [Finding("sha256-mismatch", month.url, month.month, detail)]
