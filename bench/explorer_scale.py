@@ -265,7 +265,7 @@ def main() -> None:
     folder = args.folder or Path(tempfile.mkdtemp(prefix="explorer-scale-"))
     kinds = urls()
     results: list[dict[str, object]] = []
-    for step in [int(s) for s in args.steps.split(",")]:
+    for step in [int(s) for s in args.steps.split(",") if s]:
         source = folder / f"month-{step}x.pgn.zst"
         warehouse = folder / f"warehouse-{step}x"
         games = write_month(source, BASE_COPIES * step)
@@ -293,7 +293,7 @@ def main() -> None:
         history(folder, args.history, args.requests, kinds, args.previous)
     games = [int(r["games"]) for r in results]  # type: ignore[call-overload]
     for version in ("this", "previous"):
-        if version in results[0]:
+        if results and version in results[0]:
             rss = [float(r[version]["rss_mb_after"]) for r in results]  # type: ignore[index]
             ready = [float(r[version]["ready_s"]) for r in results]  # type: ignore[index]
             print(json.dumps({version: {"rss_exponent": exponent(games, rss),

@@ -75,6 +75,7 @@ class OutputSet:
         self.targets = [Path(target) for target in targets]
         self.sync = sync
         self._tmp = {target: _temporary(target) for target in self.targets}
+        self._withdrawn: list[Path] = []
 
     def path(self, target: str | os.PathLike[str]) -> Path:
         """Where to write `target` until the set is published."""
@@ -109,6 +110,14 @@ class OutputSet:
         if error.filename is None or str(error.filename) in by_tmp:
             error.filename = str(by_tmp.get(str(error.filename), self.targets[0]))
 
+    def withdraw(self, target: str | os.PathLike[str]) -> None:
+        """Leave `target` out of the set: what was written for it is removed, and a file at
+        its place is removed once the rest is published (it no longer belongs with them)."""
+        target = Path(target)
+        self._tmp.pop(target).unlink(missing_ok=True)
+        self.targets.remove(target)
+        self._withdrawn.append(target)
+
     def _publish(self) -> None:
         for target, tmp in self._tmp.items():
             if not tmp.is_file():
@@ -135,6 +144,8 @@ class OutputSet:
             for _, backup in done:
                 if backup is not None:
                     backup.unlink(missing_ok=True)
+        for target in self._withdrawn:
+            target.unlink(missing_ok=True)
 
 
 def _temporary(target: Path) -> Path:

@@ -130,3 +130,25 @@ def test_an_error_names_the_output_not_the_temporary_file(tmp_path: Path) -> Non
     with pytest.raises(OSError) as raised, OutputSet(target):
         raise OSError(28, "No space left on device")
     assert raised.value.filename == str(target)
+
+
+def test_a_withdrawn_output_is_not_published_and_its_old_file_goes_with_the_set(
+    tmp_path: Path,
+) -> None:
+    from schemas.atomic_files import OutputSet
+
+    data, extra, manifest = tmp_path / "data", tmp_path / "extra", tmp_path / "manifest"
+    extra.write_bytes(b"of an earlier set")
+    with pytest.raises(RuntimeError), OutputSet(data, extra, manifest) as output:
+        for target in (data, extra, manifest):
+            output.path(target).write_bytes(b"new")
+        output.withdraw(extra)
+        raise RuntimeError("failed before publishing")
+    assert extra.read_bytes() == b"of an earlier set" and not data.exists()
+    with OutputSet(data, extra, manifest) as output:
+        for target in (data, extra, manifest):
+            output.path(target).write_bytes(b"new")
+        output.withdraw(extra)
+        assert not extra.exists() or extra.read_bytes() == b"of an earlier set"
+    assert data.read_bytes() == manifest.read_bytes() == b"new"
+    assert sorted(tmp_path.iterdir()) == [data, manifest], "no temporary file, no old extra"

@@ -46,10 +46,10 @@ def test_units_of_frames_make_the_month_one_process_makes(
     for field in ("games_read", "games_kept", "games_dropped", "positions", "ends_inside_game"):
         assert getattr(one, field) == getattr(two, field), field
     assert one.games_kept > 25_000
-    for file in (games_file, positions_file):
-        assert pq.read_table(file(tmp_path / "one", MONTH)) == pq.read_table(
-            file(tmp_path / "two", MONTH)
-        )
+    assert pq.read_table(games_file(tmp_path / "one", MONTH)) == pq.read_table(
+        games_file(tmp_path / "two", MONTH)
+    )
+    assert not positions_file(tmp_path / "two", MONTH).exists(), "a 50-ply month's positions"
     for file in (counts_file, records_file):  # sorted rows in blocks of fixed size: same bytes
         assert (
             file(tmp_path / "one", MONTH).read_bytes() == file(tmp_path / "two", MONTH).read_bytes()

@@ -350,7 +350,6 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
     stats_manifest = "move_stats/month=2013-01.json"
     explorer = (
         "explorer/month=2013-01/games.parquet",
-        "explorer/month=2013-01/positions.parquet",
         "explorer/month=2013-01/lookup.duckdb",
         "explorer/month=2013-01/counts.bin",
         "explorer/month=2013-01/records.bin",
@@ -361,7 +360,6 @@ def assert_consistent(warehouse: Path, books: Path) -> None:
         recorded = json.loads((warehouse / explorer_manifest).read_text())
         fields = (
             "games_sha256",
-            "positions_sha256",
             "lookup_sha256",
             "counts_sha256",
             "records_sha256",
@@ -552,11 +550,11 @@ def test_the_build_indexes_the_explorer(tmp_path: Path, games_2021: Path) -> Non
     from dataclasses import replace
 
     from pipelines.explorer.index import index_month
-    from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+    from pipelines.explorer.layout import counts_file, explorer_manifest_path, games_file
     from pipelines.explorer.settings import ExplorerSettings
 
     warehouse, books = tmp_path / "wh", tmp_path / "books"
-    files = (games_file(warehouse, "2021-10"), positions_file(warehouse, "2021-10"))
+    files = (games_file(warehouse, "2021-10"), counts_file(warehouse, "2021-10"))
     built = build_month(str(games_2021), "2021-10", warehouse, books, SETTINGS)
     assert built.status == "built" and built.settings.explorer
     by_hand = index_month(
@@ -564,7 +562,7 @@ def test_the_build_indexes_the_explorer(tmp_path: Path, games_2021: Path) -> Non
     )
     reference = (
         games_file(tmp_path / "ref", "2021-10"),
-        positions_file(tmp_path / "ref", "2021-10"),
+        counts_file(tmp_path / "ref", "2021-10"),
     )
     assert [p.read_bytes() for p in files] == [p.read_bytes() for p in reference]
     recorded = json.loads(explorer_manifest_path(warehouse, "2021-10").read_text())

@@ -492,3 +492,25 @@ def test_the_walk_takes_any_bytes(text: bytes, plies: int | None) -> None:
             continue
         keys, _ = counted_by_python_chess(candidate, plies)
         assert len(keys) == result.lengths[index], candidate
+
+
+def test_last_visits_keeps_each_key_once_per_text_at_its_last_row() -> None:
+    from pipelines.games.sanwalk import last_visits
+
+    rng = random.Random(3)
+    lengths = np.array([rng.choice([-1, 0, 1, 2, 7, 50, 120]) for _ in range(400)], np.int32)
+    keys = np.array(
+        [
+            rng.choice([1, 2, 3, 2**64 - 1, rng.getrandbits(64)])
+            for _ in range(int(np.maximum(lengths, 0).sum()))
+        ],
+        dtype=np.uint64,
+    )
+    expected, first = [], 0
+    for length in np.maximum(lengths, 0):
+        rows = range(first, first + int(length))
+        expected += [r for r in rows if keys[r] not in keys[r + 1 : first + int(length)]]
+        first += int(length)
+    assert last_visits(keys, lengths).tolist() == expected
+    with pytest.raises(ValueError, match="add up"):
+        last_visits(keys[:-1], lengths)

@@ -148,7 +148,7 @@ def test_the_explorers_data_is_checked_as_move_stats_are(tmp_path: Path, games_2
     import shutil
 
     from pipelines.explorer.index import index_month
-    from pipelines.explorer.layout import explorer_manifest_path, games_file, positions_file
+    from pipelines.explorer.layout import counts_file, explorer_manifest_path, games_file
     from pipelines.explorer.settings import ExplorerSettings
     from pipelines.warehouse.explorer_files import explorer_lock
 
@@ -157,7 +157,7 @@ def test_the_explorers_data_is_checked_as_move_stats_are(tmp_path: Path, games_2
         index_month(str(games_2021), month, warehouse, ExplorerSettings(SETTINGS.rules))
     assert check_warehouse(warehouse) == []
 
-    damaged = positions_file(warehouse, "2021-10")
+    damaged = counts_file(warehouse, "2021-10")
     damaged.write_bytes(damaged.read_bytes()[:-1] + b"\0")
     explorer_manifest_path(warehouse, "2021-11").unlink()
     games_file(warehouse, "2021-12").unlink()

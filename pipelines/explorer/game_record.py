@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import NamedTuple
+
+from pipelines.games._scan import header_tags
 
 #: A tag line: name and value (escaped quotes and backslashes inside).
 _TAG = re.compile(rb'\[?([A-Za-z0-9_]+) "((?:[^"\\\n]|\\.)*)"\]')
@@ -95,4 +98,55 @@ def read_record(game: bytes) -> GameRecord:
         black_title=found.get("BlackTitle") or None,
         rated=not event.lower().startswith("casual"),
         tournament=is_tournament(event),
+    )
+
+
+class RecordColumns(NamedTuple):
+    """The records of many games, a list per field (GameRecord's fields, in its order)."""
+
+    id: list[str]
+    event: list[str]
+    site: list[str]
+    round: list[str]
+    date: list[str]
+    white: list[str]
+    black: list[str]
+    white_elo: list[int | None]
+    black_elo: list[int | None]
+    white_title: list[str | None]
+    black_title: list[str | None]
+    rated: list[bool]
+    tournament: list[bool]
+
+
+#: The tags records read, in the order header_tags() answers them.
+_RECORD_TAGS = (b"Site", b"Event", b"UTCDate", b"Date", b"Round", b"White", b"Black",
+                b"WhiteElo", b"BlackElo", b"WhiteTitle", b"BlackTitle")  # fmt: skip
+
+
+def read_records(games: Sequence[bytes]) -> RecordColumns:
+    """The records of many games' texts, as read_record() reads each (their tags read by the
+    compiled scanner, as tags() reads them)."""
+    site, event, utc_date, date, round_, white, black, white_elo, black_elo, white_title, \
+        black_title = header_tags(games, _RECORD_TAGS)  # fmt: skip
+    sites = [s or "" for s in site]
+    events = [e or "" for e in event]
+    ids = []
+    for text, where in zip(games, sites, strict=True):
+        found = _LICHESS_SITE.match(where)
+        ids.append(found.group(1) if found else game_id(where, text))
+    return RecordColumns(
+        id=ids,
+        event=events,
+        site=sites,
+        round=[r if r is not None else "-" for r in round_],
+        date=[u or d or "????.??.??" for u, d in zip(utc_date, date, strict=True)],
+        white=[w if w is not None else "?" for w in white],
+        black=[b if b is not None else "?" for b in black],
+        white_elo=[_rating(r) for r in white_elo],
+        black_elo=[_rating(r) for r in black_elo],
+        white_title=[t or None for t in white_title],
+        black_title=[t or None for t in black_title],
+        rated=[not e.lower().startswith("casual") for e in events],
+        tournament=[_TOURNAMENT.search(e) is not None for e in events],
     )

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipelines.explorer.game_record import GameRecord, read_record
+from pipelines.explorer.game_record import read_records
 from pipelines.explorer.layout import (
     counts_file,
     explorer_manifest_path,
@@ -64,14 +64,13 @@ class _Writer:
         self.seq = 0
         self.rows = 0
 
-    def add(self, batch: list[tuple[KeptGame, GameRecord, GamePositions]]) -> None:
+    def add(self, batch: list[tuple[KeptGame, bytes, GamePositions]]) -> None:
         if not batch:
             return
         seqs = np.arange(self.seq, self.seq + len(batch), dtype=np.uint32)
         self.seq += len(batch)
-        records = [record for _, record, _ in batch]
-        columns = {name: [getattr(r, name) for r in records] for name in GameRecord._fields}
-        columns["seq"] = seqs  # type: ignore[assignment]
+        columns: dict[str, object] = read_records([text for _, text, _ in batch])._asdict()
+        columns["seq"] = seqs
         columns["result"] = [kept.result for kept, _, _ in batch]
         columns["speed"] = [kept.speed.value for kept, _, _ in batch]
         columns["moves"] = [found.uci for _, _, found in batch]
@@ -188,6 +187,7 @@ def _index_month(
             source=recorded_source or str(source),
             settings=settings.to_json(), ends_inside_game=stats.ends_inside_game,
             started=started, source_sha256=source_sha256,
+            publish_positions=settings.keeps_moves,
         )  # fmt: skip
     return manifest
 
@@ -367,14 +367,26 @@ def _write_manifest(
     ends_inside_game: bool,
     started: float,
     source_sha256: str | None = None,
+    publish_positions: bool,
 ) -> ExplorerManifest:
     """Write a month's lookup and records files from its two written files (all staged in
-    `output`), then their manifest; return it."""
+    `output`), then their manifest; return it. positions.parquet is published only when
+    `publish_positions` (months whose moves are kept: `/masters` reads it); otherwise it only
+    feeds the lookup file, and a file of an earlier index at its place goes when the month is
+    published."""
     games_path, positions_path = output.path(targets[0]), output.path(targets[1])
     lookup_path, counts_path = output.path(targets[2]), output.path(targets[3])
     records_path = output.path(targets[4])
     write_lookup(games_path, positions_path, lookup_path, counts_path, month)
     write_records(games_path, records_path, SPEED_NAMES)
+    positions_bytes, positions_sha256 = 0, None
+    if publish_positions:
+        positions_bytes, positions_sha256 = (
+            positions_path.stat().st_size,
+            file_sha256(positions_path),
+        )
+    else:
+        output.withdraw(targets[1])
     manifest = ExplorerManifest(
         chesspipe_version=__version__,
         month=month,
@@ -386,10 +398,11 @@ def _write_manifest(
         positions=writer.rows,
         ends_inside_game=ends_inside_game,
         games_bytes=games_path.stat().st_size,
-        positions_bytes=positions_path.stat().st_size,
+        positions_bytes=positions_bytes,
         seconds=round(time.monotonic() - started, 3),
         games_sha256=file_sha256(games_path),
-        positions_sha256=file_sha256(positions_path),
+        positions_sha256=positions_sha256,
+        positions_published=publish_positions,
         source_sha256=source_sha256,
         lookup_bytes=lookup_path.stat().st_size,
         lookup_sha256=file_sha256(lookup_path),
@@ -479,6 +492,7 @@ def index_by_date(
                 dated.output, dated.targets, dated.writer, dated.stats, month=dated.month,
                 source=str(source), settings={**settings.to_json(), "month_by": "date"},
                 ends_inside_game=stats.ends_inside_game, started=started,
+                publish_positions=settings.keeps_moves,
             )  # fmt: skip
             manifests.append(manifest)
         stats.games_kept = sum(m.games_kept for m in manifests)
@@ -503,8 +517,8 @@ def _replayed(
     settings: ExplorerSettings,
     stats: ScanStats,
     chess960: bool,
-) -> list[tuple[KeptGame, GameRecord, GamePositions]]:
-    """The pending games that replay, with their records; the others counted as dropped."""
+) -> list[tuple[KeptGame, bytes, GamePositions]]:
+    """The pending games that replay, with their texts; the others counted as dropped."""
     found = replay_games(
         [kept for kept, _ in pending],
         plies=settings.plies,
@@ -517,5 +531,5 @@ def _replayed(
             stats.drop(result)
             continue
         stats.games_kept += 1
-        done.append((kept, read_record(text), result))
+        done.append((kept, text, result))
     return done

@@ -12,6 +12,7 @@ from pipelines.warehouse.explorer_files import (
     COUNTS_FILE,
     GAMES_FILE,
     LOOKUP_FILE,
+    MONTH_FILES,
     POSITIONS_FILE,
     RECORDS_FILE,
     explorer_dir,
@@ -65,9 +66,9 @@ def records_file(warehouse: Path, month: str) -> Path:
 
 
 def explorer_months(warehouse: Path) -> list[str]:
-    """The months that have the explorer's data, in order (its files and the manifest)."""
-    names = (GAMES_FILE, POSITIONS_FILE, LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE)
-    return complete_months(explorer_dir(warehouse), names)
+    """The months that have the explorer's data, in order (the files every month has, and the
+    manifest)."""
+    return complete_months(explorer_dir(warehouse), MONTH_FILES)
 
 
 class ServedFiles(NamedTuple):

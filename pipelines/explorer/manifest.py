@@ -20,11 +20,12 @@ class ExplorerManifest:
     games_read: int
     games_kept: int
     games_dropped: dict[str, int]
-    #: Rows of positions.parquet: positions once per game.
+    #: Positions once per game indexed (rows of positions.parquet, and of the lookup's table).
     positions: int
     #: The source ended inside a game (its last game is left out).
     ends_inside_game: bool
     games_bytes: int
+    #: positions.parquet's size (0: not published, see positions_published).
     positions_bytes: int
     seconds: float
     #: The files' sha256 (None in manifests written before they were recorded).
@@ -41,6 +42,9 @@ class ExplorerManifest:
     counts_sha256: str | None = None
     records_bytes: int | None = None
     records_sha256: str | None = None
+    #: Whether positions.parquet is published (months whose moves are kept, for `/masters`;
+    #: a 50-ply month's positions live in its lookup file only). Earlier manifests: always.
+    positions_published: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

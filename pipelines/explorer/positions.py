@@ -15,6 +15,7 @@ import chess
 import numpy as np
 
 from pipelines.games.game_filter import KeptGame
+from pipelines.games.sanwalk import last_visits, walk_openings
 from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
@@ -26,17 +27,6 @@ class GamePositions(NamedTuple):
     moves: np.ndarray  # uint16 Polyglot moves
     plies: np.ndarray  # uint16 plies of the moves from the game's start (White's even)
     uci: str | None  # the whole game in UCI when moves are kept
-
-
-def without_loops(games: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The rows (indexes, ascending) that keep each (game, key) once: its last row."""
-    if not len(keys):
-        return np.zeros(0, dtype=np.int64)
-    backwards = np.arange(len(keys) - 1, -1, -1)
-    pairs = np.empty(len(keys), dtype=[("game", np.int64), ("key", np.uint64)])
-    pairs["game"], pairs["key"] = games[backwards], keys[backwards]
-    _, first = np.unique(pairs, return_index=True)
-    return np.sort(backwards[first])
 
 
 def replay_one(
@@ -63,7 +53,7 @@ def replay_one(
             ucis.append(board.uci(move))
         key = push_with_key(board, move, key)
     key_array = np.array(keys, dtype=np.uint64)
-    keep = without_loops(np.zeros(len(keys), dtype=np.int64), key_array)
+    keep = last_visits(key_array, np.array([len(keys)], dtype=np.int32))
     uci = " ".join(ucis) if keep_moves else None
     plies = (keep + first_ply).astype(np.uint16)
     return GamePositions(key_array[keep], np.array(moves, dtype=np.uint16)[keep], plies, uci)
@@ -73,36 +63,45 @@ def replay_games(
     games: list[KeptGame], *, plies: int | None, keep_moves: bool, chess960: bool = False
 ) -> list[GamePositions | str]:
     """Each game's positions, or the reason it is dropped (`no_moves`, `illegal_move`,
-    `bad_fen`), in order."""
-    tokens = [san_tokens(game.movetext, plies) for game in games]
-    results: list[GamePositions | str | None] = [None] * len(games)
+    `bad_fen`), in order.
+
+    Standard games from the start position go to the compiled walk as their movetexts are (as
+    ingest's counting sends them); a game the walk refuses, or in which it finds no move, is
+    read by python-chess from its SAN tokens, as are games whose moves are kept or that start
+    from a FEN.
+    """
+    results: list[GamePositions | str] = ["no_moves"] * len(games)
     batch: list[int] = []
-    for place, (game, sans) in enumerate(zip(games, tokens, strict=True)):
-        if not sans:
-            results[place] = "no_moves"
-        elif keep_moves or game.fen is not None or chess960:
-            results[place] = replay_one(game, sans, keep_moves=keep_moves, chess960=chess960)
+    for place, game in enumerate(games):
+        if keep_moves or game.fen is not None or chess960:
+            results[place] = _replay_tokens(game, plies, keep_moves, chess960)
         else:
             batch.append(place)
-    if batch:
-        from pipelines.games.sanwalk import walk_openings
+    if not batch:
+        return results
+    walked = walk_openings([games[p].movetext for p in batch], plies=plies)
+    lengths = walked.lengths
+    keep = last_visits(walked.keys, lengths)
+    counts = np.maximum(lengths, 0).astype(np.int64)
+    first_row = np.concatenate(([0], np.cumsum(counts)))
+    rows_game = np.repeat(np.arange(len(batch)), counts)[keep]
+    keys, moves = walked.keys[keep], walked.moves[keep]
+    ply_of: np.ndarray = (keep - first_row[rows_game]).astype(np.uint16)
+    bounds = np.searchsorted(rows_game, np.arange(len(batch) + 1))
+    for i, place in enumerate(batch):
+        if lengths[i] <= 0:  # refused, or no move found: python-chess decides
+            results[place] = _replay_tokens(games[place], plies, False, False)
+        else:
+            low, high = bounds[i], bounds[i + 1]
+            results[place] = GamePositions(keys[low:high], moves[low:high], ply_of[low:high], None)
+    return results
 
-        walked = walk_openings([b" ".join(tokens[p]) for p in batch])
-        expected = np.array([len(tokens[p]) for p in batch], dtype=np.int64)
-        redo = walked.lengths != expected  # (a refused text's length, -1, is never expected)
-        walked_games = np.repeat(np.arange(len(batch)), np.maximum(walked.lengths, 0))
-        keep = without_loops(walked_games, walked.keys)
-        rows_game = walked_games[keep]
-        keys, moves = walked.keys[keep], walked.moves[keep]
-        first_row = np.searchsorted(walked_games, np.arange(len(batch)))
-        ply_of: np.ndarray = (keep - first_row[rows_game]).astype(np.uint16)
-        bounds = np.searchsorted(rows_game, np.arange(len(batch) + 1))
-        for i, place in enumerate(batch):
-            if redo[i]:
-                results[place] = replay_one(games[place], tokens[place], keep_moves=False)
-            else:
-                low, high = bounds[i], bounds[i + 1]
-                results[place] = GamePositions(
-                    keys[low:high], moves[low:high], ply_of[low:high], None
-                )
-    return [r if r is not None else "no_moves" for r in results]
+
+def _replay_tokens(
+    game: KeptGame, plies: int | None, keep_moves: bool, chess960: bool
+) -> GamePositions | str:
+    """A game's positions from its SAN tokens by python-chess, or why it is dropped."""
+    sans = san_tokens(game.movetext, plies)
+    if not sans:
+        return "no_moves"
+    return replay_one(game, sans, keep_moves=keep_moves, chess960=chess960)

@@ -627,6 +627,53 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* Of each text's rows (lengths[g] rows a text, none where not above 0), the rows that keep
+ * each position once per text: the last row of each key (lila-openingexplorer's
+ * `without_loops`). Return the kept rows' indexes, ascending, as native int64. */
+static PyObject *last_visits(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer keys_view, lengths_view;
+    if (!PyArg_ParseTuple(args, "y*y*", &keys_view, &lengths_view)) return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t rows = keys_view.len / 8, texts = lengths_view.len / 4;
+    int64_t *kept = NULL;
+    if (keys_view.len % 8 || lengths_view.len % 4) {
+        PyErr_SetString(PyExc_ValueError, "keys must be uint64 and lengths int32");
+        goto done;
+    }
+    const uint64_t *keys = keys_view.buf;
+    const int32_t *lengths = lengths_view.buf;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t g = 0; g < texts; g++) total += lengths[g] > 0 ? lengths[g] : 0;
+    if (total != rows) {
+        PyErr_Format(PyExc_ValueError, "lengths add up to %zd rows, keys hold %zd", total, rows);
+        goto done;
+    }
+    kept = malloc((size_t)(rows ? rows : 1) * sizeof *kept);
+    if (!kept) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t count = 0, first = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t g = 0; g < texts; g++) {
+        Py_ssize_t end = first + (lengths[g] > 0 ? lengths[g] : 0);
+        for (Py_ssize_t i = first; i < end; i++) {
+            Py_ssize_t j = i + 1;
+            while (j < end && keys[j] != keys[i]) j++;
+            if (j == end) kept[count++] = (int64_t)i;
+        }
+        first = end;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBytes_FromStringAndSize((const char *)kept, count * 8);
+done:
+    free(kept);
+    PyBuffer_Release(&keys_view);
+    PyBuffer_Release(&lengths_view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"set_randoms", set_randoms, METH_O,
      "set_randoms(randoms: bytes) -> None\n\nThe 781 Polyglot random numbers, native uint64."},
@@ -634,6 +681,9 @@ static PyMethodDef methods[] = {
      "walk_openings(texts: Sequence[bytes], plies: int) -> (keys, moves, lengths)\n\n"
      "Native uint64 keys and uint16 moves of each ply walked, int32 moves walked per text (-1:\n"
      "refused). plies < 0: every move."},
+    {"last_visits", last_visits, METH_VARARGS,
+     "last_visits(keys: bytes, lengths: bytes) -> bytes\n\n"
+     "Native int64 indexes of the rows keeping each key once per text (its last row)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -420,6 +420,129 @@ static PyObject *decide_game(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* A tag's match at `p` of a header as the pattern \[?([A-Za-z0-9_]+) "((?:[^"\\\n]|\\.)*)"\]
+ * matches there (game_record.py's _TAG): 1 and the name's and value's spans, or 0. */
+static int tag_at(const char *t, Py_ssize_t n, Py_ssize_t p, Py_ssize_t span[4]) {
+    if (t[p] == '[') p++;
+    Py_ssize_t name = p;
+    while (p < n && name_byte(t[p])) p++;
+    if (p == name || p + 1 >= n || t[p] != ' ' || t[p + 1] != '"') return 0;
+    Py_ssize_t value = p + 2;
+    p = value;
+    while (p < n && t[p] != '"' && t[p] != '\n') {
+        if (t[p] == '\\') {
+            if (p + 1 >= n || t[p + 1] == '\n') return 0;
+            p++;
+        }
+        p++;
+    }
+    if (p + 1 >= n || t[p] != '"' || t[p + 1] != ']') return 0;
+    span[0] = name, span[1] = value - 2, span[2] = value, span[3] = p;
+    return 1;
+}
+
+/* A tag value as game_record.tags() gives it: UTF-8 (errors replaced), then \" read as " and
+ * \\ as \ (in that order). */
+static PyObject *tag_value(const char *v, Py_ssize_t size) {
+    if (!memchr(v, '\\', (size_t)size)) return PyUnicode_DecodeUTF8(v, size, "replace");
+    char *once = malloc((size_t)size), *twice = malloc((size_t)size);
+    PyObject *value = NULL;
+    if (once && twice) {
+        Py_ssize_t a = 0, b = 0;
+        for (Py_ssize_t i = 0; i < size; i++) {
+            if (v[i] == '\\' && i + 1 < size && v[i + 1] == '"') i++;
+            once[a++] = v[i];
+        }
+        for (Py_ssize_t i = 0; i < a; i++) {
+            if (once[i] == '\\' && i + 1 < a && once[i + 1] == '\\') i++;
+            twice[b++] = once[i];
+        }
+        value = PyUnicode_DecodeUTF8(twice, b, "replace");
+    } else {
+        PyErr_NoMemory();
+    }
+    free(once);
+    free(twice);
+    return value;
+}
+
+/* header_tags(texts, names): per name, a list of each text's first value of that tag (None
+ * where it has none), read from the text's header (up to its first blank line) as
+ * game_record.tags() reads it. */
+static PyObject *header_tags(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *texts_in, *names_in;
+    if (!PyArg_ParseTuple(args, "OO", &texts_in, &names_in)) return NULL;
+    PyObject *texts = PySequence_Fast(texts_in, "texts must be a sequence of bytes");
+    if (!texts) return NULL;
+    PyObject *names = PySequence_Fast(names_in, "names must be a sequence of bytes");
+    PyObject *columns = NULL;
+    if (!names) goto fail;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(texts), wanted = PySequence_Fast_GET_SIZE(names);
+    for (Py_ssize_t k = 0; k < wanted; k++) {
+        if (!PyBytes_Check(PySequence_Fast_GET_ITEM(names, k))) {
+            PyErr_SetString(PyExc_TypeError, "names must be bytes");
+            goto fail;
+        }
+    }
+    columns = PyList_New(wanted);
+    if (!columns) goto fail;
+    for (Py_ssize_t k = 0; k < wanted; k++) {
+        PyObject *column = PyList_New(count);
+        if (!column) goto fail;
+        PyList_SET_ITEM(columns, k, column);
+        for (Py_ssize_t g = 0; g < count; g++) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(column, g, Py_None);
+        }
+    }
+    for (Py_ssize_t g = 0; g < count; g++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(texts, g);
+        if (!PyBytes_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "texts[%zd] is not bytes", g);
+            goto fail;
+        }
+        const char *t = PyBytes_AS_STRING(item);
+        Py_ssize_t n = PyBytes_GET_SIZE(item);
+        for (Py_ssize_t end = 0; end + 1 < n; end++) {
+            if (t[end] == '\n' && t[end + 1] == '\n') {
+                n = end;
+                break;
+            }
+        }
+        Py_ssize_t span[4], found = 0;
+        for (Py_ssize_t p = 0; p < n && found < wanted;) {
+            if (!tag_at(t, n, p, span)) {
+                p++;
+                continue;
+            }
+            p = span[3] + 2;
+            for (Py_ssize_t k = 0; k < wanted; k++) {
+                PyObject *name = PySequence_Fast_GET_ITEM(names, k);
+                PyObject *column = PyList_GET_ITEM(columns, k);
+                if (PyBytes_GET_SIZE(name) != span[1] - span[0] ||
+                    memcmp(PyBytes_AS_STRING(name), t + span[0], (size_t)(span[1] - span[0])) ||
+                    PyList_GET_ITEM(column, g) != Py_None)
+                    continue;
+                PyObject *value = tag_value(t + span[2], span[3] - span[2]);
+                if (!value) goto fail;
+                Py_DECREF(Py_None);
+                PyList_SET_ITEM(column, g, value);
+                found++;
+                break;
+            }
+        }
+    }
+    Py_DECREF(texts);
+    Py_DECREF(names);
+    return columns;
+fail:
+    Py_DECREF(texts);
+    Py_XDECREF(names);
+    Py_XDECREF(columns);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan_block", scan_block, METH_VARARGS,
      "scan_block(block, max_game_bytes, rules, with_text) -> (games, counts)\n\n"
@@ -432,6 +555,9 @@ static PyMethodDef methods[] = {
     {"decide_game", decide_game, METH_VARARGS,
      "decide_game(game, rules) -> (KeptGame | None | game, counts)\n\n"
      "One game (its leading \"[\" cut): kept, dropped (its reason counted) or handed back."},
+    {"header_tags", header_tags, METH_VARARGS,
+     "header_tags(texts, names) -> list[list[str | None]]\n\n"
+     "Per name, each text's first value of that tag in its header (None: none)."},
     {NULL, NULL, 0, NULL},
 };
 

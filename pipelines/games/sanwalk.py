@@ -43,3 +43,14 @@ def walk_openings(texts: Sequence[bytes], *, plies: int | None = None) -> Walked
         np.frombuffer(moves, dtype=np.uint16),
         np.frombuffer(lengths, dtype=np.int32),
     )
+
+
+def last_visits(keys: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Of a walk's rows (`lengths` rows a text, none where not above 0), the indexes, ascending,
+    of the rows that keep each key once per text: its last row (lila-openingexplorer's
+    `without_loops`: a repeated position keeps the move played from it last)."""
+    kept = _sanwalk.last_visits(
+        np.ascontiguousarray(keys, dtype=np.uint64).tobytes(),
+        np.ascontiguousarray(lengths, dtype=np.int32).tobytes(),
+    )
+    return np.frombuffer(kept, dtype=np.int64)

@@ -175,13 +175,15 @@ def up_to_date_explorer(
         return None
     if manifest.settings != explorer_settings(settings).to_json():
         return None
-    for file, recorded in (
+    files = [
         (games_file(warehouse, month), manifest.games_sha256),
-        (positions_file(warehouse, month), manifest.positions_sha256),
         (lookup_file(warehouse, month), manifest.lookup_sha256),
         (counts_file(warehouse, month), manifest.counts_sha256),
         (records_file(warehouse, month), manifest.records_sha256),
-    ):
+    ]
+    if manifest.positions_published:
+        files.append((positions_file(warehouse, month), manifest.positions_sha256))
+    for file, recorded in files:
         if not file.is_file() or file_sha256(file) != recorded:
             return None
     return manifest

@@ -21,6 +21,7 @@ from pipelines.warehouse.explorer_files import (
     explorer_month_dir,
     explorer_temp_files,
     explorer_yearly_dir,
+    month_file_names,
 )
 from pipelines.warehouse.integrity import DamagedMonth, record_times, recorded_output
 from pipelines.warehouse.layout import (
@@ -311,7 +312,9 @@ def _explorer_month_findings(warehouse: Path, month: str) -> Iterator[Finding]:
         detail = f"a file where the explorer's month folder should be; move it away, then {again}"
         yield Finding("not-a-folder", folder, month, detail)
         return
-    files = [folder / name for name in SHA256_FIELDS]
+    recorded = (_recorded(manifest) or {}) if manifest.exists() else {}
+    published = recorded.get("positions_published", True) is not False
+    files = [folder / name for name in month_file_names(published)]
     present = [f for f in files if f.is_file()]
     if present and not manifest.exists():
         yield Finding("no-manifest", folder, month, f"explorer data without a manifest; {again}")
@@ -323,7 +326,6 @@ def _explorer_month_findings(warehouse: Path, month: str) -> Iterator[Finding]:
         detail = f"explorer manifest without {missing}; {again}"
         yield Finding("no-partition", manifest, month, detail)
         return
-    recorded = _recorded(manifest) or {}
     for file in files:
         field = SHA256_FIELDS[file.name]
         if recorded.get(field) is None:

@@ -1,8 +1,8 @@
 """Where the explorer's data lives in a warehouse, known below `pipelines.explorer` so that
 the warehouse's check can read it: `explorer/month=YYYY-MM/` with `games.parquet`,
-`positions.parquet`, `lookup.duckdb`, `counts.bin` and `records.bin`, the month's manifest
-`explorer/month=YYYY-MM.json` beside it (published last: a month without one is not there), and
-the lock a month's index run holds."""
+`positions.parquet` (months whose moves are kept), `lookup.duckdb`, `counts.bin` and
+`records.bin`, the month's manifest `explorer/month=YYYY-MM.json` beside it (published last: a
+month without one is not there), and the lock a month's index run holds."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from pathlib import Path
 from pipelines.warehouse.layout import month_folder, month_manifest
 from pipelines.warehouse.locks import exclusive_lock
 
-#: The files of a month's folder: the games, their positions, and the lookup, counts and
-#: records files the server reads (pipelines.explorer.lookup, pipelines.explorer.records).
+#: The files of a month's folder: the games, their positions (published only for months whose
+#: moves are kept, which `/masters` reads), and the lookup, counts and records files the server
+#: reads (pipelines.explorer.lookup, pipelines.explorer.records).
 GAMES_FILE, POSITIONS_FILE = "games.parquet", "positions.parquet"
 LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE = "lookup.duckdb", "counts.bin", "records.bin"
 #: The manifest's fields that record each file's sha256.
@@ -25,6 +26,14 @@ SHA256_FIELDS = {
     COUNTS_FILE: "counts_sha256",
     RECORDS_FILE: "records_sha256",
 }
+#: The files every indexed month has.
+MONTH_FILES = (GAMES_FILE, LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE)
+
+
+def month_file_names(positions_published: bool) -> tuple[str, ...]:
+    """The files of a month's folder, by whether its manifest says positions.parquet is
+    published (`ExplorerManifest.positions_published`)."""
+    return (*MONTH_FILES, POSITIONS_FILE) if positions_published else MONTH_FILES
 
 
 def explorer_dir(warehouse: Path) -> Path:
