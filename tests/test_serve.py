@@ -573,3 +573,39 @@ def test_warehouse_unchanged(
     server: str, warehouse: tuple[Path, Truth, list[list[str]]], hashes_before: dict[str, str]
 ) -> None:
     assert file_hashes(warehouse[0]) == hashes_before
+
+
+def test_moves_named_once_answer_as_named_each_time(
+    warehouse: tuple[Path, Truth, list[list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Move names (UCI, SAN, opening after) are kept per position, a bounded number of
+    positions: answers are the same as a fresh explorer's, however often asked."""
+    import pipelines.serve.explorer as explorer_module
+
+    monkeypatch.setattr(explorer_module, "MOVE_NAMES", 3)
+    Explorer = explorer_module.Explorer
+    kept = Explorer(warehouse[0], cache_bytes=0)
+    lines = [",".join(line[:plies]) for line in early_paths(warehouse[2], 4, 6) for plies in (0, 2)]
+    for _ in range(2):
+        for play in lines:
+            fresh = Explorer(warehouse[0], cache_bytes=0)
+            assert kept.lichess_json({"play": play}) == fresh.lichess_json({"play": play})
+            fresh.close()
+            assert len(kept._move_names) <= 3
+    kept.close()
+
+
+def test_server_processes_share_the_memory_of_one(
+    warehouse: tuple[Path, Truth, list[list[str]]],
+) -> None:
+    from pipelines.explorer.blocks import CACHE_BYTES, SHARED_CACHE
+    from pipelines.serve.answer_cache import CACHE_BYTES as ANSWERS
+    from pipelines.serve.app import ServeSettings, open_app
+
+    try:
+        app = open_app(ServeSettings(str(warehouse[0]), workers=2))
+        assert SHARED_CACHE.limit == CACHE_BYTES // 2
+        assert app.state.explorer.cache.max_bytes == ANSWERS // 2
+    finally:
+        open_app(ServeSettings(str(warehouse[0])))
+    assert SHARED_CACHE.limit == CACHE_BYTES

@@ -95,7 +95,9 @@ def test_the_worker_runs_at_lower_priority_and_a_dead_one_is_replaced() -> None:
             assert os.getpriority(os.PRIO_PROCESS, process.pid) == (
                 os.getpriority(os.PRIO_PROCESS, 0) + NICENESS
             )
-        query = parse_query({"play": ",".join(random_line(random.Random(6), 80, chess.Board()))})
+        query = parse_query(
+            {"play": ",".join(random_line(random.Random(6), LONG_PLAY + 20, chess.Board()))}
+        )
         expected = board_of(query)
         process.kill()
         process.join()

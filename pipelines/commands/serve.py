@@ -43,7 +43,8 @@ def register(subparsers: Any) -> None:
         "--workers",
         type=workers,
         default=1,
-        help="server processes (default 1); each loads the warehouse's index",
+        help="server processes (default 1); they read the same files on disk and share the "
+        "memory one would use (each holds its part of the caches)",
     )
     parser.add_argument("--verbose", action="store_true", help="log every request (an access log)")
     parser.set_defaults(handler=run)
@@ -72,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
         masters = str(args.masters.resolve())
     no_masters = "no masters warehouse (chesspipe serve --masters DIR)"
     settings = ServeSettings(
-        str(args.warehouse.resolve()), folders, cache, no_tables, masters, no_masters
-    )
+        str(args.warehouse.resolve()), folders, cache, no_tables, masters, no_masters,
+        workers=args.workers,
+    )  # fmt: skip
     logging: dict[str, Any] = {"log_level": "info", "access_log": True} if args.verbose else {}
     sock = _listen(args.host, args.port)
     url = f"http://{args.host}:{sock.getsockname()[1]}/"

@@ -130,6 +130,14 @@ class BlockCache:
                 _, dropped = self._blocks.popitem(last=False)
                 self.bytes -= dropped.nbytes
 
+    def resize(self, limit: int) -> None:
+        """Hold at most `limit` bytes from now on (the least recently used dropped first)."""
+        with self._lock:
+            self.limit = limit
+            while self.bytes > self.limit and self._blocks:
+                _, dropped = self._blocks.popitem(last=False)
+                self.bytes -= dropped.nbytes
+
     def drop(self, owner: int) -> None:
         """Forget the blocks of one file (its reader closed)."""
         with self._lock:
@@ -220,6 +228,23 @@ class BlockReader:
         return pa.RecordBatchReader.from_batches(
             schema, (self._read(n) for n in range(self._blocks))
         )
+
+    def row(self, key: int) -> tuple[pa.RecordBatch, int] | None:
+        """The block and row of the one row whose key is `key`, in a file whose keys are
+        unique (None: no such row)."""
+        if not self._blocks:
+            return None
+        number = int(np.searchsorted(self._firsts, np.uint64(key), "right")) - 1
+        if number < 0:
+            return None
+        batch = self.block(number)
+        keys = batch.column(self.key)
+        place = key - int(self._firsts[number])  # (keys that follow on: the row's own place)
+        if not (0 <= place < len(keys) and keys[place].as_py() == key):
+            place = int(np.searchsorted(keys.to_numpy(), np.uint64(key), "left"))
+            if place >= len(keys) or keys[place].as_py() != key:
+                return None
+        return batch, place
 
     def rows(self, key: int) -> pa.Table | None:
         """The rows whose key is `key` (None: none)."""

@@ -63,9 +63,8 @@ class RecordsReader:
 
     def get(self, seq: int) -> Record:
         """The record of the game at place `seq`."""
-        found = self.blocks.rows(seq)
-        if found is None or found.num_rows != 1:
+        found = self.blocks.row(seq)
+        if found is None:
             raise DamagedBlocks(f"{self.blocks.path} has no game {seq}")
-        row = found.to_pylist()[0]
-        del row["seq"]
-        return Record(**row)
+        batch, row = found
+        return Record(*(batch.column(name)[row].as_py() for name in Record._fields))

@@ -31,12 +31,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from pipelines.explorer.blocks import CACHE_BYTES as BLOCK_CACHE_BYTES
+from pipelines.explorer.blocks import SHARED_CACHE
 from pipelines.lifetime import die_with_parent
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
 from pipelines.serve.http_guard import HeadLimit, SlowRefusals
-from pipelines.serve.lookup_store import DamagedLookup
+from pipelines.serve.lookup_store import SERVE_MEMORY, DamagedLookup
 from pipelines.serve.masters import Masters
 from pipelines.serve.page import PAGE
 from pipelines.serve.params import BadRequest
@@ -293,6 +295,9 @@ class ServeSettings:
     no_tables: str = "no Syzygy tables"
     masters: str | None = None
     no_masters: str = "no masters warehouse"
+    #: Server processes: each holds its share of the caches (answers, blocks, DuckDB's), so
+    #: that several hold what one would.
+    workers: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -304,14 +309,21 @@ class ServeSettings:
 
 def open_app(settings: ServeSettings) -> Starlette:
     """Open the warehouse (and tables, when given) and return the application; what it serves
-    is in `app.state.serves` (`serves`)."""
-    explorer = Explorer(Path(settings.warehouse), cache_bytes=settings.cache_bytes)
+    is in `app.state.serves` (`serves`), the explorer in `app.state.explorer`."""
+    share = max(settings.workers, 1)
+    SHARED_CACHE.resize(BLOCK_CACHE_BYTES // share)
+    explorer = Explorer(
+        Path(settings.warehouse),
+        cache_bytes=settings.cache_bytes // share,
+        memory_limit=SERVE_MEMORY // share,
+    )
     tablebase = Tablebase([Path(p) for p in settings.syzygy]) if settings.syzygy else None
     masters = Masters(Path(settings.masters), explorer) if settings.masters else None
     app = make_app(
         explorer, tablebase, settings.no_tables, masters, settings.no_masters, replayer=Replayer()
     )
     app.state.serves = serves(explorer, settings.syzygy)
+    app.state.explorer = explorer
     return app
 
 

@@ -21,7 +21,8 @@ What the statistics allow, and where the answer differs from explorer.lichess.ov
 from __future__ import annotations
 
 import json
-import time
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,18 +38,17 @@ from pipelines.explorer.records import Record
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES, AnswerCache
 from pipelines.serve.lichess_games import pick
+from pipelines.serve.line import Position, replay_line
 from pipelines.serve.lookup_store import SERVE_MEMORY, Candidates, LookupMonths
 from pipelines.serve.params import BadRequest
 from pipelines.serve.stats_index import Selection, StatsIndex
 from pipelines.warehouse.openings import names_by_key
 from schemas.dimensions import RATING_GROUPS, rating_group
-from schemas.polyglot import decode_move, polyglot_key, push_with_key
+from schemas.polyglot import decode_move, push_with_key
 from schemas.speed import Speed
 
 #: Lichess's explorer speeds and the warehouse's names for them.
 SPEEDS = {speed.api_name: speed.value for speed in Speed}
-#: Plies replayed between two offers of the interpreter to other threads (about 0.2 ms).
-YIELD_EVERY = 16
 #: Lichess's rating group 3200 (averages of 2800 and above): a filter on it selects nothing.
 NO_SUCH_GROUP = 3200
 
@@ -138,50 +138,27 @@ def parse_query(args: dict[str, str]) -> Query:
     )
 
 
-class Position(NamedTuple):
-    """The position asked for, its Polyglot key, and the keys of every position on the way
-    (the FEN's first, the position's last); whether the FEN is the start position."""
-
-    board: chess.Board
-    key: int
-    path: list[int]
-    from_start: bool
-
-
 def board_of(query: Query) -> Position:
     """The position a query asks for (FEN, then `play`)."""
     return replay_line(query.variant, query.fen, query.play)
 
 
-def replay_line(
-    variant: str, fen: str, play: tuple[str, ...], *, offer_every: int = YIELD_EVERY
-) -> Position:
-    """The position of `fen` after the UCI moves `play`; every `offer_every` plies (0: never)
-    the interpreter is offered to other threads."""
-    try:
-        board = chess.Board(fen, chess960=variant == "chess960")
-    except ValueError as exc:
-        raise BadRequest(f"invalid fen: {exc}") from None
-    if board.status() != chess.STATUS_VALID:
-        raise BadRequest(f"invalid fen: not a legal position ({fen})")
-    from_start = board.board_fen() == chess.STARTING_BOARD_FEN
-    key = polyglot_key(board)
-    path = [key]
-    for i, text in enumerate(play):
-        if offer_every and i % offer_every == offer_every - 1:
-            time.sleep(0)  # let other threads (the event loop, short requests) run
-        try:
-            move = board.parse_uci(text)
-        except ValueError:
-            raise BadRequest(f"illegal move {text!r} in play from {board.fen()}") from None
-        key = push_with_key(board, move, key)
-        path.append(key)
-    return Position(board, key, path, from_start)
-
-
 def average_rating(rating_sum: int, games: int) -> int:
     """A mean rating rounded half up, as lila-openingexplorer rounds it."""
     return (2 * rating_sum + games) // (2 * games)
+
+
+#: Positions whose moves' names the explorer keeps (each a few hundred bytes a move).
+MOVE_NAMES = 20_000
+
+
+class MoveName(NamedTuple):
+    """A move of a position as an answer names it: UCI, SAN and the opening named exactly
+    after it (lila's `classify_exact`), if any."""
+
+    uci: str
+    san: str
+    opening: dict[str, str] | None
 
 
 class Explorer:
@@ -204,6 +181,10 @@ class Explorer:
         self.lookup = LookupMonths(files, self.months, years=years, memory_limit=memory_limit)
         self.cache = AnswerCache(max_bytes=cache_bytes)
         self._names: dict[int, tuple[str, str]] | None = None
+        self._move_names: OrderedDict[tuple[object, ...], dict[int, MoveName | None]] = (
+            OrderedDict()
+        )
+        self._names_lock = threading.Lock()
         #: How a query's position is found: in the calling thread, or by a replay.Replayer.
         self.position_of: Callable[[Query], Position] = board_of
 
@@ -309,9 +290,9 @@ class Explorer:
         totals = index.totals(position.key, selection, explored)
         white_moves = board.turn == chess.WHITE
         moves: list[dict[str, Any]] = []
-        for i, raw in enumerate(totals.moves.tolist()):
-            move = decode_move(board, raw)
-            if move is None:  # a key collision: not a move of this position
+        names = self.move_names(board, position.key, totals.moves.tolist())
+        for i, named in enumerate(names):
+            if named is None:  # a key collision: not a move of this position
                 continue
             wins, draws, losses = int(totals.wins[i]), int(totals.draws[i]), int(totals.losses[i])
             games = wins + draws + losses
@@ -323,14 +304,14 @@ class Explorer:
             white, black = (wins, losses) if white_moves else (losses, wins)
             moves.append(
                 {
-                    "uci": board.uci(move),
-                    "san": board.san(move),
+                    "uci": named.uci,
+                    "san": named.san,
                     "averageRating": rating,
                     "white": white,
                     "draws": draws,
                     "black": black,
                     "game": None,
-                    "opening": self.opening_after(board, move, position.key),
+                    "opening": named.opening,
                 }
             )
         moves.sort(key=lambda m: (-(m["white"] + m["draws"] + m["black"]), m["uci"]))
@@ -375,6 +356,32 @@ class Explorer:
             answer["notes"] = notes
         return answer
 
+    def move_names(self, board: chess.Board, key: int, raws: list[int]) -> list[MoveName | None]:
+        """The names of Polyglot moves in a position (None: not a legal move of it), each
+        named once and kept (MOVE_NAMES positions at most, the least recently used dropped):
+        a move's SAN and opening never change, and SAN costs more than the counts."""
+        place = (key, board.epd(), type(board).uci_variant, board.chess960)
+        with self._names_lock:
+            known = self._move_names.get(place)
+            if known is not None:
+                self._move_names.move_to_end(place)
+        known = dict(known or {})
+        fresh = False
+        for raw in raws:
+            if raw not in known:
+                move = decode_move(board, raw)
+                known[raw] = None if move is None else MoveName(
+                    board.uci(move), board.san(move), self.opening_after(board, move, key)
+                )  # fmt: skip
+                fresh = True
+        if fresh:
+            with self._names_lock:
+                self._move_names[place] = known
+                self._move_names.move_to_end(place)
+                while len(self._move_names) > MOVE_NAMES:
+                    self._move_names.popitem(last=False)
+        return [known[raw] for raw in raws]
+
     def opening_after(
         self, board: chess.Board, move: chess.Move, key: int
     ) -> dict[str, str] | None:
@@ -405,7 +412,7 @@ class Explorer:
             move = decode_move(board, raw)
             if move is not None:
                 uci[raw] = board.uci(move)
-        known = np.array([int(raw) in uci for raw in found.move.tolist()], dtype=bool)
+        known = np.isin(found.move, np.array(list(uci), dtype=found.move.dtype))
         rows = np.flatnonzero(allowed & known) if len(found.move) else np.zeros(0, np.int64)
         single = {m["uci"] for m in moves if m["white"] + m["draws"] + m["black"] == 1}
         if single:

@@ -79,10 +79,7 @@ def pick(
         ].astype(np.int64)
         ranked = np.lexsort((-games[high], score))[:MAX_TOP_GAMES]
         top = high[ranked].tolist()
-        chosen = set(games[top].tolist())
-        rest = np.array(
-            [i for i in range(len(games)) if int(games[i]) not in chosen], dtype=np.int64
-        )
+        rest = np.flatnonzero(~np.isin(games, games[top]))
     wanted = MAX_GAMES - len(top)
     if recent_games is not None:
         wanted = min(wanted, recent_games)

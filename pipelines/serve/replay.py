@@ -17,15 +17,19 @@ import os
 import signal
 import threading
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import chess
 
-from pipelines.serve.explorer import Position, Query, board_of, replay_line
+from pipelines.serve.line import Position, replay_line
 from pipelines.serve.params import BadRequest
 
-#: Lines of at least this many plies are replayed in the worker process.
-LONG_PLAY = 40
+if TYPE_CHECKING:
+    from pipelines.serve.explorer import Query
+
+#: Lines of at least this many plies are replayed in the worker process (a 100-ply line costs
+#: about 2.5 ms of python-chess; an ordinary explorer line of 40 stays in the thread).
+LONG_PLAY = 100
 #: How much lower the worker's priority is than the server's where Linux's `SCHED_IDLE` is not
 #: offered (`lower_priority`).
 NICENESS = 10
@@ -62,6 +66,8 @@ class Replayer:
 
     def position(self, query: Query) -> Position:
         """The position `query` asks for, as explorer.board_of gives it."""
+        from pipelines.serve.explorer import board_of
+
         if len(query.play) < self.long_play:
             return board_of(query)
         with self._lock:
