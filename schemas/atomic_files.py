@@ -64,8 +64,10 @@ class OutputSet:
     Each is written to a temporary path beside its place (`path(target)`). When the block
     ends well and every one is whole, they are renamed into place in the order given, the
     manifest last; if the block fails, or a file was not written, no target changes and no
-    temporary file stays. If a rename fails, the targets already renamed are put back as they
-    were (the previous files are kept as hard links until the end). Every target must not
+    temporary file stays. If a rename fails, or the run is interrupted before the last one, the
+    targets already renamed are put back as they were (the previous files are kept as hard
+    links until the end); the last rename is the set's commit: interrupted after it, the set
+    stays published, as readers may have seen it. Every target must not
     exist or be a regular file (NotARegularFile), before and after the block.
 
     Temporary names are `.NAME.XXXXXXXX.tmp` beside each target, for leftover cleaners.
@@ -110,6 +112,21 @@ class OutputSet:
         if error.filename is None or str(error.filename) in by_tmp:
             error.filename = str(by_tmp.get(str(error.filename), self.targets[0]))
 
+    def include(self, target: str | os.PathLike[str]) -> Path:
+        """Add `target` to the set, published before its last target (the manifest that
+        describes the rest); return where to write it. Another writer's files join the set so:
+        they appear with the rest, or not at all."""
+        target = Path(target)
+        if target in self._tmp:
+            raise ValueError(f"{target} is already in the set")
+        check_output(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        last = self.targets[-1]
+        self.targets.insert(len(self.targets) - 1, target)
+        self._tmp[target] = _temporary(target)
+        self._tmp[last] = self._tmp.pop(last)  # (renamed in the targets' order: the last last)
+        return self._tmp[target]
+
     def withdraw(self, target: str | os.PathLike[str]) -> None:
         """Leave `target` out of the set: what was written for it is removed, and a file at
         its place is removed once the rest is published (it no longer belongs with them)."""
@@ -134,6 +151,9 @@ class OutputSet:
                 done.append((target, backup))
                 os.replace(tmp, target)
         except BaseException:
+            last = self.targets[-1]
+            if done and done[-1][0] == last and not self._tmp[last].exists():
+                raise  # the last rename, the set's commit, was done: it stays published
             for target, backup in reversed(done):
                 if backup is not None:
                     os.replace(backup, target)

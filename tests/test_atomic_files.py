@@ -152,3 +152,67 @@ def test_a_withdrawn_output_is_not_published_and_its_old_file_goes_with_the_set(
         assert not extra.exists() or extra.read_bytes() == b"of an earlier set"
     assert data.read_bytes() == manifest.read_bytes() == b"new"
     assert sorted(tmp_path.iterdir()) == [data, manifest], "no temporary file, no old extra"
+
+
+def test_an_output_included_later_is_published_with_the_set_before_its_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from schemas.atomic_files import OutputSet
+
+    data, joined, manifest = tmp_path / "data", tmp_path / "sub" / "joined", tmp_path / "manifest"
+    renamed: list[str] = []
+    replace = os.replace
+
+    def noted(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        renamed.append(Path(dst).name)
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", noted)
+    with OutputSet(data, manifest) as output:
+        output.path(data).write_bytes(b"data")
+        output.include(joined).write_bytes(b"joined")
+        with pytest.raises(ValueError, match="already"):
+            output.include(data)
+        output.path(manifest).write_bytes(b"manifest")
+    assert renamed == ["data", "joined", "manifest"]
+    assert joined.read_bytes() == b"joined"
+    with pytest.raises(RuntimeError), OutputSet(data, manifest) as output:
+        output.include(tmp_path / "never").write_bytes(b"x")
+        raise RuntimeError("failed")
+    assert not (tmp_path / "never").exists()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["data", "joined", "manifest", "sub"]
+
+
+def test_the_last_rename_commits_the_set_an_interrupt_after_it_undoes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from schemas.atomic_files import OutputSet
+
+    data, manifest = tmp_path / "data", tmp_path / "manifest"
+    for target in (data, manifest):
+        target.write_bytes(b"old")
+    replace = os.replace
+
+    def interrupted_after(name: str) -> None:
+        def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+            replace(src, dst)
+            if Path(dst).name == name:
+                raise KeyboardInterrupt  # (a signal's handler, right after the rename)
+
+        monkeypatch.setattr(os, "replace", rename)
+
+    interrupted_after("data")  # before the commit: put back as it was
+    with pytest.raises(KeyboardInterrupt), OutputSet(data, manifest) as output:
+        output.path(data).write_bytes(b"new")
+        output.path(manifest).write_bytes(b"new")
+    assert data.read_bytes() == manifest.read_bytes() == b"old"
+    interrupted_after("manifest")  # after it: published
+    with pytest.raises(KeyboardInterrupt), OutputSet(data, manifest) as output:
+        output.path(data).write_bytes(b"new")
+        output.path(manifest).write_bytes(b"new")
+    assert data.read_bytes() == manifest.read_bytes() == b"new"
+    assert sorted(tmp_path.iterdir()) == [data, manifest]

@@ -296,6 +296,11 @@ def test_object_storage_warehouse_and_books(tmp_path: Path, games_2021: Path) ->
         assert sorted(fs.find("/chesspipe-test")) == [
             "/chesspipe-test/books/lichess-2021-10.bin",
             "/chesspipe-test/books/lichess-2021-10.json",
+            "/chesspipe-test/wh/explorer/month=2021-10.json",
+            "/chesspipe-test/wh/explorer/month=2021-10/counts.bin",
+            "/chesspipe-test/wh/explorer/month=2021-10/games.parquet",
+            "/chesspipe-test/wh/explorer/month=2021-10/lookup.duckdb",
+            "/chesspipe-test/wh/explorer/month=2021-10/records.bin",
             "/chesspipe-test/wh/move_stats/month=2021-10.json",
             "/chesspipe-test/wh/move_stats/month=2021-10/part-0.parquet",
         ]
@@ -614,11 +619,11 @@ def test_a_build_stopped_after_its_ingest_leaves_a_book_the_check_finds_and_rebu
     tmp_path: Path, prefect_api: dict[str, str], stop: str
 ) -> None:
     """A month built from one dump, then built from another and stopped right after its
-    ingest: the new statistics stand beside the previous book, whose run manifest records the
-    statistics it was built from. `warehouse check --books` reports the book (and the
-    explorer's month) as older than the month, `--repair` builds the book again from the
-    statistics the month has, and the next build-month equals an uninterrupted one."""
-    from pipelines.explorer.layout import games_file
+    ingest: the new statistics (and the explorer's month, published with them) stand beside
+    the previous book, whose run manifest records the statistics it was built from. `warehouse
+    check --books` reports the book as older than the month, `--repair` builds the book again
+    from the statistics the month has, and the next build-month equals an uninterrupted one."""
+    from pipelines.explorer.layout import explorer_manifest_path
     from pipelines.monthly.check import check_books
     from tests.sample_tool import make_sample
 
@@ -632,8 +637,9 @@ def test_a_build_stopped_after_its_ingest_leaves_a_book_the_check_finds_and_rebu
                    cwd=ROOT, env=env, check=True, capture_output=True)  # fmt: skip
     book, run_manifest = published_paths(books, month)
     old_book = book.read_bytes()
-    # Stopped as the explorer step renames its first file: the ingest step is done.
-    target = games_file(warehouse, month)
+    # Stopped as the month's set (statistics, then the explorer's) renames its last file, the
+    # ingest manifest: the ingest step is done.
+    target = manifest_path(warehouse, month)
     proc = subprocess.Popen(
         [sys.executable, "-c", STOP_ONCE_AFTER_RENAME, str(target), "build-month", str(second),
          *options],
@@ -664,8 +670,9 @@ def test_a_build_stopped_after_its_ingest_leaves_a_book_the_check_finds_and_rebu
     assert checked.returncode == 1
     lines = checked.stdout.splitlines()
     assert any(line.startswith(f"stale-book [{month}] {run_manifest}") for line in lines), lines
-    if stop != "SIGKILL":  # the explorer's set was put back as it was: the first dump's
-        assert any(line.startswith(f"stale-explorer [{month}] ") for line in lines), lines
+    assert not any(line.startswith(f"stale-explorer [{month}] ") for line in lines), lines
+    recorded_source = json.loads(explorer_manifest_path(warehouse, month).read_text())["source"]
+    assert recorded_source == str(second)
     repaired = run_cli("warehouse", "check", str(warehouse), "--books", str(books), "--repair",
                        check=False)  # fmt: skip
     assert f"stale-book [{month}] {book}: book built again" in repaired.stdout

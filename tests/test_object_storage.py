@@ -14,18 +14,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipelines.books.settings import BookSettings
+from pipelines.explorer.layout import MONTH_FILES, explorer_manifest_path, month_dir
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
 from pipelines.monthly.build import build_month
 from pipelines.monthly.publish import published_paths
 from pipelines.monthly.settings import MonthSettings
+from pipelines.warehouse.explorer_files import SHA256_FIELDS
 from pipelines.warehouse.layout import manifest_path, partition_file
 from tests.conftest import ROOT, need_module, run_cli
 from tests.moto_s3 import MotoServer, Request, json_objects
@@ -64,12 +65,20 @@ def s3_env(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[s
 
 
 def keys(month: str) -> dict[str, str]:
-    """The keys a month is published at in a bucket holding wh/ and books/."""
+    """The keys a month is published at in a bucket holding wh/ and books/, in the order they
+    are put in place: the statistics, the explorer's month, the book."""
+    here = Path(".")
+    explorer = {
+        f"explorer {name}": f"wh/{(month_dir(here, month) / name).as_posix()}"
+        for name in MONTH_FILES
+    }
     return {
-        "partition": f"wh/{partition_file(Path('.'), month).as_posix()}",
-        "ingest manifest": f"wh/{manifest_path(Path('.'), month).as_posix()}",
-        "book": f"books/{published_paths(Path('.'), month)[0].name}",
-        "run manifest": f"books/{published_paths(Path('.'), month)[1].name}",
+        "partition": f"wh/{partition_file(here, month).as_posix()}",
+        "ingest manifest": f"wh/{manifest_path(here, month).as_posix()}",
+        **explorer,
+        "explorer manifest": f"wh/{explorer_manifest_path(here, month).as_posix()}",
+        "book": f"books/{published_paths(here, month)[0].name}",
+        "run manifest": f"books/{published_paths(here, month)[1].name}",
     }
 
 
@@ -80,6 +89,10 @@ def stable(manifest: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(part), dict):
             out[part] = {k: v for k, v in out[part].items() if k not in VOLATILE}
     return out
+
+
+def without_keys(manifest: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in stable(manifest).items() if k not in keys}
 
 
 def without(objects: dict[str, bytes], *folders: str) -> dict[str, bytes]:
@@ -115,9 +128,7 @@ def test_backfill_into_a_bucket_publishes_what_a_local_run_does_in_order(
     moto: MotoServer, s3_env: dict[str, str], tmp_path: Path
 ) -> None:
     bucket = moto.create_bucket("backfill")
-    # (A build into object storage does not index the explorer: `chesspipe serve` reads a
-    # local warehouse. The local run to compare with leaves it out too.)
-    local_settings = replace(settings(), explorer=False)
+    local_settings = settings()
     local = {
         month: build_month(
             SAMPLE.format(month=month), month, tmp_path / "wh", tmp_path / "books", local_settings
@@ -153,10 +164,21 @@ def test_backfill_into_a_bucket_publishes_what_a_local_run_does_in_order(
         assert stable(ingest_manifest) == stable(local_ingest)
         assert stable(run_manifest) == stable(local[month].to_json())
         assert run_manifest["book"]["warehouse"] == f"s3://{bucket}/wh"
+        # The explorer's month, published with the statistics: the local run's.
+        for name in ("games.parquet", "counts.bin", "records.bin"):
+            here = month_dir(tmp_path / "wh", month) / name
+            assert objects[key[f"explorer {name}"]] == here.read_bytes(), name
+        explorer_manifest = json.loads(objects[key["explorer manifest"]])
+        local_explorer = json.loads(explorer_manifest_path(tmp_path / "wh", month).read_text())
+        lookup = {"lookup_sha256"}  # (DuckDB's file differs by the order its threads wrote)
+        assert without_keys(explorer_manifest, lookup) == without_keys(local_explorer, lookup)
+        assert explorer_manifest["lookup_sha256"] == sha256(objects[key["explorer lookup.duckdb"]])
+        assert explorer_manifest["counts_sha256"] == sha256(objects[key["explorer counts.bin"]])
         # The documented order: each file uploaded under .staging/ first, then copied into
-        # place, partition before its manifest, book before its manifest; the staged copies go.
+        # place, partition before its manifest, the explorer's files before theirs, book before
+        # its manifest; the staged copies go.
         names = {name: k.rsplit("/", 1)[-1] for name, k in key.items()}
-        order = ("partition", "ingest manifest", "book", "run manifest")
+        order = tuple(key)
         assert steps_of(requests, bucket, month) == [
             *(("stage", names[name]) for name in order),
             *(("copy", key[name]) for name in order),
@@ -241,6 +263,7 @@ def assert_readers_see_whole_pairs(
     key = keys(month)
     for item, manifest, field in (
         ("partition", "ingest manifest", "output_sha256"),
+        *((f"explorer {name}", "explorer manifest", SHA256_FIELDS[name]) for name in MONTH_FILES),
         ("book", "run manifest", "book_sha256"),
     ):
         found = state.get(key[item])
@@ -284,8 +307,9 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     # A new filter: a new partition, ingest manifest, book and run manifest.
     reference = build_month(source, month, tmp_path / "wh", tmp_path / "books", settings(1800))
 
-    # Killed in the middle of its uploads: the partition and its manifest are staged, the book
-    # not yet. Readers see the previous objects, all of them, untouched.
+    # Killed in the middle of its uploads: the partition and its manifest are staged, the
+    # explorer's files and the book not yet. Readers see the previous objects, all of them,
+    # untouched.
     killed = PausedBuild(source, month, warehouse, books, "1800")
     writes = []
     try:
@@ -298,7 +322,7 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     assert [(op, key.rsplit("/", 1)[-1]) for op, key in writes] == [  # type: ignore[union-attr]
         ("put_object", "part-0.parquet"),
         ("put_object", f"month={month}.json"),
-        ("put_object", f"lichess-{month}.bin"),
+        ("put_object", "games.parquet"),
     ]
     assert killed.proc.returncode == -signal.SIGKILL
     after_kill = moto.objects(bucket)
@@ -328,21 +352,20 @@ def test_kill_9_while_publishing_leaves_readers_whole_pairs(
     assert json.loads(new[key["run manifest"]])["book_sha256"] == reference.book_sha256
     for state in states:
         assert_readers_see_whole_pairs(state, previous, new, month)
-        assert_a_run_manifest_records_the_month_beside_it(*(state.get(k) for k in key.values()))
-    # In order: the dead run's staging removed, every file staged, the old manifests deleted
-    # (the run manifest first), then pair by pair the object copied into place and its
-    # manifest beside it.
-    final = [k.removeprefix("wh/").removeprefix("books/") for k in key.values()]
+        record = ("partition", "ingest manifest", "book", "run manifest")
+        assert_a_run_manifest_records_the_month_beside_it(*(state.get(key[k]) for k in record))
+    # In order: the dead run's staging removed, every file staged (under its path in the
+    # store), the old manifests deleted (the run manifest first), then set by set the objects
+    # copied into place and their manifest after them.
+    final = {name: k.removeprefix("wh/").removeprefix("books/") for name, k in key.items()}
     assert [(op, k.split("/.staging/")[-1].split("/", 1)[-1]) for op, k in steps] == [
         ("delete_objects", ""),  # (only the warehouse: the killed run staged no book)
-        *(("put_object", k.rsplit("/", 1)[-1]) for k in final),
-        ("delete_object", final[3]),
-        ("delete_object", final[1]),
-        ("copy_object", final[0]),
-        ("copy_object", final[1]),
-        ("copy_object", final[2]),
-        ("copy_object", final[3]),
-        *(("delete_object", k.rsplit("/", 1)[-1]) for k in final),
+        *(("put_object", k) for k in final.values()),
+        ("delete_object", final["run manifest"]),
+        ("delete_object", final["explorer manifest"]),
+        ("delete_object", final["ingest manifest"]),
+        *(("copy_object", k) for k in final.values()),
+        *(("delete_object", k) for k in final.values()),
     ]
 
 

@@ -50,16 +50,26 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
 ) -> None:
     got = imported(
         "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
-        "--min-rating", min_rating, "--workers", "1", "--allow-empty",
+        "--min-rating", min_rating, "--workers", "1", "--allow-empty", "--no-explorer",
     )  # fmt: skip
     assert got == allowed
+
+
+def test_ingest_with_the_explorer_imports_no_prefect(tmp_path: Path) -> None:
+    # The explorer's index (by default) writes its lookup file with DuckDB.
+    got = imported(
+        "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
+        "--min-rating", "0", "--workers", "1",
+    )  # fmt: skip
+    assert "prefect" not in got and "distributed" not in got and "duckdb" in got
+    assert (tmp_path / "explorer" / "month=2024-01.json").is_file()
 
 
 def test_ingest_leaves_counting_libraries_to_its_workers(tmp_path: Path) -> None:
     # Two workers and a file read in order: worker processes scan and count its blocks of games.
     got = imported(
         "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
-        "--min-rating", "0", "--workers", "2",
+        "--min-rating", "0", "--workers", "2", "--no-explorer",
     )  # fmt: skip
     assert got == set()
     manifest = json.loads((tmp_path / "move_stats" / "month=2024-01.json").read_text())

@@ -214,6 +214,9 @@ def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
     copy, client = copied(moto, bucket, "checked"), moto.client()
     january, february = (partition_url(copy, m).split("/", 3)[3] for m in MONTHS)
     _, flipped = flip_bytes(moto, bucket, february)
+    # The explorer's months: a file damaged, a manifest gone.
+    flip_bytes(moto, bucket, "checked/explorer/month=2024-01/counts.bin")
+    client.delete_object(Bucket=bucket, Key="checked/explorer/month=2024-02.json")
     # A partition published without its manifest (a run killed between the two copies).
     client.copy_object(Bucket=bucket, Key=january.replace("2024-01", "2024-03"),
                        CopySource={"Bucket": bucket, "Key": january})  # fmt: skip
@@ -229,7 +232,7 @@ def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
         client.put_object(Bucket=bucket, Key=key, Body=body)
     found = run_cli("warehouse", "check", copy, check=False)
     lines = found.stdout.splitlines()
-    assert found.returncode == 1 and len(lines) == 5, found.stdout
+    assert found.returncode == 1 and len(lines) == 7, found.stdout
     expected = {
         f"stale-lease {copy}/.locks/2024-04.lease: the lease of run feedbeef on worker-7.example",
         f"stale-staging [2024-04] {copy}/.staging/2024-04-4242-feedbeef: left by a dead run; "
@@ -237,6 +240,8 @@ def test_warehouse_check_of_a_bucket_finds_and_repairs_what_a_folders_does(
         f"in-use [2024-05] {copy}/.staging/2024-05-4343-5ca1ab1e: a live run's staging",
         f"sha256-mismatch [2024-02] {copy}/move_stats/month=2024-02/part-0.parquet: its sha256",
         f"no-manifest [2024-03] {copy}/move_stats/month=2024-03/part-0.parquet: a partition",
+        f"sha256-mismatch [2024-01] {copy}/explorer/month=2024-01/counts.bin: does not match",
+        f"no-manifest [2024-02] {copy}/explorer/month=2024-02: explorer data without a manifest",
     }
     assert all(any(line.startswith(start) for line in lines) for start in expected), lines
     repaired = run_cli("warehouse", "check", copy, "--repair", check=False)

@@ -8,23 +8,28 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipelines.commands.options import (
     add_file_roles,
     add_ingest_options,
+    add_no_explorer_option,
     add_partition_options,
     as_said,
     settings_as_flags,
 )
 from pipelines.errors import ChesspipeError, CutShort
+from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter, NothingKept
 from pipelines.ingest.settings import WORKER_MODULES, IngestSettings
 
 if TYPE_CHECKING:
+    from pipelines.explorer.manifest import ExplorerManifest
     from pipelines.ingest.manifest import IngestManifest
     from pipelines.ingest.options import RunPolicy, Runtime
+    from pipelines.sources.open import Source
 
 
 def filter_from_args(args: argparse.Namespace) -> GameFilter:
@@ -107,6 +112,7 @@ def register(subparsers: Any) -> None:
         help="also write the games kept, as the source has them, in its order, to FILE "
         "(zstd-compressed when it ends in .zst): check the filter, or reuse its games",
     )
+    add_no_explorer_option(parser)
     add_file_roles(parser, reads=("source",), writes=("write_kept",))
     parser.set_defaults(handler=run)
 
@@ -135,15 +141,35 @@ def run(args: argparse.Namespace) -> int:
         replace_month=args.force,
         write_kept=args.write_kept,
     )
+    explorer = None if args.no_explorer else ExplorerSettings(settings.rules)
     with progress_shown(args) as bar, ingest_errors_said():
         runtime = Runtime(progress=bar, workers=args.workers, pool=pool)
         if args.month_by == "date":
             summary, manifests = _by_date(args, settings, policy, runtime)
+            if explorer is not None:
+                summary["explorer"] = _explorer_by_date(args, source, explorer)
+        elif explorer is not None and explorer.reads_kept_games(
+            settings.rules, settings.plies, settings.dedupe
+        ):
+            from pipelines.explorer.index import with_ingest
+
+            with with_ingest(
+                args.warehouse, args.month, explorer, recorded_source=str(source),
+                workers=args.workers or os.cpu_count() or 1,
+            ) as indexed:  # fmt: skip
+                manifest = ingest(
+                    source, args.month, args.warehouse, settings,
+                    policy=replace(policy, also_staged=indexed), runtime=runtime,
+                )  # fmt: skip
+            summary, manifests = _month_summary(manifest), [manifest]
+            summary["explorer"] = _explorer_summary(indexed.manifest)
         else:
             manifest = ingest(
                 source, args.month, args.warehouse, settings, policy=policy, runtime=runtime
             )
             summary, manifests = _month_summary(manifest), [manifest]
+            if explorer is not None:
+                summary["explorer"] = _explorer_again(args, source, explorer)
     print(json.dumps(summary, indent=2))
     for manifest in manifests:
         month = f"{manifest.month}: " if args.month_by else ""
@@ -154,6 +180,57 @@ def run(args: argparse.Namespace) -> int:
         what = "partial month" if len(manifests) == 1 else "partial months"
         print(f"chesspipe: warning: {what} published: {partial.error}", file=sys.stderr)
     return 0
+
+
+def _explorer_summary(manifest: ExplorerManifest | None) -> dict[str, Any] | None:
+    """What the summary says of a month's explorer index (None: not indexed)."""
+    if manifest is None:
+        return None
+    return {"month": manifest.month, "games_kept": manifest.games_kept,
+            "positions": manifest.positions}  # fmt: skip
+
+
+def _explorer_again(
+    args: argparse.Namespace, source: Source, explorer: ExplorerSettings
+) -> dict[str, Any] | None:
+    """The explorer's index of a month whose ingest keeps other games (--dedupe, or plies past
+    the explorer's), from the source read again (not standard input: it is said)."""
+    from pipelines.explorer.index import index_month
+
+    if source == "-":
+        _not_indexed("standard input is read once, and this ingest keeps other games")
+        return None
+    return _explorer_summary(
+        index_month(
+            source,
+            args.month,
+            args.warehouse,
+            explorer,
+            allow_empty=args.allow_empty,
+            workers=args.workers or os.cpu_count() or 1,
+        )  # fmt: skip
+    )
+
+
+def _explorer_by_date(
+    args: argparse.Namespace, source: Source, explorer: ExplorerSettings
+) -> list[dict[str, Any] | None] | None:
+    """The explorer's index by date, from the source read again (not standard input)."""
+    from pipelines.explorer.index import index_by_date
+
+    if source == "-":
+        _not_indexed("standard input is read once, and --month-by date reads it by date")
+        return None
+    manifests, _ = index_by_date(source, args.warehouse, explorer, allow_empty=True)
+    return [_explorer_summary(m) for m in manifests]
+
+
+def _not_indexed(why: str) -> None:
+    print(
+        f"chesspipe: warning: the explorer is not indexed: {why}; run chesspipe explorer index "
+        "on the file (or pass --no-explorer)",
+        file=sys.stderr,
+    )
 
 
 #: What the summary of a run says of each month it published.

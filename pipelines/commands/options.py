@@ -402,13 +402,19 @@ def add_build_options(parser: argparse.ArgumentParser) -> None:
     add_ingest_options(parser)
     add_book_options(parser)
     add_download_options(parser)
+    add_no_explorer_option(parser)
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+
+
+def add_no_explorer_option(parser: argparse.ArgumentParser) -> None:
+    """Add --no-explorer, shared by ingest and the builds."""
     parser.add_argument(
         "--no-explorer",
         action="store_true",
-        help="do not index the month for the explorer (chesspipe explorer index, which the "
-        "build runs after ingest by default, for chesspipe serve)",
+        help="do not index the month for the explorer (chesspipe serve's games, players and "
+        "plies 21-50: by default indexed from the games ingest keeps and published with the "
+        "statistics)",
     )
-    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
 def add_download_options(parser: argparse.ArgumentParser) -> None:

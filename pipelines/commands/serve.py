@@ -23,7 +23,12 @@ def register(subparsers: Any) -> None:
         "GET /standard and /standard/mainline as tablebase.lichess.ovh (from --syzygy, else "
         "SYZYGY_PATH, when given), and an explorer page at /.",
     )
-    parser.add_argument("--warehouse", required=True, type=Path)
+    parser.add_argument(
+        "--warehouse",
+        required=True,
+        type=local_folder,
+        help="a local folder (a warehouse in object storage is served from a synced copy)",
+    )
     parser.add_argument(
         "--masters",
         type=Path,
@@ -48,6 +53,19 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="log every request (an access log)")
     parser.set_defaults(handler=run)
+
+
+def local_folder(text: str) -> Path:
+    """A warehouse the server reads: a local folder, not a URL (it reads a few blocks of its
+    files a request, as a local disk serves them)."""
+    from pipelines.sources.object_store import is_remote
+
+    if is_remote(text):
+        raise argparse.ArgumentTypeError(
+            f"{text} is in object storage; serve reads a local folder: copy the warehouse "
+            f"there first (aws s3 sync {text} DIR, or rclone) and serve DIR"
+        )
+    return Path(text)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -140,7 +140,7 @@ def index_month(
     """
     settings = settings or ExplorerSettings()
     check_month(month)
-    with _month_held(Path(warehouse), month):
+    with month_held(Path(warehouse), month):
         return _index_month(
             source, month, Path(warehouse), settings, source_sha256, http_options or {},
             allow_empty, progress, workers, parallel_min_bytes, recorded_source,
@@ -160,13 +160,41 @@ def _index_month(
     parallel_min_bytes: int = PARALLEL_MIN_BYTES,
     recorded_source: str | None = None,
 ) -> ExplorerManifest:
+    with OutputSet(explorer_manifest_path(warehouse, month)) as output:
+        return stage_month(
+            source, month, warehouse, settings, output, source_sha256=source_sha256,
+            http_options=http_options, allow_empty=allow_empty, progress=progress,
+            workers=workers, parallel_min_bytes=parallel_min_bytes,
+            recorded_source=recorded_source,
+        )  # fmt: skip
+
+
+def stage_month(
+    source: Source,
+    month: str,
+    warehouse: Path,
+    settings: ExplorerSettings,
+    output: OutputSet,
+    *,
+    source_sha256: str | None = None,
+    http_options: Mapping[str, Any] | None = None,
+    allow_empty: bool = False,
+    progress: ProgressCallback | None = None,
+    workers: int = 1,
+    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+    recorded_source: str | None = None,
+) -> ExplorerManifest:
+    """Index a month's games into `output`, an output set not yet published (the month's
+    files join it, their manifest after them, before the set's last target): they appear with
+    the rest of the set or not at all. The caller holds the month (`month_held`). The options
+    are index_month()'s."""
     started = time.monotonic()
     stats = ScanStats()
     targets = _targets(warehouse, month)
-    with (
-        OutputSet(*targets) as output,
-        open_source(source, settings.rules.variant, **http_options) as opened,
-    ):
+    for target in targets:
+        if target not in output.targets:
+            output.include(target)
+    with open_source(source, settings.rules.variant, **(http_options or {})) as opened:
         writer = _Writer(output.path(targets[0]), output.path(targets[1]))
         try:
             frames = frames_for_workers(
@@ -190,6 +218,52 @@ def _index_month(
             publish_positions=settings.keeps_moves,
         )  # fmt: skip
     return manifest
+
+
+@dataclass
+class WithIngest:
+    """The explorer's index of a month, made from the games an ingest of it keeps and
+    published with its statistics, as one set (ingest's `RunPolicy.also_staged`): one read
+    of the source. `manifest` is the month's once the ingest has staged it."""
+
+    month: str
+    warehouse: Path
+    settings: ExplorerSettings
+    #: The source the manifest names, and its content's sha256 where the caller knows it.
+    recorded_source: str
+    source_sha256: str | None = None
+    workers: int = 1
+    manifest: ExplorerManifest | None = None
+    #: Holds the month from when the ingest stages it until with_ingest's block ends.
+    held: ExitStack = field(default_factory=ExitStack)
+
+    def __call__(self, kept: Path, output: OutputSet) -> None:
+        self.held.enter_context(month_held(self.warehouse, self.month))
+        self.manifest = stage_month(
+            str(kept), self.month, self.warehouse, self.settings, output,
+            source_sha256=self.source_sha256, allow_empty=True, workers=self.workers,
+            recorded_source=self.recorded_source,
+        )  # fmt: skip
+
+
+@contextmanager
+def with_ingest(
+    warehouse: Path,
+    month: str,
+    settings: ExplorerSettings,
+    *,
+    recorded_source: str,
+    source_sha256: str | None = None,
+    workers: int = 1,
+) -> Iterator[WithIngest]:
+    """What to give an ingest as its `RunPolicy.also_staged` to index the explorer's month with
+    its statistics. The month is held (another index run of it fails) from when the ingest has
+    read its source until the block ends, after the ingest has published: nothing is made in
+    the warehouse before the source is read."""
+    check_month(month)
+    with ExitStack() as held:
+        yield WithIngest(month, Path(warehouse), settings, recorded_source, source_sha256,
+                         workers, held=held)  # fmt: skip
 
 
 def _in_order(
@@ -346,7 +420,7 @@ def _targets(warehouse: Path, month: str) -> Targets:
 
 
 @contextmanager
-def _month_held(warehouse: Path, month: str) -> Iterator[None]:
+def month_held(warehouse: Path, month: str) -> Iterator[None]:
     """Hold a month's lock (another run of it fails at once), what killed runs of it left
     removed first."""
     with explorer_lock(warehouse, month):
@@ -452,7 +526,7 @@ def index_by_date(
             month = game_month(text)
             found = months.get(month)
             if found is None:
-                held.enter_context(_month_held(warehouse, month))
+                held.enter_context(month_held(warehouse, month))
                 targets = _targets(warehouse, month)
                 output = held.enter_context(OutputSet(*targets))
                 writer = _Writer(output.path(targets[0]), output.path(targets[1]))

@@ -25,6 +25,7 @@ __all__ = [
     "COUNTS_FILE",
     "GAMES_FILE",
     "LOOKUP_FILE",
+    "MONTH_FILES",
     "POSITIONS_FILE",
     "RECORDS_FILE",
     "ServedFiles",

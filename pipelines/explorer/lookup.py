@@ -22,6 +22,8 @@ merge without renumbering.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,7 +85,28 @@ def write_lookup(
 ) -> None:
     """Write a month's lookup file at `out` and its counts file at `counts_out` (new files)
     from its two Parquet files (DuckDB sorts them in at most `resources`' memory, spilling
-    the rest: the index's memory does not grow with the month)."""
+    the rest: the index's memory does not grow with the month). A disk that fills raises
+    OSError (ENOSPC) naming `out`, as a file written by Python would, and leaves nothing of it
+    (its write-ahead log included)."""
+    import duckdb
+
+    try:
+        _write_lookup(games_path, positions_path, out, counts_out, month, resources)
+    except duckdb.Error as exc:
+        Path(f"{out}.wal").unlink(missing_ok=True)
+        if "No space left on device" in str(exc):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out)) from None
+        raise
+
+
+def _write_lookup(
+    games_path: Path,
+    positions_path: Path,
+    out: Path,
+    counts_out: Path,
+    month: str,
+    resources: QueryResources,
+) -> None:
     con = resources.connect(str(out))
     try:
         con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $month AS month",

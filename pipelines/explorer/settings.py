@@ -31,5 +31,13 @@ class ExplorerSettings:
         """Whether the games' moves are kept (whole games indexed)."""
         return self.plies is None
 
+    def reads_kept_games(self, rules: GameFilter, plies: int | None, dedupe: bool) -> bool:
+        """Whether the games an ingest with this filter, counting `plies` (None: every ply)
+        and deduplicating or not, kept are this index's: the same filter, no game left out as a
+        duplicate, and no ply counted past this index's (a game illegal there is dropped by
+        both). Then the index reads ingest's kept games instead of the source again."""
+        deep_enough = plies is not None and (self.plies is None or plies <= self.plies)
+        return rules == self.rules and not dedupe and deep_enough
+
     def to_json(self) -> dict[str, object]:
         return {"rules": self.rules.to_json(), "plies": self.plies}

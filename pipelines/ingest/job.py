@@ -13,6 +13,7 @@ from pipelines.sources.open import Source
 
 if TYPE_CHECKING:
     from pipelines.ingest.kept_text import KeptPart
+    from pipelines.ingest.options import AlsoStaged
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,13 @@ class Job:
     keep_partial: bool
     #: Where the text of the kept games goes (ingest's `write_kept`), or None.
     write_kept: Path | None = None
+    #: Files staged with the month's from the kept games (RunPolicy.also_staged), or None.
+    also_staged: AlsoStaged | None = None
+
+    @property
+    def keeps_games(self) -> bool:
+        """Whether the text of the kept games is staged (for write_kept or also_staged)."""
+        return self.write_kept is not None or self.also_staged is not None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Each default is the field's; the tuning defaults are the constants of the module
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from pipelines.games.processes import StartMethod
     from pipelines.games.workers import WorkerPool
     from pipelines.progress import ProgressCallback
+    from schemas.atomic_files import OutputSet
+
+#: A writer whose files are published with the month's (`RunPolicy.also_staged`): given the
+#: games the run kept (a file of zstd frames, in the source's order, unless `write_kept` names
+#: another form) and the month's output set before it is published, it stages its own files
+#: into the set (OutputSet.include), so that they appear with the month's or not at all.
+AlsoStaged = Callable[[Path, "OutputSet"], None]
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,9 @@ class RunPolicy:
     #: Also write the games kept (those counted) there, as the source has them, in its order,
     #: when the month is published (ingest.kept_text; a name ending in .zst gets zstd frames).
     write_kept: Path | None = None
+    #: Files of another writer published with the month's, made from the games it kept
+    #: (AlsoStaged: the explorer's index, in one read of the source).
+    also_staged: AlsoStaged | None = None
 
 
 @dataclass(frozen=True)

@@ -150,7 +150,7 @@ def count_units(
     """
     hash_source = opened.kind == "file"
     frames = plan.frames
-    write_kept = job.write_kept is not None
+    write_kept = job.keeps_games
     common = (job.settings, job.staging, job.flush_rows, write_kept)
     units = (
         (
@@ -203,7 +203,7 @@ def count_blocks(
     the workers the games kept, at most KEPT_UNIT_GAMES at a time, rather than wait.
     """
     common = (job.settings, job.staging, job.flush_rows)
-    write_kept = job.write_kept is not None
+    write_kept = job.keeps_games
 
     def units() -> Iterator[tuple[tuple[int, int], Callable[[], UnitCounts]]]:
         """Each unit's place in source order and share of the bytes read, and its call."""
@@ -262,7 +262,7 @@ class _KeptHere:
         self.rules = job.settings.rules
         self.games: list[KeptGame] = []
         self._text = None
-        if job.write_kept is not None:
+        if job.keeps_games:
             self._text = KeptText(_kept_path(job.staging, index))
 
     def scan(self, blocks: list[bytes], stats: ScanStats) -> None:
@@ -306,7 +306,7 @@ class _Gathered:
         """Add a unit's counts (the units come in source order): its place in source order and
         its share of the source's bytes (for progress)."""
         self.stats.merge(counts.stats)
-        if self.job.write_kept is not None:
+        if self.job.keeps_games:
             path = _kept_path(self.job.staging, place)
             self.kept[place] = KeptPart(path, counts.stats.rejected)
         self.runs.extend(counts.runs)

@@ -113,6 +113,7 @@ def ingest(
                 started=started,
                 keep_partial=policy.keep_partial,
                 write_kept=write_kept,
+                also_staged=policy.also_staged,
             )
             try:
                 with ExitStack() as stack:
@@ -266,7 +267,7 @@ def _blocks_in_order(
 
 def _count_here(blocks: Iterator[bytes], job: Job, stats: ScanStats) -> Counted:
     """Scan and count blocks in this process (staging the text of the games kept if asked)."""
-    kept_text_file = job.staging / "source.kept" if job.write_kept is not None else None
+    kept_text_file = job.staging / "source.kept" if job.keeps_games else None
     runs, tree, _ = count_games(
         blocks,
         job.settings,
@@ -407,14 +408,20 @@ def publish_month(
             output_size=written.st_size,
             output_mtime_ns=written.st_mtime_ns,
         )
+        kept_games = None
         if job.write_kept is not None:
+            kept_games = outputs.path(job.write_kept)
+            compressed = job.write_kept.name.endswith(".zst")
+        elif job.also_staged is not None:
+            kept_games, compressed = job.staging / "kept.pgn.zst", True
+        if kept_games is not None:
             write_kept_games(
-                counted.kept,
-                outputs.path(job.write_kept),
-                crlf=stats.crlf,
-                expected=stats.games_kept,
-                compressed=job.write_kept.name.endswith(".zst"),
-            )
+                counted.kept, kept_games, crlf=stats.crlf, expected=stats.games_kept,
+                compressed=compressed,
+            )  # fmt: skip
+        if job.also_staged is not None:
+            assert kept_games is not None
+            job.also_staged(kept_games, outputs)
         outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -12,17 +13,18 @@ from concurrent.futures import Executor
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 
 from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
-from pipelines.explorer.index import index_month
+from pipelines.explorer.index import WithIngest, index_month, with_ingest
 from pipelines.explorer.layout import (
     counts_file,
     explorer_manifest_path,
     games_file,
     lookup_file,
+    month_dir,
     positions_file,
     records_file,
 )
@@ -48,6 +50,9 @@ from pipelines.sources.options import DownloadOptions
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file
 from pipelines.warehouse.locks import clean_month_if_free, month_lock
 from schemas.atomic_files import OutputSet, check_output
+
+if TYPE_CHECKING:
+    from pipelines.sources.object_publish import Described
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -114,11 +119,12 @@ def ingest_step(
     download: DownloadOptions,
     force: bool,
     progress: ProgressCallback | None,
-    write_kept: Path | None = None,
+    explorer: WithIngest | None = None,
     executor: Executor | None = None,
 ) -> IngestResult:
     """Ingest the month unless its partition already holds this content; return its manifest.
-    `write_kept`: where an ingest that runs also writes the games it kept (for the explorer).
+    `explorer`: the explorer's index an ingest that runs makes from the games it keeps,
+    published with the statistics as one set.
     `executor`: where the source's units of frames are read (a cluster's: the month split)."""
     if not force:
         existing = up_to_date_partition(warehouse, month, resolved.identity, settings)
@@ -133,7 +139,7 @@ def ingest_step(
             keep_partial=settings.keep_partial,
             allow_empty=settings.allow_empty,
             replace_month=force,
-            write_kept=write_kept,
+            also_staged=explorer,
         ),
         download=Download(
             expected_sha256=resolved.expected_sha256, http_options=download.http_options()
@@ -148,10 +154,9 @@ def feeds_explorer(settings: MonthSettings) -> bool:
     from ingest instead of reading the source again: the same filter, no game left out as a
     duplicate, and no ply counted past the explorer's (a game illegal there is dropped by
     both)."""
-    plies = settings.ingest.plies
-    explorer = explorer_settings(settings).plies
-    deep_enough = plies is not None and (explorer is None or plies <= explorer)
-    return settings.explorer and not settings.ingest.dedupe and deep_enough
+    ingest = settings.ingest
+    reads = explorer_settings(settings).reads_kept_games(ingest.rules, ingest.plies, ingest.dedupe)
+    return settings.explorer and reads
 
 
 def explorer_settings(settings: MonthSettings) -> ExplorerSettings:
@@ -160,12 +165,22 @@ def explorer_settings(settings: MonthSettings) -> ExplorerSettings:
 
 
 def up_to_date_explorer(
-    warehouse: Path, month: str, identity: SourceIdentity | None, settings: MonthSettings
+    warehouse: Path,
+    month: str,
+    identity: SourceIdentity | None,
+    settings: MonthSettings,
+    published: ExplorerManifest | None = None,
 ) -> ExplorerManifest | None:
     """The month's explorer manifest if its files were indexed from this content with these
-    settings and still have their recorded sha256."""
+    settings and still have their recorded sha256. `published`: the manifest of the month's
+    explorer where the build publishes (object storage, whose files are not here to check),
+    up to date when it records this content and these settings."""
     if identity is None or identity.sha256 is None:
         return None
+    wanted = explorer_settings(settings).to_json()
+    if published is not None:
+        current = published.source_sha256 == identity.sha256 and published.settings == wanted
+        return published if current else None
     path = explorer_manifest_path(warehouse, month)
     try:
         manifest = ExplorerManifest.read(path)
@@ -196,22 +211,20 @@ def explorer_step(
     settings: MonthSettings,
     download: DownloadOptions,
     force: bool,
-    kept: Path | None = None,
+    with_ingest: WithIngest | None = None,
+    published: ExplorerManifest | None = None,
 ) -> ExplorerManifest | None:
     """Index the month for the explorer unless it already is from this content (None: a
-    source read once, standard input, is not indexed). `kept`: the games ingest kept of this
-    source in this run (feeds_explorer), read instead of the source on all cores."""
+    source read once, standard input, is not indexed). `with_ingest`: the index this run's
+    ingest made from the games it kept and published with the statistics (feeds_explorer),
+    if it ran."""
+    if with_ingest is not None and with_ingest.manifest is not None:
+        return with_ingest.manifest
     if not force:
-        existing = up_to_date_explorer(warehouse, month, resolved.identity, settings)
+        existing = up_to_date_explorer(warehouse, month, resolved.identity, settings, published)
         if existing is not None:
             return existing
     digest = resolved.identity.sha256 if resolved.identity is not None else None
-    if kept is not None and kept.is_file():
-        return index_month(
-            str(kept), month, warehouse, explorer_settings(settings), source_sha256=digest,
-            allow_empty=settings.allow_empty, workers=settings.workers or os.cpu_count() or 1,
-            recorded_source=str(resolved.source),
-        )  # fmt: skip
     if resolved.kind == "stdin":
         return None
     http = download.http_options()
@@ -229,38 +242,56 @@ def explorer_step(
 
 
 @contextmanager
-def kept_staging(
+def explorer_with_ingest(
     warehouse: Path,
-    books: Path,
     month: str,
     settings: MonthSettings,
     resolved: ResolvedSource,
     force: bool,
-) -> Iterator[Path | None]:
-    """Where ingest writes the games it keeps for the explorer to read: in a staging folder of
-    the books folder (the build's, under its lock; the warehouse's month staging is ingest's),
-    removed at the end. None: the explorer is up to date, or does not read ingest's games
+    published: ExplorerManifest | None = None,
+) -> Iterator[WithIngest | None]:
+    """The explorer's index that ingest makes from the games it keeps, published with the
+    statistics (the explorer's month held meanwhile). None: the explorer is up to date (here,
+    or `published` where the build publishes), or does not read ingest's games
     (feeds_explorer)."""
     if not feeds_explorer(settings) or (
-        not force and up_to_date_explorer(warehouse, month, resolved.identity, settings)
+        not force and up_to_date_explorer(warehouse, month, resolved.identity, settings, published)
     ):
         yield None
         return
-    # The folder appears when ingest publishes the file (OutputSet makes it): a build stopped
-    # while it reads, on a thread that cannot be interrupted (backfill), leaves none behind.
-    with book_staging(books, month, create=False) as folder:
-        yield folder / "kept.pgn.zst"
+    digest = resolved.identity.sha256 if resolved.identity is not None else None
+    with with_ingest(
+        warehouse, month, explorer_settings(settings), recorded_source=str(resolved.source),
+        source_sha256=digest, workers=settings.workers or os.cpu_count() or 1,
+    ) as explorer:  # fmt: skip
+        yield explorer
+
+
+def explorer_described(local: Path, month: str, warehouse: str) -> Described:
+    """A month's explorer files in a local warehouse, and their manifest, going to the same
+    places in a remote one."""
+    from pipelines.sources import object_store as store
+    from pipelines.sources.object_publish import Described
+    from pipelines.warehouse.explorer_files import month_file_names
+
+    manifest_file = explorer_manifest_path(local, month)
+    published = ExplorerManifest.read(manifest_file).positions_published
+    files = [month_dir(local, month) / name for name in month_file_names(published)]
+
+    def url(file: Path) -> str:
+        return store.join(warehouse, file.relative_to(local).as_posix())
+
+    *rest, last = files
+    return Described(last, url(last), manifest_file, url(manifest_file), root=warehouse,
+                     more=tuple((file, url(file)) for file in rest))  # fmt: skip
 
 
 @contextmanager
-def book_staging(books: Path, month: str, *, create: bool = True) -> Iterator[Path]:
+def book_staging(books: Path, month: str) -> Iterator[Path]:
     """A private staging folder for a month's book under BOOKS/.staging, removed at the end
-    (one a killed run left is removed by the next build of the month: build_lock).
-    `create=False`: only named, for a writer that makes it (and whatever it holds is removed
-    all the same)."""
+    (one a killed run left is removed by the next build of the month: build_lock)."""
     staging = Path(books) / ".staging" / f"{month}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    if create:
-        staging.mkdir(parents=True)
+    staging.mkdir(parents=True)
     try:
         yield staging
     finally:
@@ -289,6 +320,7 @@ def build_month(
     run_step: StepRunner = run_directly,
     *,
     executor: Executor | None = None,
+    published_explorer: ExplorerManifest | None = None,
 ) -> MonthManifest:
     """Build and publish a month's book; return the run manifest (status built or up-to-date).
 
@@ -296,6 +328,8 @@ def build_month(
     `executor` (a Dask cluster's): the month's source is read by units of frames there, the
     month split over its workers (a pzstd-style file or URL they reach; a URL read by ranges is
     not hashed, so a published checksum cannot be checked: pipelines.ingest.run).
+    `published_explorer`: the month's explorer manifest where a remote build publishes (its
+    files are not in the local warehouse): the explorer is not indexed while it is current.
     """
     settings = settings or MonthSettings()
     download = download or DownloadOptions()
@@ -329,15 +363,17 @@ def build_month(
             current = up_to_date_book(books, month, resolved.identity, settings, warehouse)
             if current is not None:
                 return replace(current, status="up-to-date")
-        with kept_staging(warehouse, books, month, settings, resolved, force) as kept:
+        with explorer_with_ingest(
+            warehouse, month, settings, resolved, force, published_explorer
+        ) as explorer:
             ingested: IngestResult = run_step(
                 "ingest", ingest_step, resolved, month, warehouse, settings, download, force,
-                progress, kept, executor,
+                progress, explorer, executor,
             )  # fmt: skip
             if settings.explorer:
                 run_step(
                     "explorer-index", explorer_step, resolved, month, warehouse, settings,
-                    download, force, kept,
+                    download, force, explorer, published_explorer,
                 )  # fmt: skip
         with book_staging(books, month) as staging:
             book_manifest: BookManifest = run_step(
@@ -447,11 +483,16 @@ def _build_month_remote(
                 recorded = previous.output_mtime_ns
                 if got and recorded is not None:  # the copy's time is the one published
                     os.utime(stats_file, ns=(recorded, recorded))
-        # `chesspipe serve` reads a local warehouse: the explorer is not indexed into scratch.
-        kept = replace(settings, explorer=False) if remote_wh else settings
+        explorer_file = explorer_manifest_path(local_wh, month)
+        published_explorer = None
+        if remote_wh and settings.explorer and not force:
+            seen = scratch / "published-explorer.json"
+            if store.download_if_exists(url(warehouse, explorer_file, local_wh), seen):
+                with contextlib.suppress(ValueError, TypeError):
+                    published_explorer = ExplorerManifest.read(seen)
         manifest = build_month(
-            source, month, local_wh, local_books, kept, download, force, progress, run_step,
-            executor=executor,
+            source, month, local_wh, local_books, settings, download, force, progress, run_step,
+            executor=executor, published_explorer=published_explorer,
         )  # fmt: skip
         if manifest.status != "built":
             return manifest
@@ -461,6 +502,8 @@ def _build_month_remote(
         changed: list[Described] = []
         if remote_wh and not manifest.ingest_reused:
             changed.append(described(stats_file, stats_manifest, warehouse, local_wh))
+        if remote_wh and explorer_file.is_file():  # indexed by this run: its files go with it
+            changed.append(explorer_described(local_wh, month, warehouse))
         if remote_books:
             changed.append(described(book, manifest_file, books, local_books))
         for published in local_targets or ():  # a device or a folder in the way: say so first

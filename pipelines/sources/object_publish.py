@@ -6,9 +6,9 @@ files go up in two phases:
 1. every file is uploaded under a staging prefix of its root (`ROOT/.staging/MONTH-PID-XXXXXXXX/`)
    that no reader looks at: the slow part; a run killed there leaves every published object as
    it was;
-2. then every old manifest is deleted, the last one given first, and pair by pair in the order
-   given the object is copied into place inside the store (no upload) and its manifest beside it;
-   the staged copies are deleted last.
+2. then every old manifest is deleted, the last one given first, and item by item in the order
+   given its objects are copied into place inside the store (no upload), then its manifest (an
+   item may hold several files: an explorer month's four); the staged copies are deleted last.
 
 The last manifest given is the set's record (a month's run manifest records the partition and
 the book by sha256): while it is there, every pair of the set is the one it was published with,
@@ -31,13 +31,19 @@ from pipelines.sources.object_store import copy, join, remove, remove_tree, uplo
 
 @dataclass(frozen=True)
 class Described:
-    """A finished local file and its manifest, the URLs they go to, and the root holding them."""
+    """A finished local file and its manifest, the URLs they go to, and the root holding them;
+    `more`: other files the manifest describes (local file, URL), put in place before it."""
 
     file: Path
     url: str
     manifest: Path
     manifest_url: str
     root: str
+    more: tuple[tuple[Path, str], ...] = ()
+
+    def files(self) -> tuple[tuple[Path, str], ...]:
+        """Every file the manifest describes, in the order they go into place."""
+        return (*self.more, (self.file, self.url))
 
 
 def staging_name(month: str) -> str:
@@ -47,10 +53,11 @@ def staging_name(month: str) -> str:
 
 @dataclass(frozen=True)
 class Staged:
-    """A file and its manifest uploaded under a run's staging prefix, not yet in place."""
+    """A file and its manifest uploaded under a run's staging prefix, not yet in place:
+    `copies` of the item's files (Described.files), in their order."""
 
     item: Described
-    file_copy: str
+    copies: tuple[str, ...]
     manifest_copy: str
 
 
@@ -59,13 +66,20 @@ def stage(items: Sequence[Described], *, month: str) -> list[Staged]:
     name = staging_name(month)
     staged: list[Staged] = []
     for item in items:
-        prefix = join(item.root, f".staging/{name}")
-        file_copy = join(prefix, item.url.rsplit("/", 1)[-1])
-        manifest_copy = join(prefix, item.manifest_url.rsplit("/", 1)[-1])
-        upload(item.file, file_copy)
+        copies = []
+        for file, url in item.files():
+            copies.append(_staged_copy(item, name, url))
+            upload(file, copies[-1])
+        manifest_copy = _staged_copy(item, name, item.manifest_url)
         upload(item.manifest, manifest_copy)
-        staged.append(Staged(item, file_copy, manifest_copy))
+        staged.append(Staged(item, tuple(copies), manifest_copy))
     return staged
+
+
+def _staged_copy(item: Described, name: str, url: str) -> str:
+    """Where a file of an item goes under the run's staging prefix: its path under the root,
+    so that files of one name in several folders never meet."""
+    return join(join(item.root, f".staging/{name}"), url.removeprefix(item.root.rstrip("/") + "/"))
 
 
 def put_in_place(staged: Sequence[Staged]) -> None:
@@ -74,10 +88,12 @@ def put_in_place(staged: Sequence[Staged]) -> None:
     for pair in reversed(staged):  # the set's record first: no manifest beside a mixed set
         remove(pair.item.manifest_url)
     for pair in staged:
-        copy(pair.file_copy, pair.item.url)
+        for copied, (_, url) in zip(pair.copies, pair.item.files(), strict=True):
+            copy(copied, url)
         copy(pair.manifest_copy, pair.item.manifest_url)
     for pair in staged:
-        remove(pair.file_copy)
+        for copied in pair.copies:
+            remove(copied)
         remove(pair.manifest_copy)
 
 

@@ -136,6 +136,11 @@ def unchanged(pinned: Sequence[StoredMonth]) -> bool:
     return True
 
 
+def object_sha256(url: str) -> str:
+    """The sha256 of an object, read whole in blocks."""
+    return _digest(url)
+
+
 def _digest(url: str) -> str:
     fs, path = filesystem(url)
     digest = hashlib.sha256()

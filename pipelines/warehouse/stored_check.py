@@ -3,7 +3,9 @@ for the objects a bucket holds.
 
 It lists the months' partitions and manifests that disagree (a partition without its
 manifest, a manifest without its partition, a partition whose size or sha256 is not the
-recorded one: each partition is read whole to hash it), the staging prefixes runs left
+recorded one: each partition is read whole to hash it), the explorer's months as a folder's
+check finds them (files without their manifest or a manifest without them, files whose sha256
+is not the recorded one), the staging prefixes runs left
 (`.staging/MONTH-PID-XXXXXXXX/`) and the leases of runs that are gone (`.locks/*.lease`). A
 month whose lease a live run holds is in use: its objects are left alone. `repair` removes a
 dead run's staging under the month's lease (a run that starts meanwhile is refused, or
@@ -21,11 +23,14 @@ from pipelines.errors import ChesspipeError
 from pipelines.sources.object_lease import StoreLease, read_lease, supports_leases
 from pipelines.sources.object_store import filesystem, join, reporting
 from pipelines.warehouse.check import Finding
+from pipelines.warehouse.explorer_files import SHA256_FIELDS, month_file_names
 from pipelines.warehouse.integrity import DamagedMonth
+from pipelines.warehouse.layout import MONTH_RE
 from pipelines.warehouse.stored import (
     check_stored,
     listed_months,
     manifest_url,
+    object_sha256,
     partition_url,
     pin_months,
 )
@@ -127,4 +132,52 @@ def check_stored_warehouse(warehouse: str, repair: bool = False) -> list[Finding
         except DamagedMonth:
             detail = "its sha256 is not the one its manifest records: build the month again"
             findings.append(Finding("sha256-mismatch", pinned.url, month, detail))
+    findings += _explorer_findings(warehouse, fs, root, live)
+    return findings
+
+
+def _explorer_findings(warehouse: str, fs: Any, root: str, live: set[str]) -> list[Finding]:
+    """The explorer's months in the bucket (`explorer/month=YYYY-MM/` and its manifest), as
+    warehouse check finds them in a folder: files without their manifest, a manifest without
+    its files, files that no longer have their recorded sha256 (each read whole)."""
+    import json
+
+    findings: list[Finding] = []
+    with reporting(warehouse):
+        names = [p.rsplit("/", 1)[-1] for p in fs.glob(f"{root}/explorer/month=*")]
+    months = {n.removeprefix("month=").removesuffix(".json") for n in names}
+    again = "index the month for the explorer again (build-month it again)"
+    for month in sorted(m for m in months if MONTH_RE.fullmatch(m) and m not in live):
+        folder = join(warehouse, f"explorer/month={month}")
+        manifest = f"{folder}.json"
+        with reporting(folder):
+            present = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root}/explorer/month={month}/*")}
+            recorded_text = (
+                fs.cat(filesystem(manifest)[1]) if f"month={month}.json" in names else None
+            )
+        if recorded_text is None:
+            if present:
+                findings.append(
+                    Finding(
+                        "no-manifest", folder, month, f"explorer data without a manifest; {again}"
+                    )
+                )
+            continue
+        try:
+            recorded = json.loads(recorded_text)
+        except ValueError:
+            findings.append(Finding("bad-manifest", manifest, month, f"not a manifest; {again}"))
+            continue
+        files = month_file_names(recorded.get("positions_published", True) is not False)
+        missing = [name for name in files if name not in present]
+        if missing:
+            detail = f"explorer manifest without {', '.join(missing)}; {again}"
+            findings.append(Finding("no-partition", manifest, month, detail))
+            continue
+        for name in files:
+            field = SHA256_FIELDS[name]
+            url = f"{folder}/{name}"
+            if recorded.get(field) is not None and object_sha256(url) != recorded[field]:
+                detail = f"does not match {field} of month={month}.json; {again}"
+                findings.append(Finding("sha256-mismatch", url, month, detail))
     return findings
