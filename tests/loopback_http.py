@@ -29,6 +29,8 @@ class Served:
     after_drop: bytes | None = None
     #: An event each GET waits for (up to a minute) before its first byte: a held download.
     gate: threading.Event | None = None
+    #: A path to send the client to (302 Found, as signed bucket URLs often do) instead.
+    moved_to: str | None = None
 
 
 class LoopbackServer:
@@ -64,6 +66,12 @@ class LoopbackServer:
                     return
                 if error is not None:
                     self._status(error)
+                    return
+                if served.moved_to is not None:
+                    self.send_response(302)
+                    self.send_header("Location", served.moved_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 data = served.data
                 start = 0

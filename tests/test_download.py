@@ -299,3 +299,16 @@ def test_the_command_says_its_retries_and_fails_at_once_on_a_host_it_cannot_reso
     assert tried == [f"chesspipe: connecting to {nowhere}"], proc.stderr
     cannot = f"chesspipe: error: {nowhere}: cannot resolve the host chesspipe.invalid ("
     assert last.startswith(cannot), proc.stderr
+
+
+def test_a_redirected_remote_identity_is_still_asked_with_head() -> None:
+    data = bytes(range(256)) * 8192
+    with LoopbackServer() as server:
+        server.add("/real.pgn.zst", data, etag='"v2"')
+        url = server.add("/signed.pgn.zst", b"", moved_to="/real.pgn.zst")
+        assert remote_identity(url, timeout=5.0) == (len(data), '"v2"')
+        assert [(m, p) for m, p, _ in server.requests] == [
+            ("HEAD", "/signed.pgn.zst"),
+            ("HEAD", "/real.pgn.zst"),
+        ]
+        assert server.bytes_sent == 0

@@ -11,6 +11,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from contextlib import suppress
+from typing import IO
 
 from pipelines.errors import ChesspipeError
 from pipelines.sources.retry import (
@@ -82,9 +83,7 @@ class HttpStream:
         method = "HEAD" if self.head else "GET"
         request = urllib.request.Request(self.url, headers=headers, method=method)
         try:
-            response: http.client.HTTPResponse = urllib.request.urlopen(
-                request, timeout=self.timeout
-            )
+            response: http.client.HTTPResponse = _OPENER.open(request, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             answer = exc.headers
             exc.close()
@@ -264,6 +263,29 @@ def fetch_text(
 def url_file_name(url: str) -> str:
     """Return the last path segment of a URL."""
     return posixpath.basename(urllib.parse.urlsplit(url).path) or "download"
+
+
+class _KeepHead(urllib.request.HTTPRedirectHandler):
+    """Redirects as urllib's, but a HEAD stays a HEAD (urllib's asks the new place with GET,
+    which moves the file a HEAD was there to spare)."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        found = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if found is not None and req.get_method() == "HEAD":
+            found.method = "HEAD"
+        return found
+
+
+#: The one HTTP client of the downloads: urllib's, its redirects keeping HEAD.
+_OPENER = urllib.request.build_opener(_KeepHead())
 
 
 def remote_identity(
