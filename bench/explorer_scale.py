@@ -199,7 +199,7 @@ def build_month_cost(folder: Path, step: int) -> None:
         )  # fmt: skip
     row["ingest"] = run_measured(
         [sys.executable, "-m", "pipelines", "ingest", *common, "--warehouse",
-         str(folder / "build-ingest")],
+         str(folder / "build-ingest"), "--no-explorer"],
         ROOT,
     )  # fmt: skip
     print(json.dumps(row), flush=True)
