@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -147,6 +147,7 @@ def ingest(
                         # A URL read by byte ranges is never read whole.
                         hashed=opened.kind != "url" or plan.strategy is not Strategy.UNITS,
                         workers=used if parallel else 1,
+                        release=pool.close if pool is not None else None,
                     )
             except OSError as exc:
                 if exc.filename is not None or exc.errno is None:
@@ -354,12 +355,15 @@ def publish_month(
     hashed: bool,
     workers: int | str,
     dated: bool = False,
+    release: Callable[[], None] | None = None,
 ) -> IngestManifest:
     """Write the month's partition file and its manifest into place; return the manifest.
 
     The source must hash to `expected_sha256` if given. Unless `hashed`, the source was not
     read whole and its sha256 is not recorded. A run that kept no game publishes only if
     `allow_empty` (NothingKept). `dated`: the month holds the source's games of its date.
+    `release` frees the counting's workers once the partition is written, before the files
+    staged with it (`job.also_staged`, which starts workers of its own) are made.
     """
     sha256 = source_sha256(opened, expected_sha256, hashed=hashed)
     if not replace_month:
@@ -421,6 +425,8 @@ def publish_month(
             )  # fmt: skip
         if job.also_staged is not None:
             assert kept_games is not None
+            if release is not None:
+                release()
             job.also_staged(kept_games, outputs)
         outputs.path(manifest_file).write_bytes(json_bytes(manifest.to_json()))
     return manifest
