@@ -140,27 +140,11 @@ def index_month(
     """
     settings = settings or ExplorerSettings()
     check_month(month)
-    with month_held(Path(warehouse), month):
-        return _index_month(
-            source, month, Path(warehouse), settings, source_sha256, http_options or {},
-            allow_empty, progress, workers, parallel_min_bytes, recorded_source,
-        )  # fmt: skip
-
-
-def _index_month(
-    source: Source,
-    month: str,
-    warehouse: Path,
-    settings: ExplorerSettings,
-    source_sha256: str | None,
-    http_options: Mapping[str, Any],
-    allow_empty: bool,
-    progress: ProgressCallback | None = None,
-    workers: int = 1,
-    parallel_min_bytes: int = PARALLEL_MIN_BYTES,
-    recorded_source: str | None = None,
-) -> ExplorerManifest:
-    with OutputSet(explorer_manifest_path(warehouse, month)) as output:
+    warehouse = Path(warehouse)
+    with (
+        month_held(warehouse, month),
+        OutputSet(explorer_manifest_path(warehouse, month)) as output,
+    ):
         return stage_month(
             source, month, warehouse, settings, output, source_sha256=source_sha256,
             http_options=http_options, allow_empty=allow_empty, progress=progress,
