@@ -55,13 +55,14 @@ def test_ingest_imports_no_prefect_duckdb_or_pandas(
     assert got == allowed
 
 
-def test_ingest_with_the_explorer_imports_no_prefect(tmp_path: Path) -> None:
+def test_ingest_with_the_explorer_imports_no_prefect_or_pandas(tmp_path: Path) -> None:
     # The explorer's index (by default) writes its lookup file with DuckDB.
     got = imported(
         "ingest", str(SAMPLE), "--month", "2024-01", "--warehouse", str(tmp_path), "--quiet",
         "--min-rating", "0", "--workers", "1",
     )  # fmt: skip
-    assert "prefect" not in got and "distributed" not in got and "duckdb" in got
+    assert "prefect" not in got and "distributed" not in got and "pandas" not in got
+    assert "duckdb" in got
     assert (tmp_path / "explorer" / "month=2024-01.json").is_file()
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import zstandard
 
+from pipelines import arrow_arrays as arrays
 from pipelines.errors import ChesspipeError
 
 MAGIC = b"CPBLKS01"
@@ -77,7 +78,7 @@ class BlockWriter:
         self._pending = rest.to_batches()
         self._pending_rows = rest.num_rows
         batch = block.combine_chunks().to_batches()[0]
-        keys = batch.column(self.key).to_numpy()
+        keys = arrays.numbers(batch.column(self.key))
         first = int(keys[0])
         if (self._last is not None and first < self._last) or np.any(keys[1:] < keys[:-1]):
             raise ValueError(f"rows are not sorted by {self.key}")

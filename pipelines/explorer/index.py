@@ -20,9 +20,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipelines import arrow_arrays as arrays
 from pipelines.explorer.game_record import read_records
 from pipelines.explorer.layout import (
     counts_file,
@@ -55,6 +55,19 @@ from schemas.version import __version__
 BATCH_GAMES = 4096
 
 
+#: The string columns of a game record, as GAMES_SCHEMA names them.
+_RECORD_STRINGS = ("id", "event", "site", "round", "date", "white", "black", "white_title",
+                   "black_title")  # fmt: skip
+
+
+def _after(table: pa.Table, first: int) -> pa.Array:
+    """A table's seq column, numbered from `first`."""
+    seq = arrays.numbers(table.column("seq")).astype(np.uint64) + np.uint64(first)
+    if len(seq) and int(seq.max()) > np.iinfo(np.uint32).max:
+        raise OverflowError(f"more than {np.iinfo(np.uint32).max:,} games in a month")
+    return arrays.integers(seq.astype(np.uint32))
+
+
 class _Writer:
     """The month's two Parquet files, a batch of games at a time."""
 
@@ -69,20 +82,29 @@ class _Writer:
             return
         seqs = np.arange(self.seq, self.seq + len(batch), dtype=np.uint32)
         self.seq += len(batch)
-        columns: dict[str, object] = read_records([text for _, text, _ in batch])._asdict()
-        columns["seq"] = seqs
-        columns["result"] = [kept.result for kept, _, _ in batch]
-        columns["speed"] = [kept.speed.value for kept, _, _ in batch]
-        columns["moves"] = [found.uci for _, _, found in batch]
-        self.games.write_table(pa.Table.from_pydict(columns, schema=GAMES_SCHEMA))
+        records = read_records([text for _, text, _ in batch])
+        columns = {
+            "seq": arrays.integers(seqs),
+            **{name: arrays.strings(getattr(records, name)) for name in _RECORD_STRINGS},
+            "white_elo": arrays.optional_integers(records.white_elo, np.uint16),
+            "black_elo": arrays.optional_integers(records.black_elo, np.uint16),
+            "result": arrays.integers(np.array([kept.result for kept, _, _ in batch], np.uint8)),
+            "speed": arrays.strings([kept.speed.value for kept, _, _ in batch]),
+            "rated": arrays.booleans(np.array(records.rated, dtype=bool)),
+            "tournament": arrays.booleans(np.array(records.tournament, dtype=bool)),
+            "moves": arrays.strings([found.uci for _, _, found in batch]),
+        }
+        self.games.write_table(
+            pa.Table.from_arrays([columns[f.name] for f in GAMES_SCHEMA], schema=GAMES_SCHEMA)
+        )
         lengths = np.array([len(found.keys) for _, _, found in batch], dtype=np.int64)
-        positions = pa.Table.from_pydict(
-            {
-                "seq": np.repeat(seqs, lengths),
-                "key": np.concatenate([found.keys for _, _, found in batch]),
-                "move": np.concatenate([found.moves for _, _, found in batch]),
-                "ply": np.concatenate([found.plies for _, _, found in batch]),
-            },
+        positions = pa.Table.from_arrays(
+            [
+                arrays.integers(np.repeat(seqs, lengths)),
+                arrays.integers(np.concatenate([found.keys for _, _, found in batch])),
+                arrays.integers(np.concatenate([found.moves for _, _, found in batch])),
+                arrays.integers(np.concatenate([found.plies for _, _, found in batch])),
+            ],
             schema=POSITIONS_SCHEMA,
         )
         self.positions.write_table(positions)
@@ -93,13 +115,13 @@ class _Writer:
         first = self.seq
         for batch in pq.ParquetFile(games).iter_batches(batch_size=BATCH_GAMES):
             table = pa.Table.from_batches([batch])
-            seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
-            self.games.write_table(table.set_column(0, "seq", seq).cast(GAMES_SCHEMA))
+            seq = GAMES_SCHEMA.field("seq")
+            self.games.write_table(table.set_column(0, seq, _after(table, first)))
             self.seq += batch.num_rows
         for batch in pq.ParquetFile(positions).iter_batches(batch_size=64 * BATCH_GAMES):
             table = pa.Table.from_batches([batch])
-            seq = pc.add_checked(table.column("seq"), pa.scalar(first, pa.uint32()))
-            self.positions.write_table(table.set_column(0, "seq", seq).cast(POSITIONS_SCHEMA))
+            seq = POSITIONS_SCHEMA.field("seq")
+            self.positions.write_table(table.set_column(0, seq, _after(table, first)))
             self.rows += batch.num_rows
 
     def close(self) -> None:

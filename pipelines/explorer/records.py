@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines import arrow_arrays as arrays
 from pipelines.explorer.blocks import BlockReader, BlockWriter, DamagedBlocks
 
 RECORDS_FILE = "records.bin"
@@ -45,7 +47,7 @@ def write_records(games: Path, out: Path, speeds: tuple[str, ...]) -> None:
             speed = [number.get(s, 255) for s in batch.column("speed").to_pylist()]
             columns = {name: batch.column(name) for name in COLUMNS}
             columns["seq"] = batch.column("seq").cast(pa.uint64())
-            columns["speed"] = pa.array(speed, pa.uint8())
+            columns["speed"] = arrays.integers(np.array(speed, dtype=np.uint8))
             writer.write([pa.RecordBatch.from_pydict(columns)])
     finally:
         writer.close()

@@ -253,37 +253,18 @@ def from_rows(rows: MoveRows) -> StatsColumns:
     )
 
 
-def _arrow(values: np.ndarray) -> pa.Array:
-    """Return a non-null Arrow array over a NumPy column (pa.array would import pandas)."""
-    import pyarrow as pa
-
-    values = np.ascontiguousarray(values)
-    kind = {
-        np.dtype(np.uint64): pa.uint64(),
-        np.dtype(np.uint16): pa.uint16(),
-        np.dtype(np.uint8): pa.uint8(),
-    }[values.dtype]
-    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
-
-
-def _arrow_bool(values: np.ndarray) -> pa.Array:
-    """Return a non-null Arrow boolean array over a NumPy bool column."""
-    import pyarrow as pa
-
-    bits = np.packbits(values, bitorder="little")
-    return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
-
-
 def _speed_names(speed: np.ndarray) -> pa.Array:
     """Return speed indexes as an Arrow string array of their names."""
     import pyarrow as pa
+
+    from pipelines import arrow_arrays as arrays
 
     names = [speed.value.encode() for speed in Speed]
     offsets = np.cumsum([0, *map(len, names)], dtype=np.int32)
     dictionary = pa.Array.from_buffers(
         pa.string(), len(names), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(names))]
     )  # (not pa.array: it imports pandas)
-    return pa.DictionaryArray.from_arrays(_arrow(speed), dictionary).cast(pa.string())
+    return pa.DictionaryArray.from_arrays(arrays.integers(speed), dictionary).cast(pa.string())
 
 
 #: Runs are cut into 2**BUCKET_BITS ranges of keys (by their top bits), merged range by range.
@@ -324,25 +305,26 @@ def _month_table(columns: StatsColumns) -> pa.Table:
     """Return summed columns as a table of move statistics (MOVE_STATS_SCHEMA)."""
     import pyarrow as pa
 
+    from pipelines import arrow_arrays as arrays
     from schemas.move_stats import MOVE_STATS_SCHEMA
 
     games = columns.wins + columns.draws + columns.losses
     white_to_move, ranks = side_of(columns.first_play)
-    arrays = [
-        _arrow(columns.key),
-        _arrow(columns.move),
+    built = [
+        arrays.integers(columns.key),
+        arrays.integers(columns.move),
         _speed_names(columns.speed),
-        _arrow(columns.rating_band),
-        _arrow(columns.rating_group),
-        _arrow(games),
-        _arrow(columns.wins),
-        _arrow(columns.draws),
-        _arrow(columns.losses),
-        _arrow(columns.rating_sum),
-        _arrow(ranks),
-        _arrow_bool(white_to_move),
+        arrays.integers(columns.rating_band),
+        arrays.integers(columns.rating_group),
+        arrays.integers(games),
+        arrays.integers(columns.wins),
+        arrays.integers(columns.draws),
+        arrays.integers(columns.losses),
+        arrays.integers(columns.rating_sum),
+        arrays.integers(ranks),
+        arrays.booleans(white_to_move),
     ]
-    return pa.Table.from_arrays(arrays, schema=MOVE_STATS_SCHEMA)
+    return pa.Table.from_arrays(built, schema=MOVE_STATS_SCHEMA)
 
 
 def _steps(index: np.ndarray, most_rows: int) -> list[tuple[int, int]]:
