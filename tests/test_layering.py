@@ -17,7 +17,15 @@ PACKAGES = ("schemas", "pipelines", "engine")
 #: The rooms of pipelines/, lowest first: a room may import its own modules and lower rooms only.
 #: Modules of one step (the sets) do not import each other.
 ROOMS: tuple[frozenset[str], ...] = (
-    frozenset({"pipelines.errors", "pipelines.files", "pipelines.lifetime", "pipelines.progress"}),
+    frozenset(
+        {
+            "pipelines.arrow_arrays",
+            "pipelines.errors",
+            "pipelines.files",
+            "pipelines.lifetime",
+            "pipelines.progress",
+        }
+    ),
     frozenset({"pipelines.sources"}),
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.games"}),
