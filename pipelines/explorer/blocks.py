@@ -239,12 +239,10 @@ class BlockReader:
         if number < 0:
             return None
         batch = self.block(number)
-        keys = batch.column(self.key)
-        place = key - int(self._firsts[number])  # (keys that follow on: the row's own place)
-        if not (0 <= place < len(keys) and keys[place].as_py() == key):
-            place = int(np.searchsorted(keys.to_numpy(), np.uint64(key), "left"))
-            if place >= len(keys) or keys[place].as_py() != key:
-                return None
+        keys = arrays.numbers(batch.column(self.key))
+        place = int(np.searchsorted(keys, np.uint64(key), "left"))
+        if place >= len(keys) or int(keys[place]) != key:
+            return None
         return batch, place
 
     def rows(self, key: int) -> pa.Table | None:
