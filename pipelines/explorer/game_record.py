@@ -79,26 +79,11 @@ def is_tournament(event: str) -> bool:
 
 
 def read_record(game: bytes) -> GameRecord:
-    """The record of a game's text."""
+    """The record of a game's text, its tags read by tags() (read_records() reads them in
+    compiled code, and agrees)."""
     found = tags(game)
-    site = found.get("Site", "")
-    event = found.get("Event", "")
-    date = found.get("UTCDate") or found.get("Date") or "????.??.??"
-    return GameRecord(
-        id=game_id(site, game),
-        event=event,
-        site=site,
-        round=found.get("Round", "-"),
-        date=date,
-        white=found.get("White", "?"),
-        black=found.get("Black", "?"),
-        white_elo=_rating(found.get("WhiteElo")),
-        black_elo=_rating(found.get("BlackElo")),
-        white_title=found.get("WhiteTitle") or None,
-        black_title=found.get("BlackTitle") or None,
-        rated=not event.lower().startswith("casual"),
-        tournament=is_tournament(event),
-    )
+    columns = [[found.get(name.decode())] for name in _RECORD_TAGS]
+    return GameRecord._make(column[0] for column in _records([game], columns))
 
 
 class RecordColumns(NamedTuple):
@@ -127,16 +112,18 @@ _RECORD_TAGS = (b"Site", b"Event", b"UTCDate", b"Date", b"Round", b"White", b"Bl
 def read_records(games: Sequence[bytes]) -> RecordColumns:
     """The records of many games' texts, as read_record() reads each (their tags read by the
     compiled scanner, as tags() reads them)."""
+    return _records(games, header_tags(games, _RECORD_TAGS))
+
+
+def _records(games: Sequence[bytes], values: Sequence[Sequence[str | None]]) -> RecordColumns:
+    """The records of games from their tags' values (a column per tag of _RECORD_TAGS, None
+    where a game has none)."""
     site, event, utc_date, date, round_, white, black, white_elo, black_elo, white_title, \
-        black_title = header_tags(games, _RECORD_TAGS)  # fmt: skip
+        black_title = values  # fmt: skip
     sites = [s or "" for s in site]
     events = [e or "" for e in event]
-    ids = []
-    for text, where in zip(games, sites, strict=True):
-        found = _LICHESS_SITE.match(where)
-        ids.append(found.group(1) if found else game_id(where, text))
     return RecordColumns(
-        id=ids,
+        id=[game_id(where, text) for text, where in zip(games, sites, strict=True)],
         event=events,
         site=sites,
         round=[r if r is not None else "-" for r in round_],
@@ -148,5 +135,5 @@ def read_records(games: Sequence[bytes]) -> RecordColumns:
         white_title=[t or None for t in white_title],
         black_title=[t or None for t in black_title],
         rated=[not e.lower().startswith("casual") for e in events],
-        tournament=[_TOURNAMENT.search(e) is not None for e in events],
+        tournament=[is_tournament(e) for e in events],
     )
