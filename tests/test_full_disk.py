@@ -271,6 +271,30 @@ def test_warehouse_compact_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_explorer_compact_on_a_full_disk(disk: Path, tmp_path: Path) -> None:
+    """A year of the explorer compacted (a DuckDB file and a block file): whole or nothing,
+    DuckDB's full disk said as any full disk, naming the yearly file."""
+    year = "2023"
+
+    def prepare(root: Path) -> None:
+        for number in (1, 2):
+            run_cli("explorer", "index", str(SAMPLE), "--month", f"{year}-{number:02d}",
+                    "--warehouse", str(root / "wh"), "--quiet")  # fmt: skip
+
+    def published(root: Path) -> None:
+        folder = root / "wh" / "explorer_yearly"
+        manifest = json.loads((folder / f"year={year}.json").read_text())
+        lookup = folder / f"year={year}" / "lookup.duckdb"
+        assert manifest["lookup_sha256"] == hashlib.sha256(lookup.read_bytes()).hexdigest()
+
+    _full_disk_runs(
+        disk, tmp_path, prepare,
+        lambda root: ["explorer", "compact", "--warehouse", str(root / "wh"), "--year", year],
+        published, slack=4 << 20,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
 def test_build_month_on_a_full_disk(
     disk: Path, tmp_path: Path, prefect_api: dict[str, str]
 ) -> None:

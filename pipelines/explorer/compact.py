@@ -24,7 +24,13 @@ from pipelines.explorer.layout import (
     explorer_months,
     lookup_file,
 )
-from pipelines.explorer.lookup import COUNTS_FILE, LOOKUP_FILE, LOOKUP_VERSION, write_counts
+from pipelines.explorer.lookup import (
+    COUNTS_FILE,
+    LOOKUP_FILE,
+    LOOKUP_VERSION,
+    database_written,
+    write_counts,
+)
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.files import file_sha256, json_bytes
 from pipelines.warehouse.explorer_files import explorer_yearly_dir
@@ -156,30 +162,8 @@ def _compact(
     target, counts_target, manifest_path = targets
     with OutputSet(*targets) as output:
         staged, counts_staged = output.path(target), output.path(counts_target)
-        con = resources.connect(str(staged))
-        try:
-            for number, month in enumerate(months):
-                path = str(lookup_file(warehouse, month)).replace("'", "''")
-                con.execute(f"ATTACH '{path}' AS m{number} (READ_ONLY)")
-            con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $year AS year",
-                        {"year": year})  # fmt: skip
-            for table, order in TABLES.items():
-                union = " UNION ALL ".join(
-                    f"SELECT * FROM m{i}.{table}" for i in range(len(months))
-                )
-                con.execute(f"CREATE TABLE {table} AS SELECT * FROM ({union}) ORDER BY {order}")
-            readers = [BlockReader(counts_file(warehouse, month), "key") for month in months]
-            try:
-                for number, reader in enumerate(readers):
-                    con.register(f"counts{number}", reader.batches())
-                union = " UNION ALL ".join(f"SELECT * FROM counts{i}" for i in range(len(months)))
-                write_counts(con, f"SELECT * FROM ({union})", counts_staged)
-            finally:
-                for reader in readers:
-                    reader.close()
-            con.execute("CHECKPOINT")
-        finally:
-            con.close()
+        with database_written(staged):
+            _write_year(warehouse, year, months, resources, staged, counts_staged)
         for month in months:  # each month unchanged while it was read
             if month_lookup_sha256(warehouse, month) != recorded[month]:
                 raise ChesspipeError(
@@ -197,3 +181,37 @@ def _compact(
         )
         output.path(manifest_path).write_bytes(json_bytes(manifest.to_json()))
     return manifest
+
+
+def _write_year(
+    warehouse: Path,
+    year: str,
+    months: list[str],
+    resources: QueryResources,
+    staged: Path,
+    counts_staged: Path,
+) -> None:
+    """Write a year's lookup file at `staged` and its counts file at `counts_staged` from its
+    months' files."""
+    con = resources.connect(str(staged))
+    try:
+        for number, month in enumerate(months):
+            path = str(lookup_file(warehouse, month)).replace("'", "''")
+            con.execute(f"ATTACH '{path}' AS m{number} (READ_ONLY)")
+        con.execute(f"CREATE TABLE meta AS SELECT {LOOKUP_VERSION} AS version, $year AS year",
+                    {"year": year})  # fmt: skip
+        for table, order in TABLES.items():
+            union = " UNION ALL ".join(f"SELECT * FROM m{i}.{table}" for i in range(len(months)))
+            con.execute(f"CREATE TABLE {table} AS SELECT * FROM ({union}) ORDER BY {order}")
+        readers = [BlockReader(counts_file(warehouse, month), "key") for month in months]
+        try:
+            for number, reader in enumerate(readers):
+                con.register(f"counts{number}", reader.batches())
+            union = " UNION ALL ".join(f"SELECT * FROM counts{i}" for i in range(len(months)))
+            write_counts(con, f"SELECT * FROM ({union})", counts_staged)
+        finally:
+            for reader in readers:
+                reader.close()
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()

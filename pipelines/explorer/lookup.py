@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,12 +88,20 @@ def write_lookup(
     """Write a month's lookup file at `out` and its counts file at `counts_out` (new files)
     from its two Parquet files (DuckDB sorts them in at most `resources`' memory, spilling
     the rest: the index's memory does not grow with the month). A disk that fills raises
-    OSError (ENOSPC) naming `out`, as a file written by Python would, and leaves nothing of it
-    (its write-ahead log included)."""
+    OSError (ENOSPC) naming `out` (database_written)."""
+    with database_written(out):
+        _write_lookup(games_path, positions_path, out, counts_out, month, resources)
+
+
+@contextmanager
+def database_written(out: Path) -> Iterator[None]:
+    """While DuckDB writes a database file at `out` (a staged path): a disk that fills raises
+    OSError (ENOSPC) naming `out`, as a file written by Python would (an output set then names
+    its target), and a failure leaves no write-ahead log of it."""
     import duckdb
 
     try:
-        _write_lookup(games_path, positions_path, out, counts_out, month, resources)
+        yield
     except duckdb.Error as exc:
         Path(f"{out}.wal").unlink(missing_ok=True)
         if "No space left on device" in str(exc):
