@@ -19,15 +19,7 @@ from pipelines.books.build import build_book
 from pipelines.books.manifest import BookManifest
 from pipelines.errors import ChesspipeError
 from pipelines.explorer.index import WithIngest, index_month, with_ingest
-from pipelines.explorer.layout import (
-    counts_file,
-    explorer_manifest_path,
-    games_file,
-    lookup_file,
-    month_dir,
-    positions_file,
-    records_file,
-)
+from pipelines.explorer.layout import explorer_manifest_path, month_dir
 from pipelines.explorer.manifest import ExplorerManifest
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.files import file_sha256, make_folder
@@ -47,6 +39,7 @@ from pipelines.monthly.settings import MonthSettings
 from pipelines.monthly.source import ResolvedSource, SourceIdentity, resolve_source
 from pipelines.progress import ProgressCallback
 from pipelines.sources.options import DownloadOptions
+from pipelines.warehouse.explorer_files import SHA256_FIELDS, month_file_names
 from pipelines.warehouse.layout import check_month, manifest_path, partition_file
 from pipelines.warehouse.locks import clean_month_if_free, month_lock
 from schemas.atomic_files import OutputSet, check_output
@@ -186,20 +179,11 @@ def up_to_date_explorer(
         manifest = ExplorerManifest.read(path)
     except (OSError, ValueError, TypeError):
         return None
-    if manifest.source_sha256 != identity.sha256:
+    if manifest.source_sha256 != identity.sha256 or manifest.settings != wanted:
         return None
-    if manifest.settings != explorer_settings(settings).to_json():
-        return None
-    files = [
-        (games_file(warehouse, month), manifest.games_sha256),
-        (lookup_file(warehouse, month), manifest.lookup_sha256),
-        (counts_file(warehouse, month), manifest.counts_sha256),
-        (records_file(warehouse, month), manifest.records_sha256),
-    ]
-    if manifest.positions_published:
-        files.append((positions_file(warehouse, month), manifest.positions_sha256))
-    for file, recorded in files:
-        if not file.is_file() or file_sha256(file) != recorded:
+    for name in month_file_names(manifest.positions_published):
+        file = month_dir(warehouse, month) / name
+        if not file.is_file() or file_sha256(file) != getattr(manifest, SHA256_FIELDS[name]):
             return None
     return manifest
 
@@ -210,20 +194,17 @@ def explorer_step(
     warehouse: Path,
     settings: MonthSettings,
     download: DownloadOptions,
-    force: bool,
     with_ingest: WithIngest | None = None,
-    published: ExplorerManifest | None = None,
+    current: ExplorerManifest | None = None,
 ) -> ExplorerManifest | None:
-    """Index the month for the explorer unless it already is from this content (None: a
-    source read once, standard input, is not indexed). `with_ingest`: the index this run's
-    ingest made from the games it kept and published with the statistics (feeds_explorer),
-    if it ran."""
+    """Index the month for the explorer unless it already is from this content (`current`,
+    up_to_date_explorer's; None: a source read once, standard input, is not indexed).
+    `with_ingest`: the index this run's ingest made from the games it kept and published with
+    the statistics (feeds_explorer), if it ran."""
     if with_ingest is not None and with_ingest.manifest is not None:
         return with_ingest.manifest
-    if not force:
-        existing = up_to_date_explorer(warehouse, month, resolved.identity, settings, published)
-        if existing is not None:
-            return existing
+    if current is not None:
+        return current
     digest = resolved.identity.sha256 if resolved.identity is not None else None
     if resolved.kind == "stdin":
         return None
@@ -247,16 +228,12 @@ def explorer_with_ingest(
     month: str,
     settings: MonthSettings,
     resolved: ResolvedSource,
-    force: bool,
-    published: ExplorerManifest | None = None,
+    current: ExplorerManifest | None,
 ) -> Iterator[WithIngest | None]:
     """The explorer's index that ingest makes from the games it keeps, published with the
-    statistics (the explorer's month held meanwhile). None: the explorer is up to date (here,
-    or `published` where the build publishes), or does not read ingest's games
-    (feeds_explorer)."""
-    if not feeds_explorer(settings) or (
-        not force and up_to_date_explorer(warehouse, month, resolved.identity, settings, published)
-    ):
+    statistics (the explorer's month held meanwhile). None: the explorer is up to date
+    (`current`, up_to_date_explorer's), or does not read ingest's games (feeds_explorer)."""
+    if not feeds_explorer(settings) or current is not None:
         yield None
         return
     digest = resolved.identity.sha256 if resolved.identity is not None else None
@@ -363,9 +340,12 @@ def build_month(
             current = up_to_date_book(books, month, resolved.identity, settings, warehouse)
             if current is not None:
                 return replace(current, status="up-to-date")
-        with explorer_with_ingest(
-            warehouse, month, settings, resolved, force, published_explorer
-        ) as explorer:
+        explored = None  # (the explorer's files hashed once: before ingest, and for its step)
+        if settings.explorer and not force:
+            explored = up_to_date_explorer(
+                warehouse, month, resolved.identity, settings, published_explorer
+            )
+        with explorer_with_ingest(warehouse, month, settings, resolved, explored) as explorer:
             ingested: IngestResult = run_step(
                 "ingest", ingest_step, resolved, month, warehouse, settings, download, force,
                 progress, explorer, executor,
@@ -373,7 +353,7 @@ def build_month(
             if settings.explorer:
                 run_step(
                     "explorer-index", explorer_step, resolved, month, warehouse, settings,
-                    download, force, explorer, published_explorer,
+                    download, explorer, explored,
                 )  # fmt: skip
         with book_staging(books, month) as staging:
             book_manifest: BookManifest = run_step(
