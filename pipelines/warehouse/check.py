@@ -21,7 +21,7 @@ from pipelines.warehouse.explorer_files import (
     explorer_month_dir,
     explorer_temp_files,
     explorer_yearly_dir,
-    month_file_names,
+    recorded_file_names,
 )
 from pipelines.warehouse.integrity import DamagedMonth, record_times, recorded_output
 from pipelines.warehouse.layout import (
@@ -313,8 +313,7 @@ def _explorer_month_findings(warehouse: Path, month: str) -> Iterator[Finding]:
         yield Finding("not-a-folder", folder, month, detail)
         return
     recorded = (_recorded(manifest) or {}) if manifest.exists() else {}
-    published = recorded.get("positions_published", True) is not False
-    files = [folder / name for name in month_file_names(published)]
+    files = [folder / name for name in recorded_file_names(recorded)]
     present = [f for f in files if f.is_file()]
     if present and not manifest.exists():
         yield Finding("no-manifest", folder, month, f"explorer data without a manifest; {again}")

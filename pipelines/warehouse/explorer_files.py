@@ -6,7 +6,7 @@ month without one is not there), and the lock a month's index run holds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,6 +34,12 @@ def month_file_names(positions_published: bool) -> tuple[str, ...]:
     """The files of a month's folder, by whether its manifest says positions.parquet is
     published (`ExplorerManifest.positions_published`)."""
     return (*MONTH_FILES, POSITIONS_FILE) if positions_published else MONTH_FILES
+
+
+def recorded_file_names(recorded: Mapping[str, object]) -> tuple[str, ...]:
+    """The files of a month's folder by its manifest's fields as read from its JSON (a
+    manifest written before `positions_published` was recorded: positions.parquet too)."""
+    return month_file_names(recorded.get("positions_published", True) is not False)
 
 
 def explorer_dir(warehouse: Path) -> Path:

@@ -138,10 +138,6 @@ def unchanged(pinned: Sequence[StoredMonth]) -> bool:
 
 def object_sha256(url: str) -> str:
     """The sha256 of an object, read whole in blocks."""
-    return _digest(url)
-
-
-def _digest(url: str) -> str:
     fs, path = filesystem(url)
     digest = hashlib.sha256()
     with reporting(url), fs.open(path, "rb", block_size=HASH_BLOCK, cache_type="none") as handle:
@@ -153,7 +149,7 @@ def _digest(url: str) -> str:
 def check_stored(warehouse: str, pinned: Sequence[StoredMonth], *, threads: int = 2) -> None:
     """Raise DamagedMonth for the first partition whose sha256 is not the recorded one."""
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        digests = list(pool.map(_digest, [month.url for month in pinned]))
+        digests = list(pool.map(object_sha256, [month.url for month in pinned]))
     for month, found in zip(pinned, digests, strict=True):
         if month.sha256 is not None and found != month.sha256:
             why = "its sha256 is not the recorded one"

@@ -23,7 +23,7 @@ from pipelines.errors import ChesspipeError
 from pipelines.sources.object_lease import StoreLease, read_lease, supports_leases
 from pipelines.sources.object_store import filesystem, join, reporting
 from pipelines.warehouse.check import Finding
-from pipelines.warehouse.explorer_files import SHA256_FIELDS, month_file_names
+from pipelines.warehouse.explorer_files import SHA256_FIELDS, recorded_file_names
 from pipelines.warehouse.integrity import DamagedMonth
 from pipelines.warehouse.layout import MONTH_RE
 from pipelines.warehouse.stored import (
@@ -166,9 +166,11 @@ def _explorer_findings(warehouse: str, fs: Any, root: str, live: set[str]) -> li
         try:
             recorded = json.loads(recorded_text)
         except ValueError:
+            recorded = None
+        if not isinstance(recorded, dict):
             findings.append(Finding("bad-manifest", manifest, month, f"not a manifest; {again}"))
             continue
-        files = month_file_names(recorded.get("positions_published", True) is not False)
+        files = recorded_file_names(recorded)
         missing = [name for name in files if name not in present]
         if missing:
             detail = f"explorer manifest without {', '.join(missing)}; {again}"
