@@ -13,15 +13,14 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-#: Arrow types of the NumPy integer types these columns use.
+#: Arrow types of the NumPy integer types these columns use, and back.
 _TYPES: dict[np.dtype, pa.DataType] = {
     np.dtype(np.uint64): pa.uint64(),
     np.dtype(np.uint32): pa.uint32(),
     np.dtype(np.uint16): pa.uint16(),
     np.dtype(np.uint8): pa.uint8(),
-    np.dtype(np.int32): pa.int32(),
-    np.dtype(np.int64): pa.int64(),
 }
+_NUMPY_TYPES = {arrow: dtype for dtype, arrow in _TYPES.items()}
 
 
 def _validity(present: np.ndarray) -> pa.Buffer | None:
@@ -67,18 +66,11 @@ def numbers(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The values of an integer array without nulls, as NumPy's (`to_numpy` imports pandas)."""
     if isinstance(array, pa.ChunkedArray):
         parts = [numbers(chunk) for chunk in array.chunks]
-        return np.concatenate(parts) if parts else np.zeros(0, _numpy_type(array.type))
+        return np.concatenate(parts) if parts else np.zeros(0, _NUMPY_TYPES[array.type])
     if array.null_count:
         raise ValueError("an integer array with nulls")
-    dtype = _numpy_type(array.type)
+    dtype = _NUMPY_TYPES[array.type]
     data = array.buffers()[1]
     if data is None:
         return np.zeros(0, dtype)
     return np.frombuffer(data, dtype, count=len(array), offset=array.offset * dtype.itemsize)
-
-
-def _numpy_type(kind: pa.DataType) -> np.dtype:
-    for dtype, arrow in _TYPES.items():
-        if arrow == kind:
-            return dtype
-    raise TypeError(f"not an integer type of these columns: {kind}")
