@@ -21,7 +21,7 @@ PV_MOVES = 8
 MOST_LINES = 16
 
 #: Columns a part may lack: parts written before the column came read it as null.
-LATER_COLUMNS = ("lines",)
+LATER_COLUMNS = ("lines", "wdl")
 
 #: Where an evaluation came from: an engine run (`chesspipe evals analyse`), the Lichess
 #: evaluation dump (`chesspipe evals import`), the `[%eval]` comments of kept games
@@ -39,6 +39,18 @@ def _line_type() -> pa.DataType:
             pa.field("cp", pa.int32()),
             pa.field("mate", pa.int16()),
             pa.field("pv", pa.string()),
+        ]
+    )
+
+
+def _wdl_type() -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.struct(
+        [
+            pa.field("win", pa.uint16()),
+            pa.field("draw", pa.uint16()),
+            pa.field("loss", pa.uint16()),
         ]
     )
 
@@ -68,6 +80,7 @@ def evals_schema() -> pa.Schema:
             pa.field("source", pa.string(), nullable=False),
             pa.field("analysed_at", pa.timestamp("s", tz="UTC"), nullable=False),
             pa.field("lines", pa.list_(_line_type())),
+            pa.field("wdl", _wdl_type()),
         ],
         metadata={
             b"description": b"Polyglot key and FEN (no clocks) of a position; its evaluation "
@@ -79,7 +92,9 @@ def evals_schema() -> pa.Schema:
             b"the engine's name and version, the source (analyse, lichess, games, rules) and when; "
             b"lines: the principal variations of a search of several (in MultiPV order; "
             b"the first is the row's own evaluation), each its first move (Polyglot), cp or "
-            b"mate from the side to move and its moves in UCI; null for a search of one line.",
+            b"mate from the side to move and its moves in UCI; null for a search of one line; "
+            b"wdl: the engine's win/draw/loss expectation per mille from the side to move "
+            b"(UCI_ShowWDL), null where the engine gave none.",
         },
     )
 
@@ -106,3 +121,24 @@ SCORE_SQL = (
     f"CASE WHEN mate IS NULL THEN cp WHEN mate > 0 THEN {MATE_SCORE} - mate "
     f"ELSE -{MATE_SCORE} - mate END"
 )
+
+#: No evaluation, with every column of the store: a relation read `UNION ALL BY NAME` with the
+#: parts gives the columns of LATER_COLUMNS as null where no part has them yet.
+EMPTY_EVALS_SQL = (
+    "SELECT NULL::UBIGINT AS key, NULL::VARCHAR AS fen, NULL::INTEGER AS cp, "
+    "NULL::SMALLINT AS mate, NULL::USMALLINT AS best, NULL::VARCHAR AS pv, "
+    'NULL::USMALLINT AS depth, NULL::UBIGINT AS nodes, NULL::VARCHAR AS "limit", '
+    "NULL::VARCHAR AS engine, NULL::VARCHAR AS source, "
+    "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at, "
+    "NULL::STRUCT(move USMALLINT, cp INTEGER, mate SMALLINT, pv VARCHAR)[] AS lines, "
+    "NULL::STRUCT(win USMALLINT, draw USMALLINT, loss USMALLINT) AS wdl WHERE false"
+)
+
+
+def parts_sql(paths: str) -> str:
+    """The store's parts (`paths`: DuckDB's list of their paths) as one relation with every
+    column of the store (those a part lacks, null)."""
+    return (
+        f"(SELECT * FROM read_parquet({paths}, union_by_name = true) "
+        f"UNION ALL BY NAME {EMPTY_EVALS_SQL})"
+    )

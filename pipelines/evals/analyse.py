@@ -168,11 +168,18 @@ class _Engine:
         except OSError as exc:
             raise EngineProblem(f"engine {self.program}: {exc.strerror or exc}") from None
         self.transport, self.protocol = transport, protocol
-        options: dict[str, int] = {}
+        options: dict[str, int | bool] = {}
         if "Threads" in protocol.options:
             options["Threads"] = 1
         if "Hash" in protocol.options:
             options["Hash"] = self.settings.hash_mb
+        if "UCI_ShowWDL" in protocol.options:  # the win/draw/loss model beside the score
+            options["UCI_ShowWDL"] = True
+        elif self.settings.wdl:
+            name = protocol.id.get("name", Path(self.program).name)
+            raise EngineProblem(
+                f"engine {name} has no UCI_ShowWDL option: it gives no win/draw/loss model"
+            )
         if options:
             await protocol.configure(options)
         return str(protocol.id.get("name", Path(self.program).name))
@@ -238,6 +245,7 @@ def evaluation_from(
     if len(answers) > 1:
         found = [_line(board, answer) for answer in answers]
         lines = tuple(line for line in found if line is not None) or None
+    model = info["wdl"].pov(board.turn) if "wdl" in info else None
     return Evaluation(
         key=polyglot_key(board),
         fen=fen_without_clocks(board),
@@ -252,6 +260,7 @@ def evaluation_from(
         source="analyse",
         analysed_at=when,
         lines=lines,
+        wdl=None if model is None else (model.wins, model.draws, model.losses),
     )
 
 

@@ -29,12 +29,15 @@ class AnalysisSettings:
     """How positions are analysed: one limit (nodes, depth or movetime in milliseconds; nodes
     DEFAULT_NODES when none is given), the principal variations asked for (`multipv`: one, or
     several kept as the row's `lines`), workers (one engine each), positions per saved batch,
-    the engine's hash, and how long an engine may stay silent before it is called hung."""
+    the engine's hash, and how long an engine may stay silent before it is called hung.
+    Engines that have `UCI_ShowWDL` give their win/draw/loss model, stored as `wdl`; with
+    `wdl`, an engine must, and a position stored without one is analysed again."""
 
     nodes: int | None = None
     depth: int | None = None
     movetime: int | None = None
     multipv: int = 1
+    wdl: bool = False
     workers: int = 1
     batch: int = 200
     hash_mb: int = 16
@@ -96,6 +99,8 @@ class AnalysisSettings:
         it must also have as many (or every legal move's, of a position with `legal_moves`)."""
         if evaluation.source == "rules":
             return True
+        if self.wdl and evaluation.wdl is None:
+            return False
         if self.multipv > 1:
             wanted = min(self.multipv, legal_moves or self.multipv)
             if wanted > 1 and len(evaluation.lines or ()) < wanted:
@@ -113,6 +118,8 @@ class AnalysisSettings:
         record: dict[str, Any] = {"limit": self.limit_text(), "workers": self.workers}
         if self.multipv > 1:
             record["multipv"] = self.multipv
+        if self.wdl:
+            record["wdl"] = True
         return {**record, "batch": self.batch}
 
 

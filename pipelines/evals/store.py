@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from pipelines.warehouse.evals_files import eval_parts, new_part_path
 from pipelines.warehouse.layout import ROW_GROUP_ROWS, sql_paths, write_row_groups
 from schemas.atomic_files import atomic_path
-from schemas.evals import EVALS_ORDER, LINES_SQL, MATE_SCORE, evals_schema
+from schemas.evals import EVALS_ORDER, LINES_SQL, MATE_SCORE, evals_schema, parts_sql
 
 
 def _score(cp: int | None, mate: int | None) -> int:
@@ -41,7 +41,8 @@ class EngineLine(NamedTuple):
 class Evaluation(NamedTuple):
     """A position's evaluation, as a row of the store: `cp` or `mate` from the side to move;
     `lines`, where the search gave several, its principal variations in the engine's MultiPV
-    order (the first is the row's own)."""
+    order (the first is the row's own); `wdl`, where the engine gave it, its win/draw/loss
+    expectation per mille from the side to move."""
 
     key: int
     fen: str
@@ -56,6 +57,7 @@ class Evaluation(NamedTuple):
     source: str
     analysed_at: datetime
     lines: tuple[EngineLine, ...] | None = None
+    wdl: tuple[int, int, int] | None = None
 
     @property
     def score(self) -> int:
@@ -91,8 +93,13 @@ def _table(evaluations: Sequence[Evaluation]) -> Any:
     for evaluation in evaluations:
         for column, value in zip(columns, evaluation, strict=True):
             column.append(value)
-    columns[-1] = [
-        None if lines is None else [line._asdict() for line in lines] for lines in columns[-1]
+    lines_at, wdl_at = Evaluation._fields.index("lines"), Evaluation._fields.index("wdl")
+    columns[lines_at] = [
+        None if lines is None else [line._asdict() for line in lines] for lines in columns[lines_at]
+    ]
+    columns[wdl_at] = [
+        None if wdl is None else dict(zip(("win", "draw", "loss"), wdl, strict=True))
+        for wdl in columns[wdl_at]
     ]
     return pa.Table.from_arrays(
         [pa.array(values, type=f.type) for values, f in zip(columns, schema, strict=True)],
@@ -156,7 +163,7 @@ def compact(warehouse: Path) -> Compaction:
     con = _duckdb()
     try:
         with atomic_path(target, sync=True) as staged:
-            source = f"read_parquet({sql_paths(parts)}, union_by_name = true)"
+            source = parts_sql(sql_paths(parts))
             positions = _write_ranked(con, source, staged)
     finally:
         con.close()
@@ -182,12 +189,13 @@ _COLUMNS = ", ".join(
 
 
 def _evaluation(row: tuple[Any, ...]) -> Evaluation:
-    *fields, seconds, lines = row
+    *fields, seconds, lines, wdl = row
     return Evaluation._make(
         [
             *fields,
             datetime.fromtimestamp(seconds, UTC),
             None if lines is None else tuple(EngineLine(**line) for line in lines),
+            None if wdl is None else (wdl["win"], wdl["draw"], wdl["loss"]),
         ]
     )
 

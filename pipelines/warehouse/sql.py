@@ -28,7 +28,7 @@ from pipelines.warehouse.read_only import ReadOnlyConnection
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from pipelines.warehouse.stored import StoredMonth, pin_months, register, stored_months, stored_read
 from pipelines.warehouse.yearly import fresh_yearly_files
-from schemas.evals import EVALS_ORDER, LINES_SQL, SCORE_SQL
+from schemas.evals import EMPTY_EVALS_SQL, EVALS_ORDER, LINES_SQL, SCORE_SQL, parts_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -469,23 +469,13 @@ def _stats_view(
 
 
 #: The store's columns (schemas.evals.evals_schema()), none of its rows: an empty store.
-_EMPTY_EVALS = (
-    "(SELECT NULL::UBIGINT AS key, NULL::VARCHAR AS fen, NULL::INTEGER AS cp, "
-    "NULL::SMALLINT AS mate, NULL::USMALLINT AS best, NULL::VARCHAR AS pv, "
-    'NULL::USMALLINT AS depth, NULL::UBIGINT AS nodes, NULL::VARCHAR AS "limit", '
-    "NULL::VARCHAR AS engine, NULL::VARCHAR AS source, "
-    "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at, "
-    "NULL::STRUCT(move USMALLINT, cp INTEGER, mate SMALLINT, pv VARCHAR)[] AS lines WHERE false)"
-)
-
-
 def _evals_view(con: duckdb.DuckDBPyConnection, parts: list[Path]) -> None:
     """Create the view `evals`: one row per position of the evaluation store, its deepest
     evaluation (schemas.evals.EVALS_ORDER) over every part, with `score`, the evaluation as
     one number from the side to move (a mate on schemas.evals.MATE_SCORE's scale), and the lines
     schemas.evals.LINES_SQL chooses. Parts
     written before a column of schemas.evals.LATER_COLUMNS came read it as null."""
-    source = f"read_parquet({sql_paths(parts)}, union_by_name = true)" if parts else _EMPTY_EVALS
+    source = parts_sql(sql_paths(parts)) if parts else f"({EMPTY_EVALS_SQL})"
     con.execute(
         f"CREATE VIEW evals AS SELECT * REPLACE ({LINES_SQL} AS lines), ({SCORE_SQL}) AS score "
         f"FROM {source} "
