@@ -17,6 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Real data for tests and benchmarks: Lichess games, a Polyglot book, Syzygy tables.
 SHARED_DATA = Path(os.environ.get("CHESSPIPE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+#: Sources of the peer programs no package ships (fastchess), and where bench/build_tools.sh
+#: builds them.
+SHARED_TOOLS = Path(os.environ.get("CHESSPIPE_SHARED_TOOLS", SHARED_DATA.parent / "tools"))
+BUILT_TOOLS = Path(os.environ.get("CHESSPIPE_BUILT_TOOLS", ROOT / "build" / "tools"))
+SUITES_DIR = Path(os.environ.get("CHESSPIPE_SUITES", SHARED_DATA / "suites"))
 LICHESS_DIR = Path(os.environ.get("CHESSPIPE_LICHESS", SHARED_DATA / "lichess"))
 POLYGLOT_BOOK = Path(
     os.environ.get("CHESSPIPE_POLYGLOT_BOOK", SHARED_DATA / "polyglot" / "performance.bin")

@@ -20,6 +20,7 @@ COMMANDS = {
     "sql": "pipelines.commands.sql",
     "warehouse": "pipelines.commands.warehouse",
     "evals": "pipelines.commands.evals",
+    "suite": "pipelines.commands.suite",
     "build-month": "pipelines.commands.build_month",
     "backfill": "pipelines.commands.backfill",
     "serve-monthly": "pipelines.commands.serve_monthly",

@@ -30,7 +30,15 @@ ROOMS: tuple[frozenset[str], ...] = (
     frozenset({"pipelines.warehouse"}),
     frozenset({"pipelines.games"}),
     frozenset({"pipelines.evals"}),
-    frozenset({"pipelines.ingest", "pipelines.books", "pipelines.endgames", "pipelines.training"}),
+    frozenset(
+        {
+            "pipelines.ingest",
+            "pipelines.books",
+            "pipelines.endgames",
+            "pipelines.training",
+        }
+    ),
+    frozenset({"pipelines.suites"}),
     frozenset({"pipelines.explorer"}),
     frozenset({"pipelines.monthly", "pipelines.serve"}),
     frozenset({"pipelines.flows"}),

@@ -241,7 +241,9 @@ def test_every_output_argument_is_checked_against_the_inputs() -> None:
     from pipelines.cli import build_parser
 
     writes_named = {"out", "output", "write_kept", "books", "dir"}
-    reads_named = {"source", "input", "inputs", "book", "in1", "in2", "file", "labels"}
+    reads_named = {
+        "source", "input", "inputs", "book", "in1", "in2", "file", "labels", "matches", "suite",
+    }  # fmt: skip
     seen = 0
 
     def walk(parser: argparse.ArgumentParser, name: str) -> None:

@@ -25,20 +25,27 @@ from schemas.evals import MOST_LINES
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "analyse",
-        help="evaluate a book's positions with a UCI engine",
+        help="evaluate a book's or a suite's positions with a UCI engine",
         description="Evaluate with a UCI engine (through python-chess; one engine per worker, "
         "Threads 1, a new game per position) every position of a book and the position after "
         "each of its moves: the book BOOK.bin, or the book --months would build (with the book "
-        "options). Positions stored at the same or a deeper limit are skipped, so a second "
-        "month costs only its new positions. Evaluations are saved in batches: a killed run "
-        "loses at most a batch, and running it again resumes. An engine that dies or hangs is "
-        "started again and the position tried once more, then counted as failed.",
+        "options); or each opening of a suite (--suite). Positions stored at the same or a "
+        "deeper limit are skipped, so a second month costs only its new positions. Evaluations "
+        "are saved in batches: a killed run loses at most a batch, and running it again "
+        "resumes. An engine that dies or hangs is started again and the position tried once "
+        "more, then counted as failed.",
     )
     parser.add_argument("--warehouse", required=True, type=Path)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--book", type=Path, help="the positions of this Polyglot book")
     source.add_argument(
         "--months", help="the positions of the book these months build (as book build reads them)"
+    )
+    source.add_argument(
+        "--suite",
+        type=Path,
+        help="the positions of this opening suite (.epd or .pgn, or zipped; chesspipe suite "
+        "build writes them): each opening's position as the suite gives it",
     )
     add_book_options(parser)
     add_engine_options(parser)
@@ -49,14 +56,39 @@ def register(subparsers: Any) -> None:
         help="principal variations per position (1): with more, the store keeps each one's "
         "first move and score as the position's lines (the first is its evaluation)",
     )
+    parser.add_argument(
+        "--wdl",
+        action="store_true",
+        help="the engine must give its win/draw/loss model (UCI_ShowWDL), and positions "
+        "stored without one are analysed again (a suite's --draw-rate needs it)",
+    )
     add_progress_options(parser)
     parser.set_defaults(handler=run)
+
+
+def _suite_positions(path: Path) -> list[Any]:
+    """The positions of a suite; a suite with an opening that cannot be read is refused."""
+    from pipelines.suites.files import SuiteProblem, read_suite
+
+    boards = []
+    for found in read_suite(path):
+        if isinstance(found, SuiteProblem):
+            raise ChesspipeError(
+                f"{path}: opening {found.number}: {found.reason}: {found.text} (chesspipe suite "
+                "check lists every such line)"
+            )
+        boards.append(found.board)
+    if not boards:
+        raise ChesspipeError(f"{path}: the suite holds no opening")
+    return boards
 
 
 def _book_positions(args: argparse.Namespace) -> list[Any]:
     from pipelines.evals.positions import book_moves, walk
     from schemas.polyglot import BookFormatError, open_book
 
+    if args.suite is not None:
+        return _suite_positions(args.suite)
     if args.book is not None:
         try:
             book = open_book(args.book)
@@ -83,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.evals.settings import AnalysisSettings
 
     existing_warehouse(args.warehouse)
-    limits = ("nodes", "depth", "movetime", "multipv", "workers")
+    limits = ("nodes", "depth", "movetime", "multipv", "wdl", "workers")
     settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     boards = _book_positions(args)
     with progress_shown(args) as bar:

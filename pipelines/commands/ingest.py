@@ -36,7 +36,13 @@ def filter_from_args(args: argparse.Namespace) -> GameFilter:
     """Return the GameFilter the options describe."""
     speeds = frozenset(s.strip() for s in args.speeds.split(",") if s.strip())
     with settings_as_flags():  # the filter checks the speeds' names
-        return GameFilter(args.min_rating, speeds, args.allow_bots, args.variant)
+        return GameFilter(
+            args.min_rating,
+            speeds,
+            args.allow_bots,
+            args.variant,
+            getattr(args, "from_position", "drop"),
+        )
 
 
 def settings_from_args(args: argparse.Namespace) -> IngestSettings:
@@ -175,6 +181,13 @@ def run(args: argparse.Namespace) -> int:
         month = f"{manifest.month}: " if args.month_by else ""
         for warning in manifest.warnings:
             print(f"chesspipe: warning: {month}{warning}", file=sys.stderr)
+    from_fen = sum(m.games_dropped.get("from_position", 0) for m in manifests)
+    if from_fen:
+        print(
+            f"chesspipe: note: {from_fen:,} games start from a FEN and were dropped "
+            "(--from-position keep counts them from their position)",
+            file=sys.stderr,
+        )
     partial = next((m for m in manifests if m.partial), None)
     if partial is not None:
         what = "partial month" if len(manifests) == 1 else "partial months"

@@ -296,8 +296,9 @@ def add_partition_options(parser: argparse.ArgumentParser, *, by_date: str) -> N
     parser.add_argument("--warehouse", required=True, type=Path)
 
 
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    """Add the game filter's options (defaults: GameFilter) and the progress options."""
+def add_filter_options(parser: argparse.ArgumentParser, *, from_position: bool = True) -> None:
+    """Add the game filter's options (defaults: GameFilter) and the progress options;
+    `--from-position` where the command replays games from their FEN."""
     from pipelines.games.game_filter import VARIANTS, GameFilter
     from schemas.speed import Speed
 
@@ -316,6 +317,14 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--allow-bots", action="store_true", help="keep games with BOT accounts")
     parser.add_argument("--variant", choices=VARIANTS, default=default.variant)
+    if from_position:
+        parser.add_argument(
+            "--from-position",
+            choices=("drop", "keep"),
+            default=default.from_position,
+            help="Standard games that start from a FEN (engine matches from an opening suite): "
+            f"dropped, or counted from their position ({default.from_position})",
+        )
     add_progress_options(parser)
 
 
@@ -512,6 +521,7 @@ SETTING_FLAGS = {
     "GameFilter.speeds": "--speeds",
     "GameFilter.allow_bots": "--allow-bots",
     "GameFilter.variant": "--variant",
+    "GameFilter.from_position": "--from-position",
     "IngestSettings.plies": "--plies",
     "ExplorerSettings.plies": "--plies",
     "BookSettings.min_games": "--min-games",
@@ -541,6 +551,17 @@ SETTING_FLAGS = {
     "CheckSettings.losing": "--losing",
     "CheckSettings.plies": "--plies",
     "ImportSettings.point_of_view": "--point-of-view",
+    "SuiteSettings.first_ply": "--plies",
+    "SuiteSettings.last_ply": "--plies",
+    "SuiteSettings.min_games": "--min-games",
+    "SuiteSettings.stop_early": "--stop-early",
+    "SuiteSettings.side": "--side",
+    "SuiteSettings.white_share": "--white-share",
+    "SuiteSettings.count": "--count",
+    "SuiteSettings.window": "--window",
+    "SuiteSettings.draw_rate": "--draw-rate",
+    "LearnSettings.min_games": "--min-games",
+    "LearnSettings.draw_rate": "--draw-rate",
 }
 
 

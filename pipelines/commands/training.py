@@ -248,7 +248,7 @@ def _add_from_games(actions: Any) -> None:
     parser.add_argument(
         "--no-tables", action="store_true", help="no rescoring: keep every game's own result"
     )
-    add_filter_options(parser)
+    add_filter_options(parser, from_position=False)  # (records replay from the start)
     add_allow_empty_option(parser, "write an empty training file")
     parser.add_argument(
         "--no-require-eval",

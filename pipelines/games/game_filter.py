@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pipelines.errors import ChesspipeError, SettingError
 from pipelines.games import _scan
@@ -37,7 +37,9 @@ class GameFilter:
     `speeds` may be given as names ("all" for every one); they are kept as Speed members
     (unknown names raise SettingError, a ValueError, as does an unknown variant). A game whose
     time control is not known has Speed.OTB; at `min_rating` 0 a game without a rating (the
-    tag absent, empty, `?`) is kept, its ratings counted as 0.
+    tag absent, empty, `?`) is kept, its ratings counted as 0. A Standard game from another
+    position than the start (`[SetUp "1"][FEN "..."]`, as engine matches from an opening suite
+    are) is dropped as `from_position`, or with `from_position` "keep" counted from its FEN.
     """
 
     min_rating: int = 2200
@@ -46,6 +48,7 @@ class GameFilter:
     )
     allow_bots: bool = False
     variant: str = "standard"
+    from_position: Literal["drop", "keep"] = "drop"
 
     def __post_init__(self) -> None:
         try:
@@ -55,21 +58,31 @@ class GameFilter:
         if self.variant not in VARIANTS:
             says = f"unknown variant {self.variant!r}; choose standard or chess960"
             raise SettingError("GameFilter", "variant", says=says)
+        if self.from_position not in ("drop", "keep"):
+            raise SettingError("GameFilter", "from_position", "must be drop or keep")
 
     def to_json(self) -> dict[str, Any]:
-        """Return the filter as plain JSON values, speeds in Lichess's order."""
-        return {
+        """Return the filter as plain JSON values, speeds in Lichess's order (`from_position`
+        only where it keeps them, so that what was recorded before reads the same)."""
+        data: dict[str, Any] = {
             "min_rating": self.min_rating,
             "speeds": [speed.value for speed in Speed if speed in self.speeds],
             "allow_bots": self.allow_bots,
             "variant": self.variant,
         }
+        if self.from_position == "keep":
+            data["from_position"] = "keep"
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GameFilter:
         """Return the filter to_json recorded (other keys of `data` are ignored)."""
         return cls(
-            data["min_rating"], frozenset(data["speeds"]), data["allow_bots"], data["variant"]
+            data["min_rating"],
+            frozenset(data["speeds"]),
+            data["allow_bots"],
+            data["variant"],
+            data.get("from_position", "drop"),
         )
 
 
@@ -166,6 +179,7 @@ DROP_REASONS: dict[str, tuple[str | None, str]] = {
     "no_moves": (None, "have no moves"),
     "illegal_move": (None, "have an illegal move"),
     "bad_fen": (None, "have an unreadable FEN"),
+    "from_position": ("from_position", "start from a FEN ({setting} keep counts them from it)"),
 }
 
 
@@ -203,7 +217,7 @@ class NothingKept(ChesspipeError):
         setting = value = ""
         if field_name is not None:
             setting = names.get(f"GameFilter.{field_name}", field_name)
-            value = self.rules.to_json()[field_name]
+            value = self.rules.to_json().get(field_name, "")
             value = ",".join(value) if isinstance(value, list) else value
         why = says.format(setting=setting, value=value)
         count = self.dropped[reason]
@@ -397,8 +411,10 @@ def _filter_any_game(game: bytes, rules: GameFilter, stats: ScanStats) -> KeptGa
             stats.drop("variant")
             return None
         if raw_fen is not None and raw_fen.strip() != _START_FEN:
-            stats.drop("from_position")
-            return None
+            if rules.from_position == "drop":
+                stats.drop("from_position")
+                return None
+            fen = raw_fen.strip().decode("ascii", "replace")
     else:
         if variant is None or variant.lower() not in (b"chess960", b"fischerandom"):
             stats.drop("variant")

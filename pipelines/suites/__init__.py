@@ -1,0 +1,3 @@
+"""Opening suites for engine testing: popular exits from the statistics, judged by the
+evaluation store, written as EPD or PGN for fastchess and cutechess-cli, checked, and pruned by
+the matches played with them."""
