@@ -133,20 +133,25 @@ def main() -> None:
     }
 
     seconds, workers = analysed["seconds"], 2
-    overhead = 1 - analysed["engine_seconds"] / (seconds * workers) if seconds else 0.0
+    # chesspipe's own time: the workers' time not spent waiting for the engine's answers; the
+    # rest of the engine's latency (a new game, the hash cleared, the pipe) beside its search
+    own = 1 - analysed["search_seconds"] / (seconds * workers) if seconds else 0.0
+    latency = (analysed["search_seconds"] - analysed["engine_seconds"]) / (seconds * workers)
     print("## Opening suites: ours beside fishtest's (bench/suites.py)\n")
     print(
         f"Raw suite: {built['counts']['written']:,} exits (plies 8..12, at least 3 games) of "
         f"{', '.join(built['months'])}. `evals analyse --suite` at {args.analyse_nodes:,} nodes, "
         f"2 workers: {analysed['analysed']:,} positions in {seconds:.1f} s "
         f"({analysed['analysed'] / seconds:.1f}/s); the engine searched "
-        f"{analysed['engine_seconds']:.1f} s of the {seconds * workers:.1f} worker-seconds, "
-        f"chesspipe's overhead {overhead:.1%}. Window {args.window}: "
+        f"{analysed['engine_seconds']:.1f} s of the {seconds * workers:.1f} worker-seconds: "
+        f"chesspipe's own time {own:.1%}, the engine's answers beyond its search {latency:.1%}. "
+        f"Window {args.window}: "
         f"{windowed['counts']['written']:,} exits.\n"
     )
     print(
         f"Stockfish at {args.nodes:,} nodes against {2 * args.nodes:,}, {args.pairs} pairs "
-        "each (fastchess, `-repeat`, random order, seed 1):\n"
+        "each (fastchess, `-repeat`, random order, seed 1). Elo and nElo are the first (weaker) "
+        "engine's: the larger their size, the better the suite tells the two apart.\n"
     )
     print("| suite | openings | mean eval (White) | nElo | Elo | draw ratio | pentanomial | s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |")

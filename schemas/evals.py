@@ -21,7 +21,7 @@ PV_MOVES = 8
 MOST_LINES = 16
 
 #: Columns a part may lack: parts written before the column came read it as null.
-LATER_COLUMNS = ("lines", "wdl")
+LATER_COLUMNS = ("lines", "wdl", "halfmove")
 
 #: Where an evaluation came from: an engine run (`chesspipe evals analyse`), the Lichess
 #: evaluation dump (`chesspipe evals import`), the `[%eval]` comments of kept games
@@ -81,6 +81,7 @@ def evals_schema() -> pa.Schema:
             pa.field("analysed_at", pa.timestamp("s", tz="UTC"), nullable=False),
             pa.field("lines", pa.list_(_line_type())),
             pa.field("wdl", _wdl_type()),
+            pa.field("halfmove", pa.uint16()),
         ],
         metadata={
             b"description": b"Polyglot key and FEN (no clocks) of a position; its evaluation "
@@ -94,7 +95,9 @@ def evals_schema() -> pa.Schema:
             b"the first is the row's own evaluation), each its first move (Polyglot), cp or "
             b"mate from the side to move and its moves in UCI; null for a search of one line; "
             b"wdl: the engine's win/draw/loss expectation per mille from the side to move "
-            b"(UCI_ShowWDL), null where the engine gave none.",
+            b"(UCI_ShowWDL), null where the engine gave none; halfmove: the halfmove clock "
+            b"of the position the engine searched (its score depends on it), null where not "
+            b"known.",
         },
     )
 
@@ -131,7 +134,8 @@ EMPTY_EVALS_SQL = (
     "NULL::VARCHAR AS engine, NULL::VARCHAR AS source, "
     "NULL::TIMESTAMP WITH TIME ZONE AS analysed_at, "
     "NULL::STRUCT(move USMALLINT, cp INTEGER, mate SMALLINT, pv VARCHAR)[] AS lines, "
-    "NULL::STRUCT(win USMALLINT, draw USMALLINT, loss USMALLINT) AS wdl WHERE false"
+    "NULL::STRUCT(win USMALLINT, draw USMALLINT, loss USMALLINT) AS wdl, "
+    "NULL::USMALLINT AS halfmove WHERE false"
 )
 
 

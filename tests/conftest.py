@@ -179,6 +179,16 @@ def syzygy_dir() -> Path:
     return need(SYZYGY_DIR / "KQvK.rtbw", "Syzygy 3-4-piece tables").parent
 
 
+@pytest.fixture(scope="module")
+def module_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One cache folder (CHESSPIPE_CACHE: the openings, downloads) for the module that asks
+    for it (`pytestmark = pytest.mark.usefixtures("module_cache")`), away from the user's."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("CHESSPIPE_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def sample_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A warehouse of the bundled sample's first month, every game kept: read it, or copy it

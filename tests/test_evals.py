@@ -142,7 +142,18 @@ def test_analyse_agrees_with_a_fresh_engine_run_and_a_rerun_skips(
     assert done["positions"] == len(boards) and done["failed"] == 0
     assert done["analysed"] + done["rules"] + done["skipped"] == len(boards)
     stored = read_evaluations(real_warehouse)
-    assert set(stored) == {chess.polyglot.zobrist_hash(b) for b in boards}
+    # the book's positions, and those after the engine's own best moves no book move plays
+    after_best = set()
+    with chess.polyglot.open_reader(book) as reader:
+        for board in boards:
+            played = {entry.move for entry in reader.find_all(board)}
+            pv = stored[chess.polyglot.zobrist_hash(board)].pv
+            if played and pv and chess.Move.from_uci(pv.split()[0]) not in played:
+                child = board.copy()
+                child.push_uci(pv.split()[0])
+                after_best.add(chess.polyglot.zobrist_hash(child))
+    assert after_best and done["after_best_moves"]["positions"] == len(after_best)
+    assert set(stored) == {chess.polyglot.zobrist_hash(b) for b in boards} | after_best
     sampled = boards[:: max(1, len(boards) // 5)][:5]
     for board, fresh in zip(sampled, fresh_scores(stockfish, sampled), strict=True):
         evaluation = stored[chess.polyglot.zobrist_hash(board)]

@@ -64,13 +64,8 @@ def lichess_group(white: int, black: int) -> int:
     return max(bound for bound in LICHESS_GROUPS if average >= bound)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One openings cache for this module, away from the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("CHESSPIPE_CACHE", str(tmp_path_factory.mktemp("cache")))
-    yield
-    patch.undo()
+#: One openings cache for this module, away from the user's (conftest.module_cache).
+pytestmark = pytest.mark.usefixtures("module_cache")
 
 
 def recount(path: Path, month: str, truth: Truth, lines: list[list[str]]) -> None:

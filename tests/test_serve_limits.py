@@ -45,13 +45,8 @@ def shuffle(plies: int) -> str:
     return ",".join(SHUFFLE[i % 4] for i in range(plies))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def own_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """One openings cache for this module, away from the user's."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("CHESSPIPE_CACHE", str(tmp_path_factory.mktemp("cache")))
-    yield
-    patch.undo()
+#: One openings cache for this module, away from the user's (conftest.module_cache).
+pytestmark = pytest.mark.usefixtures("module_cache")
 
 
 @pytest.fixture(scope="module")

@@ -381,14 +381,13 @@ def pruned_moves(con: Any, sql: str, params: list[Any], pruning: EvalPruning) ->
     """The moves of a book's query that the rule drops, judged by the stored evaluations of
     the positions a walk of the book's moves from the start position reaches."""
     from pipelines.evals.positions import walk
-    from pipelines.evals.pruning import needed_keys, prune
-    from pipelines.evals.store import read_evaluations
+    from pipelines.evals.pruning import judging_evaluations, prune
 
     moves: dict[int, list[int]] = {}
     for key, move in con.execute(f"SELECT key, move FROM ({sql})", params).fetchall():
         moves.setdefault(int(key), []).append(int(move))
     reached = walk(moves)
-    evaluations = read_evaluations(pruning.evals, needed_keys(reached, moves))
+    evaluations = judging_evaluations(reached, moves, pruning.evals)
     return prune(reached, moves, evaluations, pruning.settings)
 
 

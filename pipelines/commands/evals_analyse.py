@@ -83,12 +83,11 @@ def _suite_positions(path: Path) -> list[Any]:
     return boards
 
 
-def _book_positions(args: argparse.Namespace) -> list[Any]:
+def _book_walk(args: argparse.Namespace) -> tuple[Any, dict[int, list[int]]]:
+    """The book's walk (a board for each position it reaches) and its moves by key."""
     from pipelines.evals.positions import book_moves, walk
     from schemas.polyglot import BookFormatError, open_book
 
-    if args.suite is not None:
-        return _suite_positions(args.suite)
     if args.book is not None:
         try:
             book = open_book(args.book)
@@ -106,7 +105,8 @@ def _book_positions(args: argparse.Namespace) -> list[Any]:
             except EmptyBook as exc:
                 raise ChesspipeError(exc.named(SETTING_FLAGS)) from None
             book = open_book(out)
-    return list(walk(book_moves(book)).boards.values())
+    moves = book_moves(book)
+    return walk(moves), moves
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
     existing_warehouse(args.warehouse)
     limits = ("nodes", "depth", "movetime", "multipv", "wdl", "workers")
     settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
-    boards = _book_positions(args)
+    book = None if args.suite is not None else _book_walk(args)
+    boards = _suite_positions(args.suite) if book is None else list(book[0].boards.values())
     with progress_shown(args) as bar:
 
         def progress(report: Any) -> None:
@@ -125,7 +126,23 @@ def run(args: argparse.Namespace) -> int:
                 bar.show(format_progress(report), report.seconds, force=report.finished)
 
         result = analyse_positions(args.warehouse, boards, args.engine, settings, progress=progress)
-    for failure in result.failed[:5]:
+        summary = result.to_json()
+        failed = list(result.failed)
+        if book is not None:
+            # The positions after the engine's own best moves that are no book moves: the
+            # reference a book move's loss is measured from (pipelines.evals.pruning).
+            from pipelines.evals.positions import after_best_moves
+            from pipelines.evals.store import read_evaluations
+
+            walked, moves = book
+            stored = read_evaluations(args.warehouse, [k for k in moves if k in walked.boards])
+            after = after_best_moves(walked, moves, stored)
+            more = analyse_positions(
+                args.warehouse, after, args.engine, settings, progress=progress
+            )
+            summary["after_best_moves"] = more.to_json()
+            failed += more.failed
+    for failure in failed[:5]:
         sys.stderr.write(f"failed: {failure.fen}: {failure.reason}\n")
-    print(json.dumps(result.to_json(), indent=2))
+    print(json.dumps(summary, indent=2))
     return 0

@@ -261,6 +261,7 @@ def evaluation_from(
         analysed_at=when,
         lines=lines,
         wdl=None if model is None else (model.wins, model.draws, model.losses),
+        halfmove=board.halfmove_clock,
     )
 
 

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 import chess
 
 from pipelines.evals.positions import book_moves, walk
-from pipelines.evals.pruning import move_values, needed_keys
+from pipelines.evals.pruning import judging_evaluations, move_values
 from pipelines.evals.settings import CheckSettings
-from pipelines.evals.store import Evaluation, read_evaluations
+from pipelines.evals.store import Evaluation
 from schemas.polyglot import Book, polyglot_key
 
 
@@ -150,7 +150,7 @@ def check_book(
     moves = book_moves(book)
     reached = walk(moves, plies=settings.plies)
     if evaluations is None:
-        evaluations = read_evaluations(Path(evals), needed_keys(reached, moves))
+        evaluations = judging_evaluations(reached, moves, Path(evals))
     judged = move_values(reached, moves, evaluations)
     weights: dict[tuple[int, int], int] = {}
     for entry in book.entries:

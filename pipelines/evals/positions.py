@@ -10,6 +10,7 @@ from typing import NamedTuple
 import chess
 
 from pipelines.evals.settings import WALK_PLIES
+from pipelines.evals.store import Evaluation
 from schemas.evals import PV_MOVES
 from schemas.polyglot import Book, decode_move, polyglot_key, push_with_key
 
@@ -65,6 +66,27 @@ def walk(
             break
         frontier = following
     return Walk(boards, found)
+
+
+def after_best_moves(
+    walk: Walk, moves: Mapping[int, Sequence[int]], evaluations: Mapping[int, Evaluation]
+) -> list[chess.Board]:
+    """The position after the engine's own best move (the stored `best`) in each book position
+    where it is no book move: a book move's loss compares it with the best move's value, both
+    searches of the position after a move (pipelines.evals.pruning), so it needs evaluating
+    too."""
+    found = []
+    for key, raws in moves.items():
+        board = walk.boards.get(key)
+        own = evaluations.get(key)
+        if board is None or own is None or own.best is None or own.best in raws:
+            continue
+        move = decode_move(board, own.best)
+        if move is not None:
+            child = board.copy(stack=False)
+            child.push(move)
+            found.append(child)
+    return found
 
 
 def fen_without_clocks(board: chess.Board) -> str:

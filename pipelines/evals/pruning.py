@@ -15,12 +15,13 @@ and counted as unchecked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import NamedTuple
 
-from pipelines.evals.positions import Walk
+from pipelines.evals.positions import Walk, after_best_moves
 from pipelines.evals.settings import PruneSettings
-from pipelines.evals.store import Evaluation
-from schemas.polyglot import decode_move, push_with_key
+from pipelines.evals.store import Evaluation, read_evaluations
+from schemas.polyglot import decode_move, polyglot_key, push_with_key
 
 
 class MoveValue(NamedTuple):
@@ -116,3 +117,15 @@ def needed_keys(walk: Walk, moves: Mapping[int, Sequence[int]]) -> set[int]:
     keys = {key for key in moves if key in walk.boards}
     keys.update(child for (_, _), (_, child) in walk.moves.items())
     return keys
+
+
+def judging_evaluations(
+    walk: Walk, moves: Mapping[int, Sequence[int]], evals: Path
+) -> dict[int, Evaluation]:
+    """The stored evaluations that judge a book's moves: the positions the walk reached, the
+    positions after their book moves, and those after the engine's own best moves."""
+    evaluations = read_evaluations(evals, needed_keys(walk, moves))
+    after_best = {polyglot_key(b) for b in after_best_moves(walk, moves, evaluations)}
+    if after_best - set(evaluations):
+        evaluations.update(read_evaluations(evals, after_best - set(evaluations)))
+    return evaluations

@@ -42,7 +42,8 @@ class Evaluation(NamedTuple):
     """A position's evaluation, as a row of the store: `cp` or `mate` from the side to move;
     `lines`, where the search gave several, its principal variations in the engine's MultiPV
     order (the first is the row's own); `wdl`, where the engine gave it, its win/draw/loss
-    expectation per mille from the side to move."""
+    expectation per mille from the side to move; `halfmove`, where known, the halfmove clock of
+    the position searched (an engine's score depends on it)."""
 
     key: int
     fen: str
@@ -58,6 +59,7 @@ class Evaluation(NamedTuple):
     analysed_at: datetime
     lines: tuple[EngineLine, ...] | None = None
     wdl: tuple[int, int, int] | None = None
+    halfmove: int | None = None
 
     @property
     def score(self) -> int:
@@ -189,13 +191,14 @@ _COLUMNS = ", ".join(
 
 
 def _evaluation(row: tuple[Any, ...]) -> Evaluation:
-    *fields, seconds, lines, wdl = row
+    *fields, seconds, lines, wdl, halfmove = row
     return Evaluation._make(
         [
             *fields,
             datetime.fromtimestamp(seconds, UTC),
             None if lines is None else tuple(EngineLine(**line) for line in lines),
             None if wdl is None else (wdl["win"], wdl["draw"], wdl["loss"]),
+            halfmove,
         ]
     )
 
