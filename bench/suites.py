@@ -2,6 +2,7 @@
 
     python bench/suites.py [--pairs 300] [--nodes 2000] [--analyse-nodes 20000]
                            [--window 90..119] [--work bench/work/suites]
+                           [--shared UHO_4060_v4,noob_3moves,8moves_v3]
 
 1. A warehouse of the real 2013-01 sample and the bundled generated month, every game kept.
 2. A raw suite of their exits (`suite build --plies 8..12 --min-games 3`), analysed by
@@ -93,6 +94,7 @@ def main() -> None:
     parser.add_argument("--analyse-nodes", type=int, default=20000)
     parser.add_argument("--window", default="90..119")
     parser.add_argument("--work", type=Path, default=HERE / "work" / "suites")
+    parser.add_argument("--shared", default=",".join(SHARED), help="the shared suites played")
     args = parser.parse_args()
     fastchess = BUILT_TOOLS / "fastchess" / "fastchess"
     if not fastchess.exists():
@@ -120,7 +122,8 @@ def main() -> None:
         "--evals", str(warehouse), f"--window={args.window}",
     )  # fmt: skip
     suites: dict[str, tuple[Path, str]] = {"chesspipe (window)": (ours, "epd")}
-    for name, (file, kind) in SHARED.items():
+    for name in args.shared.split(","):
+        file, kind = SHARED[name]
         with zipfile.ZipFile(SUITES_DIR / file) as archive:
             target = args.work / f"{name}.{kind}"
             target.write_bytes(archive.read(archive.namelist()[0]))
