@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=HERE / "work" / "suites")
     parser.add_argument("--shared", default=",".join(SHARED), help="the shared suites played")
     args = parser.parse_args()
+    args.work = args.work.resolve()  # (fastchess runs in the suite's folder)
     fastchess = BUILT_TOOLS / "fastchess" / "fastchess"
     if not fastchess.exists():
         raise SystemExit(f"{fastchess} is not built: run bash bench/build_tools.sh")

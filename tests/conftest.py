@@ -138,6 +138,45 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+def first_games(path: Path, count: int, out: Path) -> Path:
+    """The first `count` games of a real sample, as it has them, in the file `out`."""
+    from bench.data import read_text
+
+    text = read_text(need(path, "real Lichess games"))
+    cut = -1
+    for _ in range(count):
+        cut = text.find("\n\n[Event ", cut + 1)
+        if cut < 0:
+            break
+    out.write_text(text[: cut + 2] if cut >= 0 else text)
+    return out
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """Every file below `folder` (by its path in it) and its sha256."""
+    import hashlib
+
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+#: Over-the-board collections (../shared/data/otb).
+OTB = SHARED_DATA / "otb"
+
+
+@pytest.fixture
+def capablanca() -> Path:
+    return need(OTB / "Capablanca.pgn", "the Capablanca collection (otb/)")
+
+
+@pytest.fixture
+def london() -> Path:
+    return need(OTB / "London1851.pgn", "the London 1851 collection (otb/)")
+
+
 @pytest.fixture
 def games_2021() -> Path:
     return need(GAMES_2021, "real Lichess games (2021-10 sample)")

@@ -32,24 +32,13 @@ from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import partition_file
 from schemas.polyglot import read_entries
 from schemas.speed import Speed
-from tests.conftest import SHARED_DATA, need, need_program, run_cli
+from tests.conftest import OTB, need, need_program, run_cli
 from tests.polyglot_order import first_plays, moves_by_first_play, rank_order
 from tests.recount import keeps, read_text, recount, speed
 from tests.test_ingest import stats_counter
 
-OTB = SHARED_DATA / "otb"
 EVERY_GAME = GameFilter(0, frozenset({"all"}))
 ALL_NAMES = {speed.value for speed in Speed}
-
-
-@pytest.fixture
-def capablanca() -> Path:
-    return need(OTB / "Capablanca.pgn", "the Capablanca collection (otb/)")
-
-
-@pytest.fixture
-def london() -> Path:
-    return need(OTB / "London1851.pgn", "the London 1851 collection (otb/)")
 
 
 def python_chess_games(text: str) -> list[chess.pgn.Game]:

@@ -17,7 +17,7 @@ from pipelines.games.game_filter import GameFilter
 from pipelines.serve.explorer import Explorer
 from pipelines.serve.player import player_answer
 from schemas.speed import Speed
-from tests.conftest import GAMES_2013, GAMES_2021, need, run_cli
+from tests.conftest import GAMES_2013, GAMES_2021, first_games, need, run_cli
 
 RULES = GameFilter(min_rating=0, speeds=frozenset(Speed))
 LINES = ["", "e2e4", "e2e4,e7e5", "d2d4,d7d5,c2c4", "e2e4,c7c5,g1f3", "g1f3"]
@@ -29,17 +29,6 @@ FILTERS = [
     {"ratings": "1600,1800,2000", "topGames": "2"},
     {"history": "true", "recentGames": "3"},
 ]
-
-
-def first_games(path: Path, count: int, out: Path) -> Path:
-    text = need(path, "real Lichess games").read_bytes()
-    import zstandard
-
-    games = (
-        zstandard.ZstdDecompressor().decompress(text, max_output_size=1 << 30).split(b"\n\n[Event ")
-    )
-    out.write_bytes(b"\n\n[Event ".join(games[:count]) + b"\n\n")
-    return out
 
 
 @pytest.fixture(scope="module")

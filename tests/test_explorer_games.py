@@ -13,7 +13,6 @@ samples done as lila-openingexplorer does it (tests/explorer_recount.py).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import urllib.error
@@ -35,7 +34,7 @@ from pipelines.ingest.options import Runtime
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
-from tests.conftest import GAMES_2013, GAMES_2021, SHARED_DATA, need
+from tests.conftest import GAMES_2013, GAMES_2021, OTB, file_hashes, first_games, need
 from tests.explorer_recount import (
     Game,
     counts,
@@ -44,36 +43,15 @@ from tests.explorer_recount import (
     read_games,
     white_view,
 )
-from tests.recount import read_text
 from tests.serving import served_in_thread
 
 berserk = pytest.importorskip("berserk")
 
 MIN_RATING = 1600
 ALL_SPEEDS = {s.value for s in Speed}
-OTB = SHARED_DATA / "otb"
 #: Games of the 2013-01 sample read (its first ones, with the whole 2021-10 sample): enough for
 #: full answers of 8 games on every path tested, in seconds.
 GAMES_OF_2013 = 9000
-
-
-def first_games(path: Path, count: int, folder: Path) -> Path:
-    """The first `count` games of a sample, as it has them, in a file of their own."""
-    text = read_text(need(path, "real Lichess games (2013-01)"))
-    cut = -1
-    for _ in range(count):
-        cut = text.find("\n\n[Event ", cut + 1)
-    out = folder / "2013-01-first.pgn"
-    out.write_text(text[: cut + 1] if cut >= 0 else text)
-    return out
-
-
-def file_hashes(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 #: One openings cache for this module, away from the user's (conftest.module_cache).
@@ -85,7 +63,9 @@ def lichess(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Game]]
     """The two samples ingested (20 plies, for books) and indexed for the explorer."""
     folder = tmp_path_factory.mktemp("warehouse")
     months = {
-        "2013-01": first_games(GAMES_2013, GAMES_OF_2013, tmp_path_factory.mktemp("games")),
+        "2013-01": first_games(
+            GAMES_2013, GAMES_OF_2013, tmp_path_factory.mktemp("games") / "2013-01-first.pgn"
+        ),
         "2021-10": need(GAMES_2021, "real Lichess games (2021-10)"),
     }
     rules = GameFilter(min_rating=MIN_RATING, speeds=frozenset(Speed))

@@ -30,13 +30,12 @@ from pipelines.sources.open import open_source
 from pipelines.warehouse.layout import partition_file
 from pipelines.warehouse.yearly import compact_year, yearly_file
 from schemas.first_play import LAST_VISIT
-from tests.conftest import SHARED_DATA, need
+from tests.conftest import OTB, need
 from tests.legacy_partition import write_manifest_for, write_unranked_partition
 from tests.polyglot_order import first_plays, moves_by_first_play, rank_order, ties_by_move
 from tests.recount import read_text, split_in_turn
 from tests.test_any_games import EVERY_GAME, decided_games, make_book, python_chess_games
 
-OTB = SHARED_DATA / "otb"
 SETTINGS = IngestSettings(EVERY_GAME)
 #: PolyGlot's -min-game 1 (every move a game played) and higher.
 BOOKS = [BookSettings(1, 0.0), BookSettings(3, 0.35)]

@@ -20,15 +20,10 @@ from pipelines.ingest.options import RunPolicy
 from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from pipelines.warehouse.layout import available_months, month_range
-from tests.conftest import need, run_cli
+from tests.conftest import run_cli
 from tests.recount import read_text, recount
-from tests.test_any_games import ALL_NAMES, EVERY_GAME, OTB
+from tests.test_any_games import ALL_NAMES, EVERY_GAME
 from tests.test_ingest import stats_counter
-
-
-@pytest.fixture
-def capablanca() -> Path:
-    return need(OTB / "Capablanca.pgn", "the Capablanca collection (otb/)")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import random
@@ -38,7 +37,7 @@ from pipelines.ingest.run import ingest
 from pipelines.ingest.settings import IngestSettings
 from schemas.speed import Speed
 from tests.browser import chromium_driver
-from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, need
+from tests.conftest import GAMES_2013, GAMES_2021, SYZYGY_DIR, file_hashes, need
 from tests.legacy_partition import write_legacy_partition, write_manifest_for
 from tests.recount import games_where, keeps, read_text, speed
 from tests.serving import free_port, served_in_thread
@@ -89,14 +88,6 @@ def recount(path: Path, month: str, truth: Truth, lines: list[list[str]]) -> Non
             found[(month, kind, band, group, result, rating)] += 1
             board.push(move)
         lines.append([m.uci() for m in moves])
-
-
-def file_hashes(folder: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
 
 
 @pytest.fixture(scope="module")

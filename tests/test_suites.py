@@ -19,13 +19,13 @@ import chess.pgn
 import chess.polyglot
 import pytest
 
-from bench.data import BUILT_TOOLS, SUITES_DIR, read_text
+from bench.data import BUILT_TOOLS, SUITES_DIR
 from pipelines.errors import ChesspipeError
 from pipelines.suites.build import EmptySuite, build_suite, suite_manifest_path
 from pipelines.suites.check import check_suite
 from pipelines.suites.learn import learn_suite
 from pipelines.suites.settings import LearnSettings, SuiteSettings
-from tests.conftest import GAMES_2013, need, need_program, run_cli
+from tests.conftest import GAMES_2013, first_games, need, need_program, run_cli
 
 #: Games of the 2013 sample the suites are built from (a recount of all takes too long).
 GAMES = 6000
@@ -35,11 +35,7 @@ COUNTED = 20
 
 @pytest.fixture(scope="module")
 def games_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    text = read_text(need(GAMES_2013, "real Lichess games (2013-01 part 1)"))
-    starts = [m.start() for m in re.finditer(r"^\[Event ", text, re.MULTILINE)]
-    path = tmp_path_factory.mktemp("suite-games") / "games.pgn"
-    path.write_text(text[: starts[GAMES]])
-    return path
+    return first_games(GAMES_2013, GAMES, tmp_path_factory.mktemp("suite-games") / "games.pgn")
 
 
 @pytest.fixture(scope="module")
