@@ -342,7 +342,18 @@ async def _work(run: _Run, program: str) -> None:
         await engine.quit()
 
 
+def _quiet_late_replies(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: an engine's reply to a search already cancelled (a
+    `readyok` after a Ctrl-C, which python-chess hands to a future that is done: an
+    InvalidStateError in its callback) is the stop, not a fault to show; the rest as asyncio
+    shows it."""
+    if isinstance(context.get("exception"), asyncio.InvalidStateError):
+        return
+    loop.default_exception_handler(context)
+
+
 async def _run_workers(run: _Run, program: str) -> None:
+    asyncio.get_running_loop().set_exception_handler(_quiet_late_replies)
     tasks = [asyncio.create_task(_work(run, program)) for _ in range(run.settings.workers)]
     try:
         await asyncio.gather(*tasks)
