@@ -56,6 +56,7 @@ def test_ingest_indexes_the_explorer_as_explorer_index_does(tmp_path: Path) -> N
     assert not (tmp_path / "n" / "explorer").exists()
 
 
+@pytest.mark.slow  # (1.5 s or more: the fast lane leaves it out)
 def test_games_ingest_counts_otherwise_are_read_again_but_not_from_stdin(tmp_path: Path) -> None:
     # --dedupe leaves out games the explorer counts: the explorer reads the source again.
     run_cli("ingest", str(SAMPLE), "--month", MONTH, "--warehouse", str(tmp_path / "d"),

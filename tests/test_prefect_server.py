@@ -6,6 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from pipelines.flows.prefect_internals import database_at_head, migrations_head
 
 
@@ -15,6 +17,7 @@ def sqlite_versions() -> Path:
     return Path(AioSqliteORMConfiguration().versions_dir)
 
 
+@pytest.mark.slow  # (1.5 s or more: the fast lane leaves it out)
 def test_the_migrations_head_is_alembics() -> None:
     """Read from the scripts' text, the head is the one Alembic finds by importing them."""
     from alembic.script import ScriptDirectory

@@ -561,6 +561,7 @@ def test_warehouse_unchanged(
     assert file_hashes(warehouse[0]) == hashes_before
 
 
+@pytest.mark.slow  # (1.5 s or more: the fast lane leaves it out)
 def test_moves_named_once_answer_as_named_each_time(
     warehouse: tuple[Path, Truth, list[list[str]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -108,6 +108,7 @@ def chess960_games_from_black_to_move(count: int, seed: int) -> str:
     return "\n\n".join(out) + "\n"
 
 
+@pytest.mark.slow  # (1.5 s or more: the fast lane leaves it out)
 @pytest.mark.parametrize("start", ["start positions", "black to move"])
 def test_chess960_games_counted_one_by_one(tmp_path: Path, start: str) -> None:
     if start == "black to move":

@@ -112,6 +112,7 @@ def suite_exits(path: Path) -> dict[int, int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("first", "last", "least", "early"),
     [(8, 16, 5, None), (3, 12, 6, 2), (16, 16, 3, None), (1, 4, 40, 1)],
@@ -183,6 +184,7 @@ def test_a_draw_is_repeatable_and_mixes_sides_as_asked(warehouse: Path, tmp_path
     assert blacks and all(" b " in line for line in blacks)
 
 
+@pytest.mark.slow
 def test_without_an_exit_nothing_is_written(warehouse: Path, tmp_path: Path) -> None:
     out = tmp_path / "suite.epd"
     with pytest.raises(EmptySuite, match="no position at plies 8..16 is reached by 100000"):
@@ -395,6 +397,7 @@ def test_learn_refuses_matches_from_other_openings(warehouse: Path, tmp_path: Pa
     assert not (tmp_path / "new.epd").exists()
 
 
+@pytest.mark.slow
 def test_from_position_games_count_from_their_fen(tmp_path: Path) -> None:
     """Match games from a FEN, counted from it, equal a python-chess recount; without
     --from-position keep the run says how to keep them."""

@@ -15,7 +15,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -342,14 +342,14 @@ async def _work(run: _Run, program: str) -> None:
         await engine.quit()
 
 
-def _quiet_late_replies(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+def _quiet_late_replies(loop: asyncio.AbstractEventLoop, context: Mapping[str, object]) -> None:
     """The loop's exception handler: an engine's reply to a search already cancelled (a
     `readyok` after a Ctrl-C, which python-chess hands to a future that is done: an
     InvalidStateError in its callback) is the stop, not a fault to show; the rest as asyncio
     shows it."""
     if isinstance(context.get("exception"), asyncio.InvalidStateError):
         return
-    loop.default_exception_handler(context)
+    loop.default_exception_handler(dict(context))
 
 
 async def _run_workers(run: _Run, program: str) -> None:
