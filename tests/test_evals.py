@@ -530,3 +530,42 @@ def test_ctrl_c_of_two_engines_ends_in_one_line_and_keeps_the_work(
         assert not alive(engines)
         assert read_evaluations(warehouse)  # what was analysed is stored
         assert run_cli("warehouse", "check", str(warehouse)).returncode == 0
+
+
+def test_a_late_reply_to_a_cancelled_search_is_not_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """python-chess hands an engine's `readyok` that comes after a Ctrl-C to a future already
+    cancelled: asyncio would print the InvalidStateError of that callback. The loop's handler
+    drops it, and only it."""
+    import asyncio
+    import logging
+
+    from pipelines.evals.analyse import _quiet_late_replies
+
+    shown: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: shown.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("asyncio").addHandler(handler)
+
+    async def late_reply(other: BaseException | None) -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_quiet_late_replies)
+        future = loop.create_future()
+        future.cancel()
+        loop.call_soon(future.set_result, "readyok")  # raises InvalidStateError in the loop
+        if other is not None:
+
+            def fail() -> None:
+                raise other
+
+            loop.call_soon(fail)
+        await asyncio.sleep(0.01)
+
+    try:
+        asyncio.run(late_reply(None))
+        assert shown == []
+        asyncio.run(late_reply(RuntimeError("a real fault")))
+        assert len(shown) == 1 and "Exception in callback" in shown[0]
+    finally:
+        logging.getLogger("asyncio").removeHandler(handler)
