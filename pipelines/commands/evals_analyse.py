@@ -66,23 +66,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
-def _suite_positions(path: Path) -> list[Any]:
-    """The positions of a suite; a suite with an opening that cannot be read is refused."""
-    from pipelines.suites.files import SuiteProblem, read_suite
-
-    boards = []
-    for found in read_suite(path):
-        if isinstance(found, SuiteProblem):
-            raise ChesspipeError(
-                f"{path}: opening {found.number}: {found.reason}: {found.text} (chesspipe suite "
-                "check lists every such line)"
-            )
-        boards.append(found.board)
-    if not boards:
-        raise ChesspipeError(f"{path}: the suite holds no opening")
-    return boards
-
-
 def _book_walk(args: argparse.Namespace) -> tuple[Any, dict[int, list[int]]]:
     """The book's walk (a board for each position it reaches) and its moves by key."""
     from pipelines.evals.positions import book_moves, walk
@@ -118,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
     limits = ("nodes", "depth", "movetime", "multipv", "wdl", "workers")
     settings = settings_from_args(AnalysisSettings, args, limits, hash_mb=args.hash)
     book = None if args.suite is not None else _book_walk(args)
-    boards = _suite_positions(args.suite) if book is None else list(book[0].boards.values())
+    if book is None:
+        from pipelines.suites.files import usable_positions
+
+        boards = [position.board for position in usable_positions(args.suite)]
+    else:
+        boards = list(book[0].boards.values())
     with progress_shown(args) as bar:
 
         def progress(report: Any) -> None:

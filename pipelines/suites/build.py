@@ -123,7 +123,7 @@ def _suite_text(exits: list[Exit], kind: str, evaluations: dict[int, Evaluation]
     parts = []
     for number, exit_ in enumerate(exits, 1):
         if kind == "pgn":
-            parts.append(pgn_game(_moves(exit_), number))
+            parts.append(pgn_game(exit_.moves, number))
             continue
         found = evaluations.get(exit_.key)
         cp = None if found is None or found.mate is not None else found.cp
@@ -139,12 +139,6 @@ def _suite_text(exits: list[Exit], kind: str, evaluations: dict[int, Evaluation]
             + "\n"
         )
     return "".join(parts)
-
-
-def _moves(exit_: Exit) -> tuple[Any, ...]:
-    import chess
-
-    return tuple(chess.Move.from_uci(move) for move in exit_.moves)
 
 
 def build_suite(

@@ -117,13 +117,6 @@ class SuiteReport:
         return "\n".join(lines)
 
 
-def _ply(position: SuitePosition) -> int:
-    if position.moves is not None:
-        return len(position.moves)
-    board = position.board
-    return 2 * (board.fullmove_number - 1) + (board.turn == chess.BLACK)
-
-
 def check_suite(path: Path, *, evals: Path | None = None) -> SuiteReport:
     """Read a suite whole and report on it; `evals`, a warehouse whose store gives the
     evaluations (else the suite's own `ce` and `c2 "wdl ..."` opcodes)."""
@@ -148,10 +141,10 @@ def check_suite(path: Path, *, evals: Path | None = None) -> SuiteReport:
     if evals is not None:
         from pipelines.evals.store import read_evaluations
 
-        keys = {polyglot_key(p.board): p.board.turn for p in positions}
-        stored = read_evaluations(evals, list(keys))
-        for position in positions:
-            evaluation = stored.get(polyglot_key(position.board))
+        keys = [polyglot_key(p.board) for p in positions]
+        stored = read_evaluations(evals, keys)
+        for position, key in zip(positions, keys, strict=True):
+            evaluation = stored.get(key)
             if evaluation is None:
                 continue
             scores.append((position.board.turn == chess.WHITE, float(evaluation.score)))
@@ -167,7 +160,7 @@ def check_suite(path: Path, *, evals: Path | None = None) -> SuiteReport:
         path=str(path),
         format=kind,
         openings=len(positions),
-        plies=dict(Counter(_ply(p) for p in positions)),
+        plies=dict(Counter(p.ply for p in positions)),
         white_to_move=sum(p.board.turn == chess.WHITE for p in positions),
         duplicates=duplicates,
         problems=dict(problems),

@@ -20,11 +20,11 @@ from schemas.polyglot import decode_move, polyglot_key, push_with_key
 
 class Exit(NamedTuple):
     """A position of the suite: its key, its FEN as its line reaches it (clocks included),
-    the line (UCI moves from the start position), its ply, and the games that reached it."""
+    the line (moves from the start position), its ply, and the games that reached it."""
 
     key: int
     fen: str
-    moves: tuple[str, ...]
+    moves: tuple[chess.Move, ...]
     games: int
 
     @property
@@ -40,8 +40,7 @@ class Exit(NamedTuple):
 
     def san_line(self) -> str:
         """The line in SAN, numbered as PGN numbers it (`1. e4 e5 2. Nf3`)."""
-        board = chess.Board()
-        return board.variation_san([chess.Move.from_uci(move) for move in self.moves])
+        return chess.Board().variation_san(self.moves)
 
 
 class ExitWalk(NamedTuple):
@@ -59,7 +58,7 @@ MovesOf = Callable[[Sequence[int], int], Iterable[tuple[int, int, int]]]
 
 class _Node(NamedTuple):
     board: chess.Board
-    moves: tuple[str, ...]
+    moves: tuple[chess.Move, ...]
 
 
 def walk_exits(moves_of: MovesOf, settings: SuiteSettings) -> ExitWalk:
@@ -85,7 +84,7 @@ def walk_exits(moves_of: MovesOf, settings: SuiteSettings) -> ExitWalk:
             arrivals[child_key] = arrivals.get(child_key, 0) + games
             rank = (-games, key, raw)  # the line through the most played move into it
             if child_key not in best or rank < best[child_key][0]:
-                best[child_key] = (rank, _Node(child, (*node.moves, move.uci())))
+                best[child_key] = (rank, _Node(child, (*node.moves, move)))
         frontier = {}
         for child_key in sorted(best):
             node = best[child_key][1]

@@ -35,6 +35,13 @@ class SuitePosition(NamedTuple):
     wdl: tuple[int, int, int] | None = None
 
     @property
+    def ply(self) -> int:
+        """Its ply: the line's length where the suite gives one, else from the move number."""
+        if self.moves is not None:
+            return len(self.moves)
+        return 2 * (self.board.fullmove_number - 1) + (self.board.turn == chess.BLACK)
+
+    @property
     def position(self) -> str:
         """The position as a suite's duplicates are found: the FEN's four fields (en passant
         only where a capture is legal)."""
@@ -168,6 +175,22 @@ def read_suite(path: Path) -> Iterator[SuitePosition | SuiteProblem]:
         for move in moves:
             board.push(move)
         yield SuitePosition(number, board, moves)
+
+
+def usable_positions(path: Path) -> list[SuitePosition]:
+    """A suite's openings, for the commands that use every one (an analysis, a match's
+    counts): an opening that cannot be used, or no opening at all, is refused."""
+    positions = []
+    for found in read_suite(path):
+        if isinstance(found, SuiteProblem):
+            raise ChesspipeError(
+                f"{path}: opening {found.number}: {found.reason}: {found.text} (chesspipe "
+                "suite check lists every such line)"
+            )
+        positions.append(found)
+    if not positions:
+        raise ChesspipeError(f"{path}: the suite holds no opening")
+    return positions
 
 
 def epd_line(

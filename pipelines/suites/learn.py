@@ -21,11 +21,10 @@ from pipelines.files import file_sha256, write_json
 from pipelines.suites.build import suite_manifest_path
 from pipelines.suites.files import (
     SuitePosition,
-    SuiteProblem,
     epd_line,
     pgn_game,
-    read_suite,
     suite_format,
+    usable_positions,
 )
 from pipelines.suites.settings import LearnSettings
 from schemas.atomic_files import OutputSet, check_output
@@ -143,12 +142,6 @@ def _games(paths: Sequence[Path]) -> Iterator[chess.pgn.Game]:
             raise ChesspipeError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _ply_of(position: SuitePosition) -> int:
-    if position.moves is not None:
-        return len(position.moves)
-    return 2 * (position.board.fullmove_number - 1) + (position.board.turn == chess.BLACK)
-
-
 def learn_suite(
     matches: Sequence[Path],
     suite: Path,
@@ -168,20 +161,11 @@ def learn_suite(
     kind = suite_format(out)
     for path in (out, suite_manifest_path(out)):
         check_output(path)
-    positions: list[SuitePosition] = []
-    for found in read_suite(suite):
-        if isinstance(found, SuiteProblem):
-            raise ChesspipeError(
-                f"{suite}: opening {found.number}: {found.reason}: {found.text} (chesspipe "
-                "suite check lists every such line)"
-            )
-        positions.append(found)
-    if not positions:
-        raise ChesspipeError(f"{suite}: the suite holds no opening")
+    positions = usable_positions(suite)
     index: dict[str, int] = {}
     for number, position in enumerate(positions):
         index.setdefault(position.position, number)
-    deepest = max(_ply_of(p) for p in positions)
+    deepest = max(p.ply for p in positions)
     counted: dict[int, ExitGames] = {}
     skipped: Counter[str] = Counter()
     read = matched = 0
