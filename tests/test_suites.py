@@ -206,6 +206,11 @@ def test_without_an_exit_nothing_is_written(warehouse: Path, tmp_path: Path) -> 
         check=False,
     )  # fmt: skip
     assert proc.returncode == 1 and "--evals" in proc.stderr
+    proc = run_cli(
+        "suite", "build", "--warehouse", str(warehouse), "--out", str(out), "--speeds", "bogus",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1 and proc.stderr == "chesspipe: error: unknown speed(s) ['bogus']\n"
     with pytest.raises(ChesspipeError, match="1 of 1 months missing"):
         build_suite(warehouse, "2014-02", out)
 

@@ -133,11 +133,6 @@ def run(args: argparse.Namespace) -> int:
     if args.evals is not None:
         existing_warehouse(args.evals)
     speeds = tuple(s for s in args.speeds.split(",") if s) if args.speeds else None
-    if speeds is not None:
-        from pipelines.books.settings import BookSettings
-
-        with settings_as_flags():
-            BookSettings(speeds=speeds)
     with settings_as_flags():
         settings = SuiteSettings(
             first_ply=args.plies[0],
