@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
             walked, moves = book
             stored = read_evaluations(args.warehouse, [k for k in moves if k in walked.boards])
-            after = after_best_moves(walked, moves, stored)
+            after = list(after_best_moves(walked, moves, stored).values())
             more = analyse_positions(
                 args.warehouse, after, args.engine, settings, progress=progress
             )

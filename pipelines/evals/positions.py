@@ -68,24 +68,35 @@ def walk(
     return Walk(boards, found)
 
 
+def best_move_child(
+    walk: Walk, key: int, evaluations: Mapping[int, Evaluation]
+) -> tuple[chess.Board, int] | None:
+    """The position after the engine's own best move (the stored `best`) in a position the
+    walk reached, and its key; None where the store has no best move there."""
+    board = walk.boards.get(key)
+    own = evaluations.get(key)
+    if board is None or own is None or own.best is None:
+        return None
+    move = decode_move(board, own.best)
+    if move is None:
+        return None
+    child = board.copy(stack=False)
+    return child, push_with_key(child, move, key)
+
+
 def after_best_moves(
     walk: Walk, moves: Mapping[int, Sequence[int]], evaluations: Mapping[int, Evaluation]
-) -> list[chess.Board]:
-    """The position after the engine's own best move (the stored `best`) in each book position
-    where it is no book move: a book move's loss compares it with the best move's value, both
+) -> dict[int, chess.Board]:
+    """The position after the engine's own best move in each book position where it is no
+    book move, by key: a book move's loss compares it with the best move's value, both
     searches of the position after a move (pipelines.evals.pruning), so it needs evaluating
     too."""
-    found = []
+    found = {}
     for key, raws in moves.items():
-        board = walk.boards.get(key)
         own = evaluations.get(key)
-        if board is None or own is None or own.best is None or own.best in raws:
-            continue
-        move = decode_move(board, own.best)
-        if move is not None:
-            child = board.copy(stack=False)
-            child.push(move)
-            found.append(child)
+        child = None if own is None or own.best in raws else best_move_child(walk, key, evaluations)
+        if child is not None:
+            found[child[1]] = child[0]
     return found
 
 

@@ -18,10 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from pipelines.evals.positions import Walk, after_best_moves
+from pipelines.evals.positions import Walk, after_best_moves, best_move_child
 from pipelines.evals.settings import PruneSettings
 from pipelines.evals.store import Evaluation, read_evaluations
-from schemas.polyglot import decode_move, polyglot_key, push_with_key
 
 
 class MoveValue(NamedTuple):
@@ -41,15 +40,8 @@ class MoveValue(NamedTuple):
 def _engine_best_value(walk: Walk, key: int, evaluations: Mapping[int, Evaluation]) -> int | None:
     """The value of the engine's own best move in a position (the stored evaluation after it,
     from the mover's view), where the store has the position and the one after that move."""
-    own = evaluations.get(key)
-    board = walk.boards.get(key)
-    if own is None or own.best is None or board is None:
-        return None
-    move = decode_move(board, own.best)
-    if move is None:
-        return None
-    child = board.copy(stack=False)
-    after = evaluations.get(push_with_key(child, move, key))
+    child = best_move_child(walk, key, evaluations)
+    after = evaluations.get(child[1]) if child is not None else None
     return -after.score if after is not None else None
 
 
@@ -125,7 +117,7 @@ def judging_evaluations(
     """The stored evaluations that judge a book's moves: the positions the walk reached, the
     positions after their book moves, and those after the engine's own best moves."""
     evaluations = read_evaluations(evals, needed_keys(walk, moves))
-    after_best = {polyglot_key(b) for b in after_best_moves(walk, moves, evaluations)}
+    after_best = set(after_best_moves(walk, moves, evaluations))
     if after_best - set(evaluations):
         evaluations.update(read_evaluations(evals, after_best - set(evaluations)))
     return evaluations
