@@ -55,6 +55,14 @@ def strings(values: Sequence[str | None]) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
 
 
+def binaries(values: Sequence[bytes]) -> pa.Array:
+    """A binary array of byte strings."""
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum([len(value) for value in values], out=offsets[1:])
+    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(values))]
+    return pa.Array.from_buffers(pa.binary(), len(values), buffers)
+
+
 def optional_integers(values: Sequence[int | None], dtype: type[np.unsignedinteger]) -> pa.Array:
     """An integer array of Python integers (None: null) of a NumPy type."""
     present = np.fromiter((value is not None for value in values), bool, len(values))
@@ -74,3 +82,33 @@ def numbers(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if data is None:
         return np.zeros(0, dtype)
     return np.frombuffer(data, dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def truths(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The values of a boolean array as NumPy's, null as False (`to_numpy` imports pandas)."""
+    if isinstance(array, pa.ChunkedArray):
+        parts = [truths(chunk) for chunk in array.chunks]
+        return np.concatenate(parts) if parts else np.zeros(0, bool)
+    validity, data = array.buffers()[:2]
+    if data is None or not len(array):
+        return np.zeros(len(array), bool)
+
+    def bits(buffer: pa.Buffer) -> np.ndarray:
+        unpacked = np.unpackbits(np.frombuffer(buffer, np.uint8), bitorder="little")
+        return unpacked[array.offset : array.offset + len(array)].astype(bool)
+
+    found = bits(data)
+    return found & bits(validity) if validity is not None else found
+
+
+def int_lists(values: Sequence[Sequence[int] | None]) -> pa.Array:
+    """A list<int32> array of Python lists (None: null)."""
+    present = np.fromiter((value is not None for value in values), bool, len(values))
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum([len(value or ()) for value in values], out=offsets[1:])
+    flat = np.fromiter((v for value in values for v in value or ()), np.int32, int(offsets[-1]))
+    items = pa.Array.from_buffers(pa.int32(), len(flat), [None, pa.py_buffer(flat)])
+    return pa.ListArray.from_buffers(
+        pa.list_(pa.int32()), len(values), [_validity(present), pa.py_buffer(offsets)],
+        children=[items],
+    )  # fmt: skip

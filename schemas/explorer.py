@@ -30,6 +30,12 @@ GAMES_SCHEMA = pa.schema(
         pa.field("rated", pa.bool_(), nullable=False),
         pa.field("tournament", pa.bool_(), nullable=False),
         pa.field("moves", pa.string(), nullable=True),
+        pa.field("time_control", pa.string(), nullable=True),
+        pa.field("eco", pa.string(), nullable=True),
+        pa.field("opening", pa.string(), nullable=True),
+        pa.field("fen", pa.string(), nullable=True),
+        pa.field("plies", pa.uint16(), nullable=True),
+        pa.field("packed", pa.binary(), nullable=True),
     ],
     metadata={
         b"description": b"seq: the game's place among the month's kept games (source order, "
@@ -39,7 +45,11 @@ GAMES_SCHEMA = pa.schema(
         b"when absent; result: White's points (2 win, 1 draw, 0 loss); speed: the filter's "
         b"speed name; rated: Event does not start with 'Casual'; tournament: Event names an "
         b"arena, swiss or tournament; moves: the whole game in UCI, space-separated, when the "
-        b"month was indexed with every ply (collections), else null.",
+        b"month was indexed with every ply (collections), else null; time_control, eco, "
+        b"opening: those tags, null when absent; fen: the position the game starts from when "
+        b"not the standard start (FEN tag, Chess960), else null; plies: the moves of its main "
+        b"line kept (up to its first illegal move); packed: those moves, 2 bytes each "
+        b"(schemas.packed_moves). plies and packed are null in months indexed before them.",
     },
 )
 

@@ -38,6 +38,9 @@ class GameRecord(NamedTuple):
     black_title: str | None
     rated: bool
     tournament: bool
+    time_control: str | None
+    eco: str | None
+    opening: str | None
 
 
 def tags(game: bytes) -> dict[str, str]:
@@ -102,11 +105,15 @@ class RecordColumns(NamedTuple):
     black_title: list[str | None]
     rated: list[bool]
     tournament: list[bool]
+    time_control: list[str | None]
+    eco: list[str | None]
+    opening: list[str | None]
 
 
 #: The tags records read, in the order header_tags() answers them.
 _RECORD_TAGS = (b"Site", b"Event", b"UTCDate", b"Date", b"Round", b"White", b"Black",
-                b"WhiteElo", b"BlackElo", b"WhiteTitle", b"BlackTitle")  # fmt: skip
+                b"WhiteElo", b"BlackElo", b"WhiteTitle", b"BlackTitle", b"TimeControl", b"ECO",
+                b"Opening")  # fmt: skip
 
 
 def read_records(games: Sequence[bytes]) -> RecordColumns:
@@ -119,7 +126,7 @@ def _records(games: Sequence[bytes], values: Sequence[Sequence[str | None]]) -> 
     """The records of games from their tags' values (a column per tag of _RECORD_TAGS, None
     where a game has none)."""
     site, event, utc_date, date, round_, white, black, white_elo, black_elo, white_title, \
-        black_title = values  # fmt: skip
+        black_title, time_control, eco, opening = values  # fmt: skip
     sites = [s or "" for s in site]
     events = [e or "" for e in event]
     return RecordColumns(
@@ -136,4 +143,7 @@ def _records(games: Sequence[bytes], values: Sequence[Sequence[str | None]]) -> 
         black_title=[t or None for t in black_title],
         rated=[not e.lower().startswith("casual") for e in events],
         tournament=[is_tournament(e) for e in events],
+        time_control=[t or None for t in time_control],
+        eco=[e or None for e in eco],
+        opening=[o or None for o in opening],
     )

@@ -57,7 +57,7 @@ BATCH_GAMES = 4096
 
 #: The string columns of a game record, as GAMES_SCHEMA names them.
 _RECORD_STRINGS = ("id", "event", "site", "round", "date", "white", "black", "white_title",
-                   "black_title")  # fmt: skip
+                   "black_title", "time_control", "eco", "opening")  # fmt: skip
 
 
 def _after(table: pa.Table, first: int) -> pa.Array:
@@ -93,6 +93,11 @@ class _Writer:
             "rated": arrays.booleans(np.array(records.rated, dtype=bool)),
             "tournament": arrays.booleans(np.array(records.tournament, dtype=bool)),
             "moves": arrays.strings([found.uci for _, _, found in batch]),
+            "fen": arrays.strings([kept.fen for kept, _, _ in batch]),
+            "plies": arrays.integers(
+                np.array([len(found.packed) // 2 for _, _, found in batch], dtype=np.uint16)
+            ),
+            "packed": arrays.binaries([found.packed for _, _, found in batch]),
         }
         self.games.write_table(
             pa.Table.from_arrays([columns[f.name] for f in GAMES_SCHEMA], schema=GAMES_SCHEMA)

@@ -21,18 +21,27 @@ from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
 
 class GamePositions(NamedTuple):
-    """A game's positions once each, in the order of the move last played from them."""
+    """A game's positions once each, in the order of the move last played from them, and the
+    moves of its whole main line, packed."""
 
     keys: np.ndarray  # uint64 Polyglot keys of the positions before the moves
     moves: np.ndarray  # uint16 Polyglot moves
     plies: np.ndarray  # uint16 plies of the moves from the game's start (White's even)
     uci: str | None  # the whole game in UCI when moves are kept
+    packed: bytes  # every move of the main line up to its first illegal one (schemas.packed_moves)
 
 
 def replay_one(
-    game: KeptGame, sans: list[bytes], *, keep_moves: bool, chess960: bool = False
+    game: KeptGame,
+    sans: list[bytes],
+    *,
+    plies: int | None = None,
+    keep_moves: bool,
+    chess960: bool = False,
 ) -> GamePositions | str:
-    """A game's positions by python-chess, or why it is dropped (`illegal_move`, `bad_fen`)."""
+    """A game's positions by python-chess, or why it is dropped (`illegal_move`, `bad_fen`):
+    the positions of its first `plies` moves (None: all), its moves packed as far as they are
+    legal (an illegal move past `plies` ends the line; within them, it drops the game)."""
     try:
         board = chess.Board(game.fen, chess960=chess960) if game.fen else chess.Board()
     except ValueError:
@@ -40,30 +49,38 @@ def replay_one(
     key = polyglot_key(board)
     first_ply = 0 if board.turn == chess.WHITE else 1
     keys: list[int] = []
-    moves: list[int] = []
+    codes: list[int] = []
     ucis: list[str] = []
-    for san in sans:
+    for index, san in enumerate(sans):
+        within = plies is None or index < plies
         try:
             move = board.parse_san(san.decode("utf-8", "replace"))
         except ValueError:
-            return "illegal_move"
-        keys.append(key)
-        moves.append(encode_move(board, move))
+            if within:
+                return "illegal_move"
+            break
+        if within:
+            keys.append(key)
+        codes.append(encode_move(board, move))
         if keep_moves:
             ucis.append(board.uci(move))
         key = push_with_key(board, move, key)
     key_array = np.array(keys, dtype=np.uint64)
     keep = last_visits(key_array, np.array([len(keys)], dtype=np.int32))
     uci = " ".join(ucis) if keep_moves else None
-    plies = (keep + first_ply).astype(np.uint16)
-    return GamePositions(key_array[keep], np.array(moves, dtype=np.uint16)[keep], plies, uci)
+    ply_numbers = (keep + first_ply).astype(np.uint16)
+    code_array = np.array(codes, dtype="<u2")
+    return GamePositions(
+        key_array[keep], code_array[: len(keys)][keep].astype(np.uint16), ply_numbers, uci,
+        code_array.tobytes(),
+    )  # fmt: skip
 
 
 def replay_games(
     games: list[KeptGame], *, plies: int | None, keep_moves: bool, chess960: bool = False
 ) -> list[GamePositions | str]:
-    """Each game's positions, or the reason it is dropped (`no_moves`, `illegal_move`,
-    `bad_fen`), in order.
+    """Each game's positions (its first `plies` moves) and packed moves (all), or the reason
+    it is dropped (`no_moves`, `illegal_move`, `bad_fen`), in order.
 
     Standard games from the start position go to the compiled walk as their movetexts are (as
     ingest's counting sends them); a game the walk refuses, or in which it finds no move, is
@@ -79,21 +96,34 @@ def replay_games(
             batch.append(place)
     if not batch:
         return results
-    walked = walk_openings([games[p].movetext for p in batch], plies=plies)
+    walked = walk_openings([games[p].movetext for p in batch])
     lengths = walked.lengths
-    keep = last_visits(walked.keys, lengths)
     counts = np.maximum(lengths, 0).astype(np.int64)
     first_row = np.concatenate(([0], np.cumsum(counts)))
-    rows_game = np.repeat(np.arange(len(batch)), counts)[keep]
-    keys, moves = walked.keys[keep], walked.moves[keep]
-    ply_of: np.ndarray = (keep - first_row[rows_game]).astype(np.uint16)
+    if plies is not None:  # the positions of the first plies only
+        limited = np.minimum(lengths, plies).astype(np.int32)
+        offset = np.arange(int(first_row[-1])) - np.repeat(first_row[:-1], counts)
+        within = offset < np.repeat(np.maximum(limited, 0), counts)
+        position_keys, position_moves = walked.keys[within], walked.moves[within]
+    else:
+        limited, position_keys, position_moves = lengths, walked.keys, walked.moves
+    keep = last_visits(position_keys, limited)
+    limited_counts = np.maximum(limited, 0).astype(np.int64)
+    limited_first = np.concatenate(([0], np.cumsum(limited_counts)))
+    rows_game = np.repeat(np.arange(len(batch)), limited_counts)[keep]
+    keys, moves = position_keys[keep], position_moves[keep]
+    ply_of: np.ndarray = (keep - limited_first[rows_game]).astype(np.uint16)
     bounds = np.searchsorted(rows_game, np.arange(len(batch) + 1))
+    codes = walked.moves.astype("<u2", copy=False)
     for i, place in enumerate(batch):
         if lengths[i] <= 0:  # refused, or no move found: python-chess decides
             results[place] = _replay_tokens(games[place], plies, False, False)
         else:
             low, high = bounds[i], bounds[i + 1]
-            results[place] = GamePositions(keys[low:high], moves[low:high], ply_of[low:high], None)
+            packed = codes[first_row[i] : first_row[i + 1]].tobytes()
+            results[place] = GamePositions(
+                keys[low:high], moves[low:high], ply_of[low:high], None, packed
+            )
     return results
 
 
@@ -101,7 +131,7 @@ def _replay_tokens(
     game: KeptGame, plies: int | None, keep_moves: bool, chess960: bool
 ) -> GamePositions | str:
     """A game's positions from its SAN tokens by python-chess, or why it is dropped."""
-    sans = san_tokens(game.movetext, plies)
+    sans = san_tokens(game.movetext, None)
     if not sans:
         return "no_moves"
-    return replay_one(game, sans, keep_moves=keep_moves, chess960=chess960)
+    return replay_one(game, sans, plies=plies, keep_moves=keep_moves, chess960=chess960)
