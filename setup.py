@@ -9,7 +9,7 @@ from setuptools import Extension, setup
 FLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
 
 #: Each compiled module, by its room.
-MODULES = ("games._scan", "games._sanwalk", "ingest._sums", "training._codec")
+MODULES = ("games._scan", "games._sanwalk", "ingest._sums", "training._codec", "search._scout")
 
 setup(
     ext_modules=[

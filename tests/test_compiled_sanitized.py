@@ -1,7 +1,7 @@
 """The compiled code (the game filter's fast path, the SAN walk, the sums of move statistics,
-the training codec) built with AddressSanitizer and UndefinedBehaviorSanitizer, fed real games,
-mangled games, records and blocks and random bytes or rows: no read past a text, no undefined
-behaviour, no crash."""
+the training codec, the position scanner) built with AddressSanitizer and
+UndefinedBehaviorSanitizer, fed real games, mangled games, records and blocks and random bytes or
+rows: no read past a text, no undefined behaviour, no crash."""
 
 from __future__ import annotations
 
@@ -310,3 +310,130 @@ def test_the_sanitized_codec_reads_and_writes_nothing_out_of_bounds(
     assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
     _, stepped, taken = run.stdout.split()
     assert int(stepped) > 0 and int(taken) > 0  # mangled records were refused, some blocks read
+
+
+#: Games of garbage move bytes fed to the sanitized scanner (scan.py's `_scout` swapped for it):
+#: the real games of argv[2] (hex, one a line) cut and flipped, random bytes, moves of pieces that
+#: are there to squares anywhere, Chess960 games, from good and unreadable FEN starts, for queries
+#: of every rule, from two threads at once; then tables of the wrong sizes or out of range.
+SCOUT_FEED = r"""
+import random, sys, threading
+import chess, numpy as np, pyarrow as pa
+sys.path.insert(0, sys.argv[1])
+import _scout
+from pipelines.search import scan
+from pipelines.search.query import parse_query
+from schemas.polyglot import encode_move
+from tests.random_moves import random_move
+scan._scout = _scout
+real = [bytes.fromhex(line) for line in open(sys.argv[2]).read().split()]
+rng = random.Random(1)
+fed = []
+for game in real:
+    fed.append(game)
+    for _ in range(3):
+        fed.append(game[: rng.randrange(len(game) + 1)])  # cut anywhere, odd lengths too
+        mangled = bytearray(game)
+        for _ in range(rng.randrange(1, 6)):
+            if mangled:
+                mangled[rng.randrange(len(mangled))] = rng.randrange(256)
+        fed.append(bytes(mangled))
+for _ in range(4000):
+    fed.append(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
+for _ in range(400):  # the side to move's pieces moved anywhere, promotions asked at random
+    board, out = chess.Board(), bytearray()
+    for _ in range(rng.randrange(1, 120)):
+        mine = list(chess.scan_forward(board.occupied_co[board.turn])) or [0]
+        raw = rng.randrange(64) | rng.choice(mine) << 6 | rng.randrange(5) << 12
+        out += raw.to_bytes(2, "little")
+        board.turn = not board.turn
+    fed.append(bytes(out))
+fens = [None, "r3k2r/8/8/2Pp4/8/8/8/R3K2R w KQkq d6 0 1", "8/P6k/8/8/8/8/p6K/8 w - - 0 1",
+        "not a FEN", "8/8/8/8/8/8/8/8 w - - 0 1"]
+starts = [rng.choice(fens) for _ in fed]
+results = np.array([rng.choice([0, 1, 2, 9, 255]) for _ in fed], dtype=np.uint8)
+queries = [parse_query(text) for text in [
+    '{"pass": ""}', '{"sub-fen": ["8/8/8/8/4P3/8/8/8", "r7/8/8/8/8/8/8/7K"]}',
+    '{"material": ["KQKQ", "KRPKR"], "stm": "white"}', '{"imbalance": ["PPvN", "v"]}',
+    '{"fen": "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"}',
+    '{"white-move": ["O-O", "exd6", "e8=Q", "Rac1"], "black-move": ["O-O-O", "Nbd7"]}',
+    '{"captured": "", "moved": "KP", "result": ["1-0", "*"]}', '{"captured": "QP"}',
+    '{"sequence": [{"moved": "P"}, {"streak": [{"captured": "PNBRQ"}, {"pass": ""}]}, '
+    '{"moved": "K"}]}']]
+matched, looked_at = [], []
+def feed(seed):
+    for query in queries:
+        found = scan.scan_games(fed, results, query, starts=starts, limit=None if seed else 50)
+        matched.append(len(found.games))
+        looked_at.append(found.positions)
+threads = [threading.Thread(target=feed, args=(seed,)) for seed in range(2)]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
+assert len(matched) == 2 * len(queries)  # (an exception in a thread leaves the exit code at 0)
+# Chess960 games, castling often, and an arrow array (an offset, nulls) of them.
+games960 = []
+for _ in range(60):
+    board = chess.Board.from_chess960_pos(rng.randrange(960))
+    start, out = board.fen(), bytearray()
+    for _ in range(rng.randrange(0, 100)):
+        move = random_move(board, rng, special_share=0.8)
+        if move is None:
+            break
+        out += encode_move(board, move).to_bytes(2, "little")
+        board.push(move)
+    games960.append((start, bytes(out)))
+array = pa.array([None] + [game for _, game in games960] + [None], pa.large_binary()).slice(1, 60)
+for query in queries:
+    scan.scan_games(array, results[:60], query, starts=[s for s, _ in games960], chess960=True)
+# Tables that do not fit are refused; offsets out of the data are empty games.
+tables = scan.compile_query(queries[-1])
+good = (b"\x00" * 8, np.array([0, 4, 2, 99], np.int64), True, None, 0, 3, b"\x02" * 3,
+        np.zeros(3, np.int32), scan.start_table(None, 1)[1], *tables, -1)
+print("scout", sum(matched), sum(looked_at), _scout.scan(*good)[2], flush=True)
+def bad(at, value):
+    args = list(good)
+    args[at] = value
+    try:
+        _scout.scan(*args)
+    except ValueError as error:
+        print("refused", error, flush=True)
+bad(1, np.array([0, 4], np.int64))  # too few offsets
+bad(5, 9)  # too many games
+bad(6, b"\x02")  # results of another length
+bad(7, np.array([0, 0, 3], np.int32))  # a start not in the table
+bad(8, b"\x00" * 100)  # a start table not whole
+two = np.zeros(1, scan.POSITION)
+two["masks"][0][0] = two["masks"][0][1] = 1
+bad(8, two)  # two pieces on a square
+wrong = tables.conditions.copy()
+wrong["moves_first"][0] = 1000
+bad(9, wrong)  # a condition's items out of the tables
+bad(9, b"")  # no condition
+bad(15, b"\x01" * 255)  # allowed results not 256
+"""
+
+
+@pytest.mark.slow
+def test_the_sanitized_scanner_reads_nothing_out_of_bounds(tmp_path: Path) -> None:
+    import numpy as np
+
+    from pipelines.games.sanwalk import walk_openings
+
+    module = sanitized_build(tmp_path, "_scout", room="search")
+    walked = walk_openings(movetexts(need(GAMES_2013, "real Lichess games"), 500))
+    moves, sizes = walked.moves.astype("<u2"), np.maximum(walked.lengths, 0)
+    ends = np.cumsum(sizes)
+    games = [moves[end - size : end].tobytes().hex()
+             for end, size in zip(ends, sizes, strict=True) if size]  # fmt: skip
+    (tmp_path / "games.txt").write_text("\n".join(games))
+    run = subprocess.run(
+        [sys.executable, "-c", SCOUT_FEED, str(module.parent), str(tmp_path / "games.txt")],
+        capture_output=True, text=True, env=sanitized_environment(sanitizer_runtime()),
+        timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert "runtime error" not in run.stderr and "AddressSanitizer" not in run.stderr
+    lines = run.stdout.splitlines()
+    _, matched, looked_at, empty_games = lines[0].split()
+    assert int(matched) > 0 and int(looked_at) > len(games) and empty_games == "3"
+    assert len(lines) == 10 and all(line.startswith("refused") for line in lines[1:]), lines

@@ -1,0 +1,1 @@
+"""Position search over the games the warehouse keeps (`chesspipe search`)."""
