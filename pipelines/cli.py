@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from pipelines.commands.options import check_file_roles
-from pipelines.errors import ChesspipeError, Stopped
+from pipelines.errors import ChesspipeError, Stopped, UsageError
 from schemas.version import __version__
 
 #: Subcommands and their modules, in the order `--help` lists them.
@@ -21,6 +21,7 @@ COMMANDS = {
     "warehouse": "pipelines.commands.warehouse",
     "evals": "pipelines.commands.evals",
     "suite": "pipelines.commands.suite",
+    "search": "pipelines.commands.search",
     "build-month": "pipelines.commands.build_month",
     "backfill": "pipelines.commands.backfill",
     "serve-monthly": "pipelines.commands.serve_monthly",
@@ -95,7 +96,7 @@ def _run(argv: list[str]) -> int:
         if _stop_asked() is not None:  # what the stop broke (a worker, a download) says so
             return _stopped()
         print(f"chesspipe: error: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         print("chesspipe: interrupted", file=sys.stderr)
         return 130

@@ -10,6 +10,11 @@ class ChesspipeError(Exception):
     """A failure the user can act on; its message is the one-line reason."""
 
 
+class UsageError(ChesspipeError):
+    """What was asked cannot be read (a query, a combination of options): the command exits
+    with 2, as for a bad option."""
+
+
 class CorruptInput(ChesspipeError):
     """An input stream is truncated or not what it claims to be."""
 

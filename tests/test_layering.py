@@ -40,6 +40,7 @@ ROOMS: tuple[frozenset[str], ...] = (
     ),
     frozenset({"pipelines.suites"}),
     frozenset({"pipelines.explorer"}),
+    frozenset({"pipelines.search"}),
     frozenset({"pipelines.monthly", "pipelines.serve"}),
     frozenset({"pipelines.flows"}),
     frozenset({"pipelines.commands"}),

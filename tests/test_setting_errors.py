@@ -17,6 +17,7 @@ from pipelines.evals.settings import AnalysisSettings, CheckSettings, ImportSett
 from pipelines.explorer.settings import ExplorerSettings
 from pipelines.games.game_filter import GameFilter
 from pipelines.ingest.settings import IngestSettings
+from pipelines.search.games import SearchSettings
 from pipelines.suites.settings import LearnSettings, SuiteSettings
 from pipelines.training.settings import FromGamesSettings
 from pipelines.training.skip_settings import SkipSettings
@@ -25,7 +26,7 @@ from tests.conftest import run_cli
 SETTINGS = (
     GameFilter, IngestSettings, BookSettings, ReportSettings, DumpSettings, ExplorerSettings,
     SkipSettings, AnalysisSettings, ImportSettings, PruneSettings, CheckSettings,
-    SuiteSettings, LearnSettings,
+    SuiteSettings, LearnSettings, SearchSettings,
 )  # fmt: skip
 
 

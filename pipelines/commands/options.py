@@ -562,6 +562,8 @@ SETTING_FLAGS = {
     "SuiteSettings.draw_rate": "--draw-rate",
     "LearnSettings.min_games": "--min-games",
     "LearnSettings.draw_rate": "--draw-rate",
+    "SearchSettings.speeds": "--speeds",
+    "SearchSettings.min_rating": "--min-rating",
 }
 
 

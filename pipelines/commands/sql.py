@@ -62,6 +62,19 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+#: The search's functions, registered when a query names one (`chesspipe sql` starts light).
+_SEARCH_TERMS = ("fen_at", "material_at", "matches_subfen", "scout")
+
+
+def search_functions(query: str) -> tuple[Any, ...]:
+    """The search's SQL functions (pipelines.search.sql) when the query calls one."""
+    if not any(f"{name}(" in query.lower().replace(" (", "(") for name in _SEARCH_TERMS):
+        return ()
+    from pipelines.search.sql import SEARCH_FUNCTIONS
+
+    return SEARCH_FUNCTIONS
+
+
 def run(args: argparse.Namespace) -> int:
     from pipelines.errors import ChesspipeError
     from pipelines.warehouse.read_only import WriteNotAllowed
@@ -78,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             allow_read=args.allow_read,
             timeout=args.timeout,
             resources=resources_from_args(args),
+            functions=search_functions(args.query),
         )
     except WriteNotAllowed as exc:
         raise ChesspipeError(f"{exc} (pass --allow-write to run it)") from None

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,17 @@ import chess.svg
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from pipelines.errors import ChesspipeError
 from pipelines.explorer.blocks import CACHE_BYTES as BLOCK_CACHE_BYTES
 from pipelines.explorer.blocks import SHARED_CACHE
 from pipelines.lifetime import die_with_parent
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
+from pipelines.serve.games_search import search_request
 from pipelines.serve.http_guard import HeadLimit, SlowRefusals
 from pipelines.serve.lookup_store import SERVE_MEMORY, DamagedLookup
 from pipelines.serve.masters import Masters
@@ -240,6 +242,24 @@ def make_app(
     def page(request: Request) -> Response:
         return HTMLResponse(PAGE)
 
+    def games_search(request: Request) -> Response:
+        if explorer is None:
+            return _error(404, "no warehouse")
+        try:
+            found = search_request(explorer.warehouse, request.query_params)
+            first = next(found, None)
+        except ChesspipeError as exc:  # a bad query or setting, a month not explored
+            return _error(400, str(exc))
+
+        def lines() -> Iterator[bytes]:
+            if first is None:
+                return
+            yield encode(first.to_json()) + b"\n"
+            for match in found:
+                yield encode(match.to_json()) + b"\n"
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
     routes = [
         Route("/", page),
         Route("/lichess", off_loop(lichess)),
@@ -254,6 +274,7 @@ def make_app(
         Route("/standard/mainline", off_loop(mainline, long=True)),
         Route("/board.svg", off_loop(board_svg)),
         Route("/position", off_loop(position)),
+        Route("/games/search", off_loop(games_search, long=True)),
     ]
 
     @contextlib.asynccontextmanager

@@ -26,6 +26,17 @@ SHA256_FIELDS = {
     COUNTS_FILE: "counts_sha256",
     RECORDS_FILE: "records_sha256",
 }
+#: The columns of a month's games.parquet as DuckDB types (schemas.explorer.GAMES_SCHEMA's, known
+#: here without pyarrow for the `games` view; tests/test_search.py checks that they agree).
+GAMES_COLUMNS = (
+    ("seq", "UINTEGER"), ("id", "VARCHAR"), ("event", "VARCHAR"), ("site", "VARCHAR"),
+    ("round", "VARCHAR"), ("date", "VARCHAR"), ("white", "VARCHAR"), ("black", "VARCHAR"),
+    ("white_elo", "USMALLINT"), ("black_elo", "USMALLINT"), ("white_title", "VARCHAR"),
+    ("black_title", "VARCHAR"), ("result", "UTINYINT"), ("speed", "VARCHAR"),
+    ("rated", "BOOLEAN"), ("tournament", "BOOLEAN"), ("moves", "VARCHAR"),
+    ("time_control", "VARCHAR"), ("eco", "VARCHAR"), ("opening", "VARCHAR"), ("fen", "VARCHAR"),
+    ("plies", "USMALLINT"), ("packed", "BLOB"),
+)  # fmt: skip
 #: The files every indexed month has.
 MONTH_FILES = (GAMES_FILE, LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE)
 

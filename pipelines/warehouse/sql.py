@@ -14,10 +14,19 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
 from pipelines.errors import ChesspipeError
 from pipelines.sources.object_store import is_remote
 from pipelines.warehouse.evals_files import eval_parts
+from pipelines.warehouse.explorer_files import (
+    GAMES_COLUMNS,
+    GAMES_FILE,
+    MONTH_FILES,
+    explorer_dir,
+    explorer_month_dir,
+)
 from pipelines.warehouse.integrity import DamagedMonth, check_opened
 from pipelines.warehouse.layout import (
     available_months,
+    complete_months,
     manifest_path,
+    month_manifest,
     partition_file,
     recorded_plies,
     sql_list,
@@ -99,8 +108,10 @@ def run_query(
     allow_read: Sequence[Path] = (),
     timeout: float | None = DEFAULT_TIMEOUT,
     resources: QueryResources = DEFAULT_RESOURCES,
+    functions: Sequence[SqlFunction] = (),
 ) -> tuple[list[str], list[tuple[Any, ...]]]:
-    """Run a query over the warehouse; return column names and rows.
+    """Run a query over the warehouse; return column names and rows (`functions`: more
+    functions to register, as `connect` takes them).
 
     Unless `allow_write`, only statements that read are taken, and they open no file but the
     warehouse's statistics, the bundled opening names and what lies under `allow_read`
@@ -125,6 +136,7 @@ def run_query(
             allow_read=allow_read,
             allow_write=allow_write,
             resources=resources,
+            functions=functions,
         )
         try:
             with time_limit(con, timeout):
@@ -189,12 +201,16 @@ def stable_read(warehouse: Path, read: Callable[[], T], *, attempts: int | None 
 
 def statistics_files(warehouse: Path) -> list[Path]:
     """The files the views read: each month's partition and its manifest (renamed in after
-    it), the fresh compacted years and the evaluation store's parts."""
+    it), the fresh compacted years, the evaluation store's parts, and each explored month's
+    games and manifest."""
     root = Path(warehouse).absolute()
     present = available_months(root)
     months = [partition_file(root, month) for month in present]
     manifests = [manifest_path(root, month) for month in present]
-    return months + manifests + fresh_yearly_files(root) + eval_parts(root)
+    explored = complete_months(explorer_dir(root), MONTH_FILES)
+    games = [explorer_month_dir(root, month) / GAMES_FILE for month in explored]
+    games += [month_manifest(explorer_dir(root), month) for month in explored]
+    return months + manifests + fresh_yearly_files(root) + eval_parts(root) + games
 
 
 def _identities(files: list[Path]) -> list[tuple[int, int, int] | None]:
@@ -320,6 +336,7 @@ def connect(
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
     allow_write: Literal[False] = ...,
+    functions: Sequence[SqlFunction] = ...,
 ) -> ReadOnlyConnection: ...
 @overload
 def connect(
@@ -331,6 +348,7 @@ def connect(
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
     allow_write: Literal[True],
+    functions: Sequence[SqlFunction] = ...,
 ) -> duckdb.DuckDBPyConnection: ...
 @overload
 def connect(
@@ -342,6 +360,7 @@ def connect(
     chess_terms: bool = ...,
     allow_read: Sequence[Path] = ...,
     allow_write: bool,
+    functions: Sequence[SqlFunction] = ...,
 ) -> ReadOnlyConnection | duckdb.DuckDBPyConnection: ...
 def connect(
     warehouse: Path | str,
@@ -352,12 +371,15 @@ def connect(
     chess_terms: bool = False,
     allow_read: Sequence[Path] = (),
     allow_write: bool = False,
+    functions: Sequence[SqlFunction] = (),
 ) -> ReadOnlyConnection | duckdb.DuckDBPyConnection:
     """Open DuckDB with a view `move_stats` over every month, `move_stats_yearly` over the
     compacted years that still match their months (pipelines.warehouse.yearly; the same rows
-    summed over each year's months, with a `year` column), and the `uci(move)` and
-    `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
-    (`register_chess_terms`).
+    summed over each year's months, with a `year` column), `games` over the explorer's games of
+    every explored month (`_games_view`), and the `uci(move)` and `hexkey(key)` macros; with
+    `chess_terms`, also the chess functions and the `openings` view (`register_chess_terms`).
+    `functions` are more functions to register (SqlFunction: the rooms above this one give
+    theirs, as `pipelines.search.sql.SEARCH_FUNCTIONS`), and the macros that call them.
 
     The connection only reads: it runs only statements that read (a ReadOnlyConnection:
     others raise WriteNotAllowed before anything runs), DuckDB may open the files its views
@@ -410,14 +432,70 @@ def connect(
     _stats_view(con, "move_stats", months, "month")
     _stats_view(con, "move_stats_yearly", yearly, "year")
     _evals_view(con, parts)
+    games = [] if is_remote(warehouse) else _games_view(con, Path(warehouse).absolute())
+    for function in functions:
+        function.register(con)
     if chess_terms:
         columns = {row[0] for row in con.execute("DESCRIBE move_stats").fetchall()}
         rated = "rating_sum" in columns
         con.execute(MOVES_AFTER.format(rating_sum="rating_sum" if rated else "NULL::UBIGINT"))
     if allow_write:
         return con
-    lock(con, [*months, *yearly, *parts, *read], allow_read)
+    lock(con, [*months, *yearly, *parts, *read, *games], allow_read)
     return ReadOnlyConnection(con)
+
+
+class SqlFunction(NamedTuple):
+    """A function to register on a connection: a Python function of Arrow arrays (DuckDB's
+    `type='arrow'`, a vector of rows a call) under `name`, and macros over it (SQL text each:
+    `CREATE MACRO ...`), so that its public names can take optional arguments."""
+
+    name: str
+    function: Callable[..., Any]
+    parameters: tuple[str, ...]
+    result: str
+    macros: tuple[str, ...] = ()
+
+    def register(self, con: duckdb.DuckDBPyConnection) -> None:
+        from duckdb.func import ARROW, SPECIAL
+
+        con.create_function(self.name, self.function, list(self.parameters), self.result,
+                            type=ARROW, null_handling=SPECIAL)  # fmt: skip
+        for macro in self.macros:
+            con.execute(macro)
+
+
+def _games_view(con: duckdb.DuckDBPyConnection, warehouse: Path) -> list[Path]:
+    """Create the view `games`: the explorer's games of every explored month (`month` from
+    the folder), the columns of schemas.explorer.GAMES_SCHEMA (GAMES_COLUMNS; those a month
+    indexed before a column came read as null); return the files it reads. Each file's size is
+    checked against its month's manifest first (DamagedMonth)."""
+    import json
+
+    files = []
+    for month in complete_months(explorer_dir(warehouse), MONTH_FILES):
+        path = explorer_month_dir(warehouse, month) / GAMES_FILE
+        manifest = month_manifest(explorer_dir(warehouse), month)
+        try:
+            recorded = json.loads(manifest.read_text()).get("games_bytes")
+            size = path.stat().st_size
+        except (OSError, ValueError, AttributeError) as error:
+            raise DamagedMonth(warehouse, f"explorer month {month}", path, str(error)) from None
+        if recorded is not None and size != recorded:
+            why = f"{size:,} bytes, the manifest says {recorded:,}"
+            raise DamagedMonth(warehouse, f"explorer month {month}", path, why)
+        files.append(path)
+    columns = ", ".join(f"NULL::{kind} AS {name}" for name, kind in GAMES_COLUMNS)
+    if files:
+        source = (f"read_parquet({sql_paths(files)}, hive_partitioning = true, "
+                  "union_by_name = true)")  # fmt: skip
+        names = ", ".join(name for name, _ in GAMES_COLUMNS)
+        con.execute(f"CREATE VIEW games AS SELECT month::VARCHAR AS month, {names} FROM "
+                    f"(SELECT * FROM (SELECT {columns}, NULL::VARCHAR AS month WHERE false) "
+                    f"UNION ALL BY NAME SELECT * FROM {source})")  # fmt: skip
+    else:
+        con.execute(f"CREATE VIEW games AS SELECT NULL::VARCHAR AS month, {columns} WHERE false")
+    return files
 
 
 def lock(
