@@ -421,3 +421,74 @@ def test_the_games_view_knows_the_games_schema() -> None:
     kinds = {"uint32": "UINTEGER", "uint16": "USMALLINT", "uint8": "UTINYINT",
              "string": "VARCHAR", "bool": "BOOLEAN", "binary": "BLOB"}  # fmt: skip
     assert tuple((f.name, kinds[str(f.type)]) for f in GAMES_SCHEMA) == GAMES_COLUMNS
+
+
+def test_a_month_indexed_again_during_a_search_is_read_in_one_version(tmp_path: Path) -> None:
+    """A search that has begun a month reads it whole in the version it opened, though the month
+    is indexed again (its files replaced) before the search ends."""
+    first, second = OTB / "Capablanca.pgn", OTB / "London1851.pgn"
+    settings = ExplorerSettings(EVERY_GAME, None)
+    index_month(str(need(first, "collection")), "1900-01", tmp_path, settings)
+    query = parse_query('{"sub-fen": "8/8/8/8/8/5N2/8/8"}')
+    whole = [(m.seq, m.id, m.plies) for m in search_games(tmp_path, query)]
+    assert len(whole) > 100
+    found = search_games(tmp_path, query)
+    seen = [next(found)]
+    index_month(str(need(second, "collection")), "1900-01", tmp_path, settings)
+    seen += list(found)
+    assert [(m.seq, m.id, m.plies) for m in seen] == whole
+    again = [(m.seq, m.id, m.plies) for m in search_games(tmp_path, query)]
+    assert again != whole and again  # the new version, once the search starts again
+
+
+@pytest.mark.slow
+def test_the_page_finds_the_games_with_a_position(warehouse: Path) -> None:
+    """In Chromium: the page's sub-FEN box and "games with this position" list what the API
+    finds; a game clicked is played up to the position it matched at."""
+    from pipelines.serve.app import ServeSettings, open_app
+    from tests.browser import chromium_driver
+    from tests.serving import served_in_thread
+
+    pattern = "8/8/p7/8/8/1B3N2/8/8"
+    expected = list(search_games(warehouse, parse_query(json.dumps({"sub-fen": pattern}))))
+    with (
+        served_in_thread(open_app(ServeSettings(str(warehouse)))) as url,
+        chromium_driver(1100, 900) as driver,
+    ):
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        wait = WebDriverWait(driver, 20)
+        driver.get(url + "/")
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+
+        def found() -> list[str]:
+            wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-found"))
+            rows = driver.find_elements(By.CSS_SELECTOR, "#found tr.found")
+            return [str(row.get_attribute("data-id")) for row in rows]
+
+        driver.find_element(By.ID, "subfen").send_keys(pattern)
+        driver.find_element(By.ID, "search-subfen").click()
+        assert found() == [m.id for m in expected]
+        driver.execute_script("document.body.dataset.ready=''")
+        driver.find_elements(By.CSS_SELECTOR, "#found tr.found")[0].click()
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+        line = driver.find_element(By.ID, "line").text.split()
+        assert len([w for w in line if not w.endswith(".")]) == expected[0].plies[0]
+        pieces = {
+            piece.find_element(By.XPATH, "..").get_attribute("data-square"): piece.get_attribute(
+                "data-piece"
+            )
+            for piece in driver.find_elements(By.CSS_SELECTOR, "#board .pc")
+        }
+        assert (pieces["a6"], pieces["b3"], pieces["f3"]) == ("p", "B", "N")
+        driver.execute_script("document.body.dataset.found=''")
+        driver.find_element(By.ID, "search-here").click()
+        here = found()
+        assert expected[0].id in here
+        driver.execute_script("document.body.dataset.found=''")
+        driver.find_element(By.ID, "subfen").clear()
+        driver.find_element(By.ID, "subfen").send_keys("8/8")
+        driver.find_element(By.ID, "search-subfen").click()
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-found"))
+        assert "bad sub-fen" in driver.find_element(By.ID, "found-total").text

@@ -38,7 +38,7 @@ from pipelines.lifetime import die_with_parent
 from pipelines.serve import params
 from pipelines.serve.answer_cache import CACHE_BYTES
 from pipelines.serve.explorer import Explorer, board_of, encode
-from pipelines.serve.games_search import search_request
+from pipelines.serve.games_search import search_answers
 from pipelines.serve.http_guard import HeadLimit, SlowRefusals
 from pipelines.serve.lookup_store import SERVE_MEMORY, DamagedLookup
 from pipelines.serve.masters import Masters
@@ -246,7 +246,7 @@ def make_app(
         if explorer is None:
             return _error(404, "no warehouse")
         try:
-            found = search_request(explorer.warehouse, request.query_params)
+            found = search_answers(explorer.warehouse, request.query_params)
             first = next(found, None)
         except ChesspipeError as exc:  # a bad query or setting, a month not explored
             return _error(400, str(exc))
@@ -254,9 +254,9 @@ def make_app(
         def lines() -> Iterator[bytes]:
             if first is None:
                 return
-            yield encode(first.to_json()) + b"\n"
-            for match in found:
-                yield encode(match.to_json()) + b"\n"
+            yield encode(first) + b"\n"
+            for line in found:
+                yield encode(line) + b"\n"
 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 

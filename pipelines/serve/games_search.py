@@ -3,7 +3,8 @@
 
 The parameters are the command's: `fen`, `subfen`, `material`, `imbalance`, `result` (each
 may be given again: any of them), `stm`, or `query` (Scoutfish's JSON) alone; `months`,
-`speeds` (comma-separated), `min_rating`, `player`, `limit`. A bad one is a 400 naming it.
+`speeds` (comma-separated), `min_rating`, `player`, `limit`; `pgn=true` adds each game's PGN
+(the page opens a game from it). A bad one is a 400 naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,20 @@ from pipelines.search.query import parse_query, query_from_json
 
 #: The parameters a request may give.
 KNOWN = frozenset({"fen", "subfen", "material", "imbalance", "result", "stm", "query",
-                   "months", "speeds", "min_rating", "player", "limit"})  # fmt: skip
+                   "months", "speeds", "min_rating", "player", "limit", "pgn"})  # fmt: skip
+
+
+def search_answers(warehouse: Path, params: QueryParams) -> Iterator[dict[str, object]]:
+    """Each match's line of the answer, lazily: `search --format json`'s, and its PGN when
+    `pgn=true`; ChesspipeError (a 400) for a bad parameter, once the first is asked for."""
+    with_pgn = params.get("pgn", "false")
+    if with_pgn not in ("true", "false"):
+        raise UsageError(f"pgn is true or false, not {with_pgn!r}")
+    for match in search_request(warehouse, params):
+        line = match.to_json()
+        if with_pgn == "true":
+            line["pgn"] = match.pgn()
+        yield line
 
 
 def search_request(warehouse: Path, params: QueryParams) -> Iterator[GameMatch]:

@@ -50,6 +50,11 @@ fieldset{margin-bottom:6px} #history svg{border:1px solid #ccc} textarea{width:3
  <div><label>PGN<br><textarea id="pgn" rows="3" placeholder="paste moves or a game"></textarea>
  </label><br><button id="load-pgn">Play these moves</button></div>
  <div id="message"></div>
+ <fieldset id="f-search"><legend>Games with a position</legend>
+  <button id="search-here">Games with this position</button><br>
+  sub-FEN <input id="subfen" size="30" placeholder="8/8/p7/8/8/1B3N2/8/8">
+  <button id="search-subfen">Find</button>
+  <div id="found-total"></div><table id="found"><tbody></tbody></table></fieldset>
 </div>
 <div id="right">
  <div class="tabs"><button id="tab-lichess">Lichess</button><button id="tab-masters">Masters
@@ -203,6 +208,24 @@ async function show(){const q=apiQuery(),mark=st.play.join(",")+"|"+q.toString()
  $("notes").textContent=(data.notes||[]).join(" ");
  gameRows("top",data.topGames);gameRows("recent",data.recentGames);
  $("history").innerHTML=chart(data.history);document.body.dataset.ready=mark;}
+async function findGames(params){const p=new URLSearchParams(params);p.set("limit","50");
+ p.set("pgn","true");const r=await fetch("/games/search?"+p);const text=await r.text();
+ const body=document.querySelector("#found tbody");body.innerHTML="";
+ if(!r.ok){$("found-total").textContent=JSON.parse(text).error;
+  document.body.dataset.found="error";return;}
+ const games=text.trim()?text.trim().split("\\n").map(l=>JSON.parse(l)):[];
+ $("found-total").textContent=games.length+(games.length===50?"+":"")+" games";
+ for(const g of games){const tr=document.createElement("tr");tr.className="found";
+  tr.dataset.id=g.id;tr.innerHTML='<td>'+esc(g.white)+'</td><td>'+esc(g.result)+'</td><td>'+
+   esc(g.black)+'</td><td>'+esc(g.month)+'</td><td>ply '+g.plies.join(",")+'</td>';
+  tr.addEventListener("click",()=>openFound(g));body.appendChild(tr);}
+ document.body.dataset.found=String(games.length);}
+async function openFound(g){$("pgn").value=g.pgn;
+ const r=await fetch("/position?pgn="+encodeURIComponent(g.pgn));const j=await r.json();
+ if(!r.ok){$("message").textContent=j.error;return;}
+ go({fen:"",play:j.play.slice(0,g.plies[g.plies.length-1])});}
+$("search-here").onclick=()=>findGames({fen:pos.fen});
+$("search-subfen").onclick=()=>findGames({subfen:$("subfen").value.trim()});
 $("back").onclick=()=>{if(st.play.length)go({play:st.play.slice(0,-1)});};
 $("reset").onclick=()=>go({play:[],fen:""});
 $("flip").onclick=()=>{flipped=!flipped;drawBoard();};
