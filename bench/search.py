@@ -91,6 +91,27 @@ def ours(warehouse: Path, query: dict[str, object], threads: int) -> tuple[float
     return time.perf_counter() - started, stats.positions, found
 
 
+#: Runs a command and prints the peak resident memory of it (KiB), alone in its own process.
+_PEAK = (
+    "import resource, subprocess, sys; "
+    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def command_search(warehouse: Path, query: dict[str, object]) -> tuple[float, float]:
+    """`chesspipe search --format json` of the query over the warehouse, as a user runs it:
+    seconds (start-up included) and the peak resident memory in MB."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, sys.executable, "-m", "pipelines", "search",
+         "--warehouse", str(warehouse), "--query", json.dumps(query), "--format", "json",
+         "--quiet"],
+        check=True, capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    return time.perf_counter() - started, int(done.stdout.split()[-1]) / 1024
+
+
 def best(run: object, runs: int) -> tuple[float, int, int]:
     results = [run() for _ in range(runs)]  # type: ignore[operator]
     return min(results)
@@ -113,6 +134,7 @@ def main() -> None:
     print("## Position search beside Scoutfish (bench/search.py)\n")
     rows = []
     sizes = []
+    memory = []
     for scale in (int(s) for s in args.scales.split(",")):
         folder = args.work / f"x{scale}"
         shutil.rmtree(folder, ignore_errors=True)
@@ -142,6 +164,8 @@ def main() -> None:
                     f"({found:,} games) | {moves / st / 1e6:.1f} M/s ({sfound:,} games, "
                     f"{moves:,} moves read) | {(moves / st) / (positions / t):.2f} |"
                 )
+        seconds, peak = command_search(warehouse, QUERIES[0][1])
+        memory.append(f"| {count:,} | {seconds:.1f} s | {peak:.0f} MB |")
         data = pgn.read_bytes()
         table = games_file(warehouse, "2024-01")
         meta = pq.ParquetFile(table).metadata
@@ -166,6 +190,11 @@ def main() -> None:
           ".scout | index |")  # fmt: skip
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print("\n".join(sizes))
+    print("\nThe command as a user runs it (sub-FEN, every match written as JSON, 2 threads): "
+          "time and peak memory as the games grow:\n")  # fmt: skip
+    print("| games | time | peak RSS |")
+    print("| ---: | ---: | ---: |")
+    print("\n".join(memory))
 
 
 if __name__ == "__main__":

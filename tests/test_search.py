@@ -492,3 +492,16 @@ def test_the_page_finds_the_games_with_a_position(warehouse: Path) -> None:
         driver.find_element(By.ID, "search-subfen").click()
         wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-found"))
         assert "bad sub-fen" in driver.find_element(By.ID, "found-total").text
+
+
+def test_no_games_keeps_the_records_without_their_moves(tmp_path: Path) -> None:
+    """--no-games: the month's game records stay, their moves are not kept, and a search says
+    the month was not searched."""
+    pgn = need(OTB / "London1851.pgn", "collection")
+    run_cli("explorer", "index", str(pgn), "--month", "1851-01", "--warehouse", str(tmp_path),
+            "--min-rating", "0", "--speeds", "all", "--no-games", "--quiet")  # fmt: skip
+    table = pq.read_table(games_file(tmp_path, "1851-01"))
+    assert table.num_rows > 200 and table.column("packed").null_count == table.num_rows
+    done = run_cli("search", "--warehouse", str(tmp_path), "--stm", "white")
+    assert done.stdout.splitlines()[1:] == []
+    assert "1 months keep no moves of their games" in done.stderr

@@ -47,6 +47,7 @@ def options_from_args(args: argparse.Namespace) -> Any:
             book=book,
             keep_partial=args.keep_partial,
             explorer=not args.no_explorer,
+            games=not args.no_games,
             allow_empty=args.allow_empty,
             workers=args.workers,
         )

@@ -16,6 +16,7 @@ from pipelines.commands.options import (
     add_allow_empty_option,
     add_filter_options,
     add_frame_workers_option,
+    add_no_games_option,
     add_partition_options,
     add_resources_options,
     said_as_flags,
@@ -59,6 +60,7 @@ def register(subparsers: Any) -> None:
         help=f"plies indexed per game ({EXPLORER_PLIES}, as Lichess); 'all' for collections "
         "served as /masters (their moves are kept for their PGN)",
     )
+    add_no_games_option(index)
     add_allow_empty_option(index, "publish an empty month")
     add_frame_workers_option(index)
     compact = add_action(
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     source = as_source(args.source)
     rules = filter_from_args(args)
     with settings_as_flags():
-        settings = ExplorerSettings(rules, args.plies)
+        settings = ExplorerSettings(rules, args.plies, games=not args.no_games)
     if args.month is not None:
         with said_as_flags(NothingKept), progress_shown(args) as shown:
             manifest = index_month(

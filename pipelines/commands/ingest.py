@@ -147,7 +147,9 @@ def run(args: argparse.Namespace) -> int:
         replace_month=args.force,
         write_kept=args.write_kept,
     )
-    explorer = None if args.no_explorer else ExplorerSettings(settings.rules)
+    explorer = (
+        None if args.no_explorer else ExplorerSettings(settings.rules, games=not args.no_games)
+    )
     with progress_shown(args) as bar, ingest_errors_said():
         runtime = Runtime(progress=bar, workers=args.workers, pool=pool)
         if args.month_by == "date":

@@ -424,6 +424,17 @@ def add_no_explorer_option(parser: argparse.ArgumentParser) -> None:
         "plies 21-50: by default indexed from the games ingest keeps and published with the "
         "statistics)",
     )
+    add_no_games_option(parser)
+
+
+def add_no_games_option(parser: argparse.ArgumentParser) -> None:
+    """Add --no-games, shared by explorer index, ingest and the builds."""
+    parser.add_argument(
+        "--no-games",
+        action="store_true",
+        help="keep the explorer's game records without their moves (about 110 bytes a game "
+        "less; `chesspipe search` then has nothing to replay in the month)",
+    )
 
 
 def add_download_options(parser: argparse.ArgumentParser) -> None:

@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
               f"{stats.months} months ({stats.positions:,} positions, {rate:.1f} M/s)",
               file=sys.stderr)  # fmt: skip
         if stats.without_moves:
-            print(f"chesspipe: {len(stats.without_moves)} months were indexed before games "
-                  f"kept their moves and were not searched ({', '.join(stats.without_moves)}): "
-                  "index them again (chesspipe explorer index)", file=sys.stderr)  # fmt: skip
+            print(f"chesspipe: {len(stats.without_moves)} months keep no moves of their games "
+                  f"and were not searched ({', '.join(stats.without_moves)}): index them again "
+                  "without --no-games (chesspipe explorer index)", file=sys.stderr)  # fmt: skip
     return 0
 
 

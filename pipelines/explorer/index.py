@@ -68,6 +68,16 @@ def _after(table: pa.Table, first: int) -> pa.Array:
     return arrays.integers(seq.astype(np.uint32))
 
 
+def _lines(packed: list[bytes | None]) -> dict[str, pa.Array]:
+    """The games' `plies` and `packed` columns (null where their moves are not kept)."""
+    if any(line is None for line in packed):
+        return {"plies": pa.nulls(len(packed), pa.uint16()),
+                "packed": pa.nulls(len(packed), pa.binary())}  # fmt: skip
+    lines = [line or b"" for line in packed]
+    plies = np.array([len(line) // 2 for line in lines], dtype=np.uint16)
+    return {"plies": arrays.integers(plies), "packed": arrays.binaries(lines)}
+
+
 class _Writer:
     """The month's two Parquet files, a batch of games at a time."""
 
@@ -94,10 +104,7 @@ class _Writer:
             "tournament": arrays.booleans(np.array(records.tournament, dtype=bool)),
             "moves": arrays.strings([found.uci for _, _, found in batch]),
             "fen": arrays.strings([kept.fen for kept, _, _ in batch]),
-            "plies": arrays.integers(
-                np.array([len(found.packed) // 2 for _, _, found in batch], dtype=np.uint16)
-            ),
-            "packed": arrays.binaries([found.packed for _, _, found in batch]),
+            **_lines([found.packed for _, _, found in batch]),
         }
         self.games.write_table(
             pa.Table.from_arrays([columns[f.name] for f in GAMES_SCHEMA], schema=GAMES_SCHEMA)
@@ -609,6 +616,7 @@ def _replayed(
         plies=settings.plies,
         keep_moves=settings.keeps_moves,
         chess960=chess960,
+        whole=settings.games,
     )
     done = []
     for (kept, text), result in zip(pending, found, strict=True):

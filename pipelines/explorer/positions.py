@@ -28,7 +28,7 @@ class GamePositions(NamedTuple):
     moves: np.ndarray  # uint16 Polyglot moves
     plies: np.ndarray  # uint16 plies of the moves from the game's start (White's even)
     uci: str | None  # the whole game in UCI when moves are kept
-    packed: bytes  # every move of the main line up to its first illegal one (schemas.packed_moves)
+    packed: bytes | None  # the main line up to its first illegal move (schemas.packed_moves)
 
 
 def replay_one(
@@ -77,10 +77,16 @@ def replay_one(
 
 
 def replay_games(
-    games: list[KeptGame], *, plies: int | None, keep_moves: bool, chess960: bool = False
+    games: list[KeptGame],
+    *,
+    plies: int | None,
+    keep_moves: bool,
+    chess960: bool = False,
+    whole: bool = True,
 ) -> list[GamePositions | str]:
-    """Each game's positions (its first `plies` moves) and packed moves (all), or the reason
-    it is dropped (`no_moves`, `illegal_move`, `bad_fen`), in order.
+    """Each game's positions (its first `plies` moves) and, when `whole`, its packed moves
+    (all; else None, and only the first plies are read), or the reason it is dropped
+    (`no_moves`, `illegal_move`, `bad_fen`), in order.
 
     Standard games from the start position go to the compiled walk as their movetexts are (as
     ingest's counting sends them); a game the walk refuses, or in which it finds no move, is
@@ -91,12 +97,12 @@ def replay_games(
     batch: list[int] = []
     for place, game in enumerate(games):
         if keep_moves or game.fen is not None or chess960:
-            results[place] = _replay_tokens(game, plies, keep_moves, chess960)
+            results[place] = _replay_tokens(game, plies, keep_moves, chess960, whole)
         else:
             batch.append(place)
     if not batch:
         return results
-    walked = walk_openings([games[p].movetext for p in batch])
+    walked = walk_openings([games[p].movetext for p in batch], plies=None if whole else plies)
     lengths = walked.lengths
     counts = np.maximum(lengths, 0).astype(np.int64)
     first_row = np.concatenate(([0], np.cumsum(counts)))
@@ -117,10 +123,10 @@ def replay_games(
     codes = walked.moves.astype("<u2", copy=False)
     for i, place in enumerate(batch):
         if lengths[i] <= 0:  # refused, or no move found: python-chess decides
-            results[place] = _replay_tokens(games[place], plies, False, False)
+            results[place] = _replay_tokens(games[place], plies, False, False, whole)
         else:
             low, high = bounds[i], bounds[i + 1]
-            packed = codes[first_row[i] : first_row[i + 1]].tobytes()
+            packed = codes[first_row[i] : first_row[i + 1]].tobytes() if whole else None
             results[place] = GamePositions(
                 keys[low:high], moves[low:high], ply_of[low:high], None, packed
             )
@@ -128,10 +134,11 @@ def replay_games(
 
 
 def _replay_tokens(
-    game: KeptGame, plies: int | None, keep_moves: bool, chess960: bool
+    game: KeptGame, plies: int | None, keep_moves: bool, chess960: bool, whole: bool = True
 ) -> GamePositions | str:
     """A game's positions from its SAN tokens by python-chess, or why it is dropped."""
-    sans = san_tokens(game.movetext, None)
+    sans = san_tokens(game.movetext, None if whole else plies)
     if not sans:
         return "no_moves"
-    return replay_one(game, sans, plies=plies, keep_moves=keep_moves, chess960=chess960)
+    found = replay_one(game, sans, plies=plies, keep_moves=keep_moves, chess960=chess960)
+    return found if whole or isinstance(found, str) else found._replace(packed=None)

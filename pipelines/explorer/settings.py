@@ -16,10 +16,13 @@ EXPLORER_PLIES = 50
 class ExplorerSettings:
     """The games indexed (`rules`, the filter ingest uses) and the plies of each: a number,
     or None for every ply (collections served as /masters, as lila's masters database indexes
-    whole games; their moves are then kept too, for their PGN)."""
+    whole games; their moves are then kept too, for their PGN). `games`: each game's whole
+    line is kept too, packed, for the position search (`chesspipe search`); off (`--no-games`),
+    the games' records only."""
 
     rules: GameFilter = field(default_factory=GameFilter)
     plies: int | None = EXPLORER_PLIES
+    games: bool = True
 
     def __post_init__(self) -> None:
         if self.plies is not None and self.plies < 1:
@@ -40,4 +43,7 @@ class ExplorerSettings:
         return rules == self.rules and not dedupe and deep_enough
 
     def to_json(self) -> dict[str, object]:
-        return {"rules": self.rules.to_json(), "plies": self.plies}
+        found: dict[str, object] = {"rules": self.rules.to_json(), "plies": self.plies}
+        if not self.games:  # (recorded when off: months indexed before it kept no moves)
+            found["games"] = False
+        return found

@@ -154,7 +154,7 @@ def feeds_explorer(settings: MonthSettings) -> bool:
 
 def explorer_settings(settings: MonthSettings) -> ExplorerSettings:
     """The explorer's index of a month's build: the ingest filter, lila's 50 plies."""
-    return ExplorerSettings(settings.ingest.rules)
+    return ExplorerSettings(settings.ingest.rules, games=settings.games)
 
 
 def up_to_date_explorer(

@@ -25,6 +25,8 @@ class MonthSettings:
     #: with the ingest filter: games and positions for `chesspipe serve`), into a local
     #: warehouse from a source that can be read twice (not standard input).
     explorer: bool = True
+    #: Whether the explorer's games keep their moves, for the position search (`--no-games`).
+    games: bool = True
     #: A month that keeps no game, or whose book no move enters, ends the build without a book
     #: (and publishes the empty month's statistics) instead of failing. Results do not depend
     #: on it (no book is ever published empty), so it is not recorded.
@@ -39,6 +41,7 @@ class MonthSettings:
             "book": self.book.record(),
             "keep_partial": self.keep_partial,
             "explorer": self.explorer,
+            **({} if self.games else {"games": False}),
         }
 
     @classmethod
@@ -53,5 +56,6 @@ class MonthSettings:
             keep_partial=bool(record["keep_partial"]),
             # Records written before the build indexed the explorer: it was not.
             explorer=bool(record.get("explorer", False)),
+            games=bool(record.get("games", True)),
             workers=workers,
         )

@@ -131,7 +131,7 @@ class SearchStats:
     positions: int = 0
     matched: int = 0
     seconds: float = 0.0
-    #: Months indexed before games kept their moves (nothing to replay there).
+    #: Months whose games keep no moves (indexed before they did, or with --no-games).
     without_moves: list[str] = field(default_factory=list)
 
     @property
@@ -209,7 +209,7 @@ def _search_month(
                 f"{manifest.games_bytes:,}: the month is damaged (chesspipe warehouse check)"
             )
         games = pq.ParquetFile(mapped)
-        if "packed" not in games.schema_arrow.names:
+        if "packed" not in games.schema_arrow.names or manifest.settings.get("games") is False:
             stats.without_moves.append(month)
             return
         columns = list(_SCAN_COLUMNS) + [
