@@ -23,6 +23,11 @@ _TYPES: dict[np.dtype, pa.DataType] = {
 _NUMPY_TYPES = {arrow: dtype for dtype, arrow in _TYPES.items()}
 
 
+def validity(present: np.ndarray) -> pa.Buffer | None:
+    """The validity bitmap of a column (None: every value present)."""
+    return _validity(present)
+
+
 def _validity(present: np.ndarray) -> pa.Buffer | None:
     """The validity bitmap of a column (None: every value present)."""
     if present.all():

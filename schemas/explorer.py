@@ -36,6 +36,8 @@ GAMES_SCHEMA = pa.schema(
         pa.field("fen", pa.string(), nullable=True),
         pa.field("plies", pa.uint16(), nullable=True),
         pa.field("packed", pa.binary(), nullable=True),
+        pa.field("clocks", pa.list_(pa.int32()), nullable=True),
+        pa.field("evals", pa.list_(pa.int16()), nullable=True),
     ],
     metadata={
         b"description": b"seq: the game's place among the month's kept games (source order, "
@@ -49,7 +51,11 @@ GAMES_SCHEMA = pa.schema(
         b"opening: those tags, null when absent; fen: the position the game starts from when "
         b"not the standard start (FEN tag, Chess960), else null; plies: the moves of its main "
         b"line kept (up to its first illegal move); packed: those moves, 2 bytes each "
-        b"(schemas.packed_moves). plies and packed are null in months indexed before them.",
+        b"(schemas.packed_moves). plies and packed are null in months indexed before them or "
+        b"with --no-games. clocks: the clock after each packed move in tenths of a second, "
+        b"from the [%clk] comments; evals: the [%eval] after each, centipawns from White's "
+        b"view, a mate in n as +-(32000 - n); null where the game has none, a null item "
+        b"where a move has none.",
     },
 )
 

@@ -27,6 +27,11 @@ texts = [line.encode("latin-1").decode("unicode_escape").encode("latin-1")
          for line in open(sys.argv[2], encoding="latin-1").read().splitlines()]
 rng = random.Random(1)
 alphabet = b"abcdefgh12345678NBRQKOx=+#!?$.-{}()/;%* \n\r\t0\xe9["
+# Texts without comments again with a clock and an eval after each word, for the annotated walk.
+values = [b"0:01:00", b"0:00:09.79", b"1:2:3", b"0.17", b"-1.5,20", b"#-3", b"#0", b"x", b"", b"9"]
+texts += [b" ".join(word + b" { [%clk " + rng.choice(values) + b"] [%eval " + rng.choice(values)
+                    + b"] }" for word in text.split())
+          for text in [text for text in texts if b"{" not in text][:300]]
 fed = []
 for text in texts:
     fed.append(text)
@@ -43,6 +48,9 @@ for _ in range(20000):
     fed.append(bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40))))
 for plies in (-1, 0, 1, 20, 50):
     keys, moves, lengths = _sanwalk.walk_openings(fed, plies)
+    annotated = _sanwalk.walk_annotated(fed, plies)
+    assert annotated[:3] == (keys, moves, lengths), plies
+    assert len(annotated[3]) == len(annotated[4]) == len(keys) // 2, plies
     print(plies, len(keys) // 8, sum(np.frombuffer(lengths, dtype=np.int32) >= 0), flush=True)
 # The same texts as blocks of games for the filter: each a game's tags and movetext, mangled.
 import _scan

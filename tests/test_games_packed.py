@@ -127,3 +127,57 @@ def test_damaged_moves_are_told_not_read() -> None:
         unpack_moves(board, packed[:3])
     with pytest.raises(DamagedMoves, match="move 2"):
         unpack_moves(board, packed[:2] + packed[:2])
+
+
+Comments = tuple[str, str, list[int | None], list[int | None]]
+
+
+def python_chess_comments(text: str) -> list[Comments]:
+    """Each game's clock (tenths) and eval (White's view, a mate in n as +-(32000 - n)) after
+    each main-line move, as python-chess reads its comments."""
+    stream = io.StringIO(text)
+    found = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        clocks: list[int | None] = []
+        evals: list[int | None] = []
+        for node in game.mainline():
+            clock = node.clock()
+            clocks.append(None if clock is None else int(round(clock * 100)) // 10)
+            score = node.eval()
+            if score is None:
+                evals.append(None)
+                continue
+            white = score.white()
+            mate = white.mate()
+            if mate is None:
+                evals.append(white.score())
+            elif mate == 0:  # python-chess: the side to move is mated
+                evals.append(32000 if node.turn() == chess.BLACK else -32000)
+            else:
+                evals.append(32000 - mate if mate > 0 else -(32000 + mate))
+        found.append((game.headers["White"], game.headers["Black"], clocks, evals))
+    return found
+
+
+@pytest.mark.slow
+def test_clocks_and_evals_are_python_chess_readings_of_the_comments(tmp_path: Path) -> None:
+    """Every game of the 2021 sample (clocks in all, evals in a tenth): the games' clocks and
+    evals after each move, as python-chess reads the comments."""
+    sample = need(GAMES_2021, "Lichess sample")
+    index_month(str(sample), "2024-01", tmp_path, ExplorerSettings(EVERY_GAME))
+    columns = ["white", "black", "clocks", "evals"]
+    table = pq.read_table(games_file(tmp_path, "2024-01"), columns=columns)
+    truth = iter(python_chess_comments(read_text(sample)))
+    assert table.num_rows > 900
+    with_evals = 0
+    for row in table.to_pylist():
+        for game in truth:  # (games the filter drops are passed by)
+            if game[:2] == (row["white"], row["black"]):
+                clocks, evals = game[2], game[3]
+                break
+        else:
+            pytest.fail(f"no game of {row['white']} v {row['black']} left in the source")
+        assert row["clocks"] == (clocks if any(c is not None for c in clocks) else None)
+        assert row["evals"] == (evals if any(e is not None for e in evals) else None)
+        with_evals += row["evals"] is not None
+    assert with_evals > 50 and table.column("clocks").null_count == 0

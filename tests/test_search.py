@@ -419,7 +419,8 @@ def test_the_games_view_knows_the_games_schema() -> None:
     from schemas.explorer import GAMES_SCHEMA
 
     kinds = {"uint32": "UINTEGER", "uint16": "USMALLINT", "uint8": "UTINYINT",
-             "string": "VARCHAR", "bool": "BOOLEAN", "binary": "BLOB"}  # fmt: skip
+             "string": "VARCHAR", "bool": "BOOLEAN", "binary": "BLOB",
+             "list<item: int32>": "INTEGER[]", "list<item: int16>": "SMALLINT[]"}  # fmt: skip
     assert tuple((f.name, kinds[str(f.type)]) for f in GAMES_SCHEMA) == GAMES_COLUMNS
 
 

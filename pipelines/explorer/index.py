@@ -42,6 +42,7 @@ from pipelines.games.decompress import ReadAhead, decompressed_chunks
 from pipelines.games.frames import Frame, unit_name
 from pipelines.games.game_filter import KeptGame, NothingKept, ScanStats
 from pipelines.games.plan import PARALLEL_MIN_BYTES, frames_for_workers
+from pipelines.games.sanwalk import NO_CLOCK, NO_EVAL
 from pipelines.games.scan import game_blocks, kept_games_in_blocks, reported_blocks
 from pipelines.progress import ProgressCallback
 from pipelines.sources.open import OpenSource, Source, open_source
@@ -78,6 +79,25 @@ def _lines(packed: list[bytes | None]) -> dict[str, pa.Array]:
     return {"plies": arrays.integers(plies), "packed": arrays.binaries(lines)}
 
 
+def _comments(values: list[np.ndarray | None], missing: int, dtype: type) -> pa.Array:
+    """A list column of the games' clocks or evals: null for a game without any, a null item
+    for a move without one."""
+    present = np.array([v is not None for v in values], dtype=bool)
+    lengths = np.array([0 if v is None else len(v) for v in values], dtype=np.int32)
+    offsets = np.zeros(len(values) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    items = [v for v in values if v is not None]
+    flat = np.concatenate(items) if items else np.zeros(0, np.int32)
+    kind = pa.int32() if dtype is np.int32 else pa.int16()
+    validity = arrays.validity(flat != missing)
+    numbers = pa.py_buffer(np.where(flat == missing, 0, flat).astype(dtype))
+    inner = pa.Array.from_buffers(kind, len(flat), [validity, numbers])
+    return pa.ListArray.from_buffers(
+        pa.list_(kind), len(values), [arrays.validity(present), pa.py_buffer(offsets)],
+        children=[inner],
+    )  # fmt: skip
+
+
 class _Writer:
     """The month's two Parquet files, a batch of games at a time."""
 
@@ -105,6 +125,8 @@ class _Writer:
             "moves": arrays.strings([found.uci for _, _, found in batch]),
             "fen": arrays.strings([kept.fen for kept, _, _ in batch]),
             **_lines([found.packed for _, _, found in batch]),
+            "clocks": _comments([found.clocks for _, _, found in batch], NO_CLOCK, np.int32),
+            "evals": _comments([found.evals for _, _, found in batch], NO_EVAL, np.int16),
         }
         self.games.write_table(
             pa.Table.from_arrays([columns[f.name] for f in GAMES_SCHEMA], schema=GAMES_SCHEMA)

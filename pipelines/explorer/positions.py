@@ -14,8 +14,16 @@ from typing import NamedTuple
 import chess
 import numpy as np
 
+from pipelines.games.eval_comments import move_annotations
 from pipelines.games.game_filter import KeptGame
-from pipelines.games.sanwalk import last_visits, walk_openings
+from pipelines.games.sanwalk import (
+    NO_CLOCK,
+    NO_EVAL,
+    Annotated,
+    last_visits,
+    walk_annotated,
+    walk_openings,
+)
 from schemas.movetext import san_tokens
 from schemas.polyglot import encode_move, polyglot_key, push_with_key
 
@@ -29,6 +37,11 @@ class GamePositions(NamedTuple):
     plies: np.ndarray  # uint16 plies of the moves from the game's start (White's even)
     uci: str | None  # the whole game in UCI when moves are kept
     packed: bytes | None  # the main line up to its first illegal move (schemas.packed_moves)
+    #: The clock (tenths of a second) and the eval (White's view) after each packed move, from
+    #: the game's [%clk] and [%eval] comments (sanwalk.NO_CLOCK, NO_EVAL where a move has
+    #: none); None where the game has none at all.
+    clocks: np.ndarray | None = None
+    evals: np.ndarray | None = None
 
 
 def replay_one(
@@ -102,7 +115,8 @@ def replay_games(
             batch.append(place)
     if not batch:
         return results
-    walked = walk_openings([games[p].movetext for p in batch], plies=None if whole else plies)
+    texts = [games[p].movetext for p in batch]
+    walked = walk_annotated(texts) if whole else walk_openings(texts, plies=plies)
     lengths = walked.lengths
     counts = np.maximum(lengths, 0).astype(np.int64)
     first_row = np.concatenate(([0], np.cumsum(counts)))
@@ -126,10 +140,15 @@ def replay_games(
             results[place] = _replay_tokens(games[place], plies, False, False, whole)
         else:
             low, high = bounds[i], bounds[i + 1]
-            packed = codes[first_row[i] : first_row[i + 1]].tobytes() if whole else None
-            results[place] = GamePositions(
-                keys[low:high], moves[low:high], ply_of[low:high], None, packed
-            )
+            rows = slice(first_row[i], first_row[i + 1])
+            found = GamePositions(keys[low:high], moves[low:high], ply_of[low:high], None, None)
+            if isinstance(walked, Annotated):
+                found = found._replace(
+                    packed=codes[rows].tobytes(),
+                    clocks=_present(walked.clocks[rows], NO_CLOCK),
+                    evals=_present(walked.evals[rows], NO_EVAL),
+                )
+            results[place] = found
     return results
 
 
@@ -141,4 +160,22 @@ def _replay_tokens(
     if not sans:
         return "no_moves"
     found = replay_one(game, sans, plies=plies, keep_moves=keep_moves, chess960=chess960)
-    return found if whole or isinstance(found, str) else found._replace(packed=None)
+    if isinstance(found, str) or not whole:
+        return found if isinstance(found, str) else found._replace(packed=None)
+    if b"[%" not in game.movetext or found.packed is None:
+        return found
+    _, clocks, evals = move_annotations(game.movetext)
+    moves = len(found.packed) // 2
+    return found._replace(
+        clocks=_present(_numbers(clocks[:moves], NO_CLOCK), NO_CLOCK),
+        evals=_present(_numbers(evals[:moves], NO_EVAL), NO_EVAL),
+    )
+
+
+def _numbers(values: list[int | None], missing: int) -> np.ndarray:
+    return np.array([missing if v is None else v for v in values], dtype=np.int32)
+
+
+def _present(values: np.ndarray, missing: int) -> np.ndarray | None:
+    """A game's clocks or evals, None where none of its moves has one."""
+    return values if bool((values != missing).any()) else None

@@ -12,6 +12,12 @@
  * what python-chess would read otherwise. A text with fewer moves than asked for is walked to
  * its end (the caller knows how many it holds).
  *
+ * The annotated walk (walk_annotated) reads too, in the same pass, the clock and the evaluation
+ * Lichess writes in the comments after each move walked ([%clk 0:01:00], [%eval 0.17]): as
+ * eval_comments.py's move_annotations reads them, a comment belonging to the last move before
+ * it. Past the moves asked for it reads on to the next move, for the comments of the last move
+ * walked, and stops where the walk would refuse the text (the moves walked stand).
+ *
  * Bounds: every read is checked against the text's length; no input byte sequence reads
  * outside its buffer.
  */
@@ -21,6 +27,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The walk is compiled twice (plain and annotated), each with its helpers inlined as when it
+ * was compiled once. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
 
 /* Pieces as codes: 0 empty, 1-6 White pawn, knight, bishop, rook, queen, king; 7-12 Black's. */
 enum { EMPTY = 0, PAWN = 1, KNIGHT, BISHOP, ROOK, QUEEN, KING };
@@ -73,7 +87,7 @@ static inline uint64_t piece_random(int piece, int square) {
     return RANDOM[64 * kind + square];
 }
 
-static void start_position(Board *b) {
+static ALWAYS_INLINE void start_position(Board *b) {
     static const uint8_t back[8] = {ROOK, KNIGHT, BISHOP, QUEEN, KING, BISHOP, KNIGHT, ROOK};
     memset(b->square, EMPTY, sizeof b->square);
     memset(b->occupied, 0, sizeof b->occupied);
@@ -96,7 +110,7 @@ static void start_position(Board *b) {
 
 /* The Polyglot key: pieces, castling rights, the en passant file where a pawn of the side to
  * move stands beside the pawn that made the double step (legality aside), side to move. */
-static uint64_t polyglot_key(const Board *b) {
+static ALWAYS_INLINE uint64_t polyglot_key(const Board *b) {
     uint64_t key = b->pieces;
     for (int bit = 0; bit < 4; bit++)
         if (b->castling >> bit & 1) key ^= RANDOM[768 + bit];
@@ -240,7 +254,7 @@ static void play(Board *b, const Move *m, int keyed) {
 }
 
 /* Whether a pseudo-legal move leaves the mover's king unattacked. */
-static int legal(const Board *b, const Move *m, int in_check) {
+static ALWAYS_INLINE int legal(const Board *b, const Move *m, int in_check) {
     int king = b->king[b->white];
     /* Out of check, a piece that is not the king, not taking en passant and not on a line
      * with its king cannot uncover an attack on it: legal without playing it. */
@@ -254,13 +268,13 @@ static int legal(const Board *b, const Move *m, int in_check) {
 }
 
 /* Whether a king on `from` reaches `to` in one step. */
-static int king_step(int from, int to) {
+static ALWAYS_INLINE int king_step(int from, int to) {
     int adf = abs(file_of(to) - file_of(from)), adr = abs(rank_of(to) - rank_of(from));
     return adf <= 1 && adr <= 1 && (adf | adr);
 }
 
 /* A pawn's pseudo-legal move from `from` to `to`, if it has one (promotion not looked at). */
-static int pawn_move(const Board *b, int from, int to, Move *m) {
+static ALWAYS_INLINE int pawn_move(const Board *b, int from, int to, Move *m) {
     int forward = b->white ? 1 : -1;
     int df = file_of(to) - file_of(from), dr = rank_of(to) - rank_of(from);
     memset(m, 0, sizeof *m);
@@ -291,7 +305,7 @@ typedef struct {
  * is checked again by the caller): a knight's steps from the target, the first piece on each of
  * a slider's rays from it (its path empty), the king's square (its step checked by the
  * caller), and a pawn's squares behind the target. */
-static int candidate_origins(const Board *b, const San *san, int origins[8]) {
+static ALWAYS_INLINE int candidate_origins(const Board *b, const San *san, int origins[8]) {
     int count = 0, to = san->to, f = file_of(to), r = rank_of(to);
     if (san->type == PAWN) {
         int back = b->white ? -1 : 1;
@@ -315,7 +329,7 @@ static int candidate_origins(const Board *b, const San *san, int origins[8]) {
 
 /* Whether exactly one legal move matches the SAN, as Board.parse_san reads it (the capture
  * sign and check signs are not checked, as it does not check them); that move is written. */
-static int resolve(const Board *b, const San *san, Move *out) {
+static ALWAYS_INLINE int resolve(const Board *b, const San *san, Move *out) {
     if (san->castles) {
         int base = b->white ? 0 : 56, king = base + 4;
         int kingside = san->castles == 1;
@@ -368,7 +382,7 @@ static int resolve(const Board *b, const San *san, Move *out) {
     return found == 1;
 }
 
-static int piece_letter(char c) {
+static ALWAYS_INLINE int piece_letter(char c) {
     switch (c) {
     case 'N': return KNIGHT;
     case 'B': return BISHOP;
@@ -393,7 +407,7 @@ static inline int ends_token(const char *t, Py_ssize_t n, Py_ssize_t at) {
  * The shapes: O-O, O-O-O; a piece letter, an optional origin file and rank, an optional "x",
  * a target; a pawn's target, or its file, "x" and target; then "=" and N, B, R or Q for a
  * promotion. Return 1 if one is read and ends where a token may end. */
-static int read_san(const char *t, Py_ssize_t n, Py_ssize_t *at, San *san) {
+static ALWAYS_INLINE int read_san(const char *t, Py_ssize_t n, Py_ssize_t *at, San *san) {
     Py_ssize_t i = *at;
     memset(san, 0, sizeof *san);
     san->from_file = san->from_rank = -1;
@@ -449,14 +463,141 @@ static int read_san(const char *t, Py_ssize_t n, Py_ssize_t *at, San *san) {
     return 1;
 }
 
-/* Growing output: Polyglot keys and moves, one of each a ply. */
+/* A move's clock and evaluation where it has none (or one that does not read). */
+#define NO_CLOCK (-1)
+#define NO_EVAL INT32_MIN
+/* A mate announcement #n: 32000 - n from the mating side (Stockfish's VALUE_MATE). */
+#define VALUE_MATE 32000
+/* Centipawns from here up would read as mate or tablebase scores: not read. */
+#define MAX_CP 31506
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+/* White space as Python's bytes know it (\s, bytes.strip): space, \t, \n, \v, \f, \r. */
+static inline int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* A command's value, white space taken off both ends: *at and *end are moved inwards. */
+static inline void strip(const char *v, Py_ssize_t *at, Py_ssize_t *end) {
+    while (*at < *end && is_blank(v[*at])) (*at)++;
+    while (*end > *at && is_blank(v[*end - 1])) (*end)--;
+}
+
+/* A [%clk] value: H:MM:SS or H:MM:SS.f (hours of 1 to 4 digits, minutes and seconds 00 to 59,
+ * a fraction of any length), in tenths of a second, the fraction rounded down; or NO_CLOCK. */
+static int32_t read_clock(const char *v, Py_ssize_t at, Py_ssize_t end) {
+    strip(v, &at, &end);
+    int32_t hours = 0, minutes, seconds, tenths = 0;
+    Py_ssize_t digits = 0;
+    while (at < end && is_digit(v[at]) && digits < 4) {
+        hours = hours * 10 + (v[at++] - '0');
+        digits++;
+    }
+    if (!digits || end - at < 6 || v[at] != ':' || v[at + 1] < '0' || v[at + 1] > '5' ||
+        !is_digit(v[at + 2]) || v[at + 3] != ':' || v[at + 4] < '0' || v[at + 4] > '5' ||
+        !is_digit(v[at + 5]))
+        return NO_CLOCK;
+    minutes = (v[at + 1] - '0') * 10 + (v[at + 2] - '0');
+    seconds = (v[at + 4] - '0') * 10 + (v[at + 5] - '0');
+    at += 6;
+    if (at < end) {
+        if (v[at++] != '.') return NO_CLOCK;
+        if (at < end && is_digit(v[at])) tenths = v[at] - '0';
+        while (at < end && is_digit(v[at])) at++;
+        if (at < end) return NO_CLOCK;
+    }
+    return ((hours * 60 + minutes) * 60 + seconds) * 10 + tenths;
+}
+
+/* Up to `most` digits at v[*at] (at least one): their value, *at moved past them; -1 if none. */
+static int64_t read_digits(const char *v, Py_ssize_t *at, Py_ssize_t end, int most) {
+    int64_t value = 0;
+    int digits = 0;
+    while (*at < end && is_digit(v[*at]) && digits < most) {
+        value = value * 10 + (v[(*at)++] - '0');
+        digits++;
+    }
+    return digits ? value : -1;
+}
+
+/* An [%eval] value as eval_comments.read_eval reads it (#n, or centipawns as pawns with up to
+ * two decimals, an optional ",depth" after either), from White's view: centipawns, or a mate
+ * as +-(VALUE_MATE - |n|) (#0: the side to move is mated, by the side `white_moved` says); or
+ * NO_EVAL when it does not read or its centipawns are above MAX_CP. */
+static int32_t read_eval(const char *v, Py_ssize_t at, Py_ssize_t end, int white_moved) {
+    strip(v, &at, &end);
+    int32_t score;
+    if (at < end && v[at] == '#') {
+        at++;
+        int negative = at < end && v[at] == '-';
+        if (at < end && (v[at] == '-' || v[at] == '+')) at++;
+        int64_t moves = read_digits(v, &at, end, 4);
+        if (moves < 0) return NO_EVAL;
+        if (moves == 0) score = white_moved ? VALUE_MATE : -VALUE_MATE;
+        else score = negative ? -(VALUE_MATE - (int32_t)moves) : VALUE_MATE - (int32_t)moves;
+    } else {
+        int negative = at < end && v[at] == '-';
+        if (at < end && (v[at] == '-' || v[at] == '+')) at++;
+        int64_t whole = read_digits(v, &at, end, 10), fraction = -1;
+        if (at < end && v[at] == '.') {
+            Py_ssize_t first = ++at;
+            fraction = read_digits(v, &at, end, 2);
+            if (fraction < 0) return NO_EVAL; /* "1." is not read */
+            if (at - first == 1) fraction *= 10; /* ".5": 50 */
+        }
+        if (whole < 0 && fraction < 0) return NO_EVAL;
+        int64_t cp = (whole < 0 ? 0 : whole) * 100 + (fraction < 0 ? 0 : fraction);
+        if (cp > MAX_CP) return NO_EVAL;
+        score = (int32_t)(negative ? -cp : cp);
+    }
+    if (at < end && v[at] == ',') {
+        at++;
+        if (read_digits(v, &at, end, 4) < 0) return NO_EVAL;
+    }
+    return at == end ? score : NO_EVAL;
+}
+
+/* Read a comment's clock and eval for the move before it, each where not yet decided by an
+ * earlier comment (`decided`: 1 the clock, 2 the eval): the first [%clk and the first [%eval
+ * that one white space follows and a ']' after it, as eval_comments.py's regular expressions
+ * find them; a value that does not read decides too (NO_CLOCK, NO_EVAL). */
+static void annotate(const char *c, Py_ssize_t len, int white_moved, int *decided, int32_t *clock,
+                     int32_t *eval) {
+    Py_ssize_t at = 0;
+    while (at < len && *decided != 3) {
+        const char *open = memchr(c + at, '[', (size_t)(len - at));
+        if (!open) return;
+        Py_ssize_t p = open - c, start;
+        int command;
+        at = p + 1;
+        if (!(*decided & 1) && len - p > 5 && memcmp(c + p + 1, "%clk", 4) == 0 &&
+            is_blank(c[p + 5])) {
+            command = 1;
+            start = p + 6;
+        } else if (!(*decided & 2) && len - p > 6 && memcmp(c + p + 1, "%eval", 5) == 0 &&
+                   is_blank(c[p + 6])) {
+            command = 2;
+            start = p + 7;
+        } else {
+            continue;
+        }
+        const char *close = memchr(c + start, ']', (size_t)(len - start));
+        if (!close) return; /* nor has any command after this one its ']' */
+        if (command == 1) *clock = read_clock(c, start, close - c);
+        else *eval = read_eval(c, start, close - c, white_moved);
+        *decided |= command;
+    }
+}
+
+/* Growing output: Polyglot keys and moves, one of each a ply; for an annotated walk a clock
+ * and an eval a ply too. */
 typedef struct {
     uint64_t *keys;
     uint16_t *moves;
+    int32_t *clocks, *evals;
     Py_ssize_t size, capacity;
+    int annotated;
 } Rows;
 
-static int reserve(Rows *rows, Py_ssize_t more) {
+static ALWAYS_INLINE int reserve(Rows *rows, Py_ssize_t more) {
     if (rows->size + more <= rows->capacity) return 1;
     Py_ssize_t capacity = rows->capacity ? rows->capacity : 4096;
     while (capacity < rows->size + more) capacity *= 2;
@@ -466,17 +607,29 @@ static int reserve(Rows *rows, Py_ssize_t more) {
     uint16_t *moves = realloc(rows->moves, (size_t)capacity * sizeof *moves);
     if (!moves) return 0;
     rows->moves = moves;
+    if (rows->annotated) {
+        int32_t *clocks = realloc(rows->clocks, (size_t)capacity * sizeof *clocks);
+        if (!clocks) return 0;
+        rows->clocks = clocks;
+        int32_t *evals = realloc(rows->evals, (size_t)capacity * sizeof *evals);
+        if (!evals) return 0;
+        rows->evals = evals;
+    }
     rows->capacity = capacity;
     return 1;
 }
 
 /* Walk one movetext: at most `plies` moves (all when negative). Return the moves walked
- * (written to rows), -1 if the text is refused, -2 when memory runs out. */
-static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows) {
+ * (written to rows), -1 if the text is refused, -2 when memory runs out. An annotated walk
+ * reads on past the moves asked for to the next move, and stops without refusing there.
+ * (Compiled once for each value of `annotated`: the plain walk pays nothing for the notes.) */
+static ALWAYS_INLINE Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows,
+                                     const int annotated) {
     Board board;
     start_position(&board);
     Py_ssize_t start = rows->size, walked = 0, i = 0;
-    while (i < n && (plies < 0 || walked < plies)) {
+    int decided = 0; /* the last move's clock (1) and eval (2) read */
+    while (i < n && (plies < 0 || walked < plies || annotated)) {
         char c = t[i];
         if (c == '\n') {
             /* A blank line ends a game for python-chess's reader (counting reads on). */
@@ -489,6 +642,9 @@ static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows
         } else if (c == '{') {
             const char *close = memchr(t + i, '}', (size_t)(n - i));
             if (!close) goto refused;
+            if (annotated && walked > 0 && decided != 3)
+                annotate(t + i + 1, close - t - i - 1, walked & 1, &decided,
+                         &rows->clocks[rows->size - 1], &rows->evals[rows->size - 1]);
             i = close - t + 1;
         } else if (c == '$') {
             Py_ssize_t j = i + 1;
@@ -532,6 +688,7 @@ static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows
         } else {
             San san;
             Move move;
+            if (walked == plies) break; /* (annotated) the next move: the comments are read */
             if (!read_san(t, n, &i, &san) || !resolve(&board, &san, &move)) goto refused;
             if (!reserve(rows, 1)) return -2;
             int to = move.to;
@@ -540,6 +697,11 @@ static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows
             int promotion = move.promotion ? move.promotion - 1 : 0;
             rows->keys[rows->size] = polyglot_key(&board);
             rows->moves[rows->size] = (uint16_t)(to | move.from << 6 | promotion << 12);
+            if (annotated) {
+                rows->clocks[rows->size] = NO_CLOCK;
+                rows->evals[rows->size] = NO_EVAL;
+                decided = 0;
+            }
             rows->size++;
             play(&board, &move, 1);
             walked++;
@@ -547,8 +709,17 @@ static Py_ssize_t walk(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows
     }
     return walked;
 refused:
+    if (walked == plies) return walked; /* (annotated) past the moves asked for: they stand */
     rows->size = start;
     return -1;
+}
+
+static Py_ssize_t walk_plain(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows) {
+    return walk(t, n, plies, rows, 0);
+}
+
+static Py_ssize_t walk_notes(const char *t, Py_ssize_t n, Py_ssize_t plies, Rows *rows) {
+    return walk(t, n, plies, rows, 1);
 }
 
 static PyObject *set_randoms(PyObject *self, PyObject *arg) {
@@ -566,8 +737,8 @@ static PyObject *set_randoms(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *walk_openings(PyObject *self, PyObject *args) {
-    (void)self;
+/* walk_openings and walk_annotated: the texts walked, their rows as bytes. */
+static PyObject *walk_texts(PyObject *args, int annotated) {
     PyObject *texts;
     Py_ssize_t plies;
     if (!PyArg_ParseTuple(args, "On", &texts, &plies)) return NULL;
@@ -586,7 +757,7 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
         }
     }
     int32_t *lengths = malloc((size_t)(count ? count : 1) * sizeof *lengths);
-    Rows rows = {NULL, NULL, 0, 0};
+    Rows rows = {NULL, NULL, NULL, NULL, 0, 0, annotated};
     int out_of_memory = lengths == NULL;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t g = 0; g < count && !out_of_memory; g++) {
@@ -603,7 +774,8 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
         memcpy(copy, text, (size_t)size);
         text = copy;
 #endif
-        Py_ssize_t walked = walk(text, size, plies, &rows);
+        Py_ssize_t walked = annotated ? walk_notes(text, size, plies, &rows)
+                                      : walk_plain(text, size, plies, &rows);
 #ifdef CHESSPIPE_EXACT_BUFFERS
         free(copy);
 #endif
@@ -617,14 +789,33 @@ static PyObject *walk_openings(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
     } else {
         static const char nothing[1] = {0}; /* (a NULL pointer would give None) */
-        result = Py_BuildValue("y#y#y#", rows.keys ? (const char *)rows.keys : nothing,
-                               rows.size * 8, rows.moves ? (const char *)rows.moves : nothing,
-                               rows.size * 2, (const char *)lengths, count * 4);
+        const char *keys = rows.keys ? (const char *)rows.keys : nothing;
+        const char *moves = rows.moves ? (const char *)rows.moves : nothing;
+        if (annotated)
+            result = Py_BuildValue(
+                "y#y#y#y#y#", keys, rows.size * 8, moves, rows.size * 2, (const char *)lengths,
+                count * 4, rows.clocks ? (const char *)rows.clocks : nothing, rows.size * 4,
+                rows.evals ? (const char *)rows.evals : nothing, rows.size * 4);
+        else
+            result = Py_BuildValue("y#y#y#", keys, rows.size * 8, moves, rows.size * 2,
+                                   (const char *)lengths, count * 4);
     }
     free(rows.keys);
     free(rows.moves);
+    free(rows.clocks);
+    free(rows.evals);
     free(lengths);
     return result;
+}
+
+static PyObject *walk_openings(PyObject *self, PyObject *args) {
+    (void)self;
+    return walk_texts(args, 0);
+}
+
+static PyObject *walk_annotated(PyObject *self, PyObject *args) {
+    (void)self;
+    return walk_texts(args, 1);
 }
 
 /* Of each text's rows (lengths[g] rows a text, none where not above 0), the rows that keep
@@ -681,6 +872,11 @@ static PyMethodDef methods[] = {
      "walk_openings(texts: Sequence[bytes], plies: int) -> (keys, moves, lengths)\n\n"
      "Native uint64 keys and uint16 moves of each ply walked, int32 moves walked per text (-1:\n"
      "refused). plies < 0: every move."},
+    {"walk_annotated", walk_annotated, METH_VARARGS,
+     "walk_annotated(texts: Sequence[bytes], plies: int)\n"
+     "    -> (keys, moves, lengths, clocks, evals)\n\n"
+     "walk_openings's rows, and per row the [%clk] after the move in tenths of a second (-1:\n"
+     "none) and the [%eval] after it from White's view (INT32_MIN: none), both native int32."},
     {"last_visits", last_visits, METH_VARARGS,
      "last_visits(keys: bytes, lengths: bytes) -> bytes\n\n"
      "Native int64 indexes of the rows keeping each key once per text (its last row)."},

@@ -4,6 +4,10 @@ and the move's Polyglot code, for many movetexts at once, in compiled code (`_sa
 python-chess stays the authority: a movetext the walk refuses (a shape it does not read, a
 move that is not exactly one legal move, fewer moves than asked for) is left to python-chess,
 which decides it. A movetext the walk accepts is read as python-chess reads it.
+
+The annotated walk reads, in the same pass, Lichess's clock and evaluation after each move
+(`[%clk 0:01:00]`, `[%eval 0.17]`) as eval_comments.move_annotations reads them, which is the
+slow path for the texts the walk refuses.
 """
 
 from __future__ import annotations
@@ -42,6 +46,55 @@ def walk_openings(texts: Sequence[bytes], *, plies: int | None = None) -> Walked
         np.frombuffer(keys, dtype=np.uint64),
         np.frombuffer(moves, dtype=np.uint16),
         np.frombuffer(lengths, dtype=np.int32),
+    )
+
+
+#: A row's clock where its move has no [%clk] after it, or one that does not read.
+NO_CLOCK = -1
+#: A row's eval where its move has no [%eval] after it, or one that does not read or is out of
+#: range (centipawns above eval_comments.MAX_CP): INT32_MIN.
+NO_EVAL = -(2**31)
+
+
+class Annotated(NamedTuple):
+    """The rows of an annotated walk: Walked's, and per row the clock and the eval the comments
+    after its move give (NO_CLOCK, NO_EVAL where they give none)."""
+
+    keys: np.ndarray  # uint64
+    moves: np.ndarray  # uint16
+    lengths: np.ndarray  # int32
+    clocks: np.ndarray  # int32, tenths of a second
+    evals: np.ndarray  # int32, White's view
+
+
+def walk_annotated(texts: Sequence[bytes], *, plies: int | None = None) -> Annotated:
+    """walk_openings, reading too the clock and the eval Lichess writes after each move walked.
+
+    The texts walked, refused and their rows are walk_openings's. A move's comments are the
+    brace comments between it and the next move (those before the first move belong to none);
+    of them, the first `[%clk ...]` and the first `[%eval ...]` decide (as
+    eval_comments.move_annotations finds them):
+
+    - clock: `H:MM:SS` or `H:MM:SS.f` (a fraction of any length), in tenths of a second rounded
+      down; NO_CLOCK where there is none or it does not read.
+    - eval: from White's view as written, in centipawns (`0.17` 17, `-1.5` -150, a `,depth`
+      after it ignored), or a mate `#n` as +(VALUE_MATE - |n|) when White mates (n > 0),
+      -(VALUE_MATE - |n|) when Black does (`#0`: the side to move is mated, +VALUE_MATE when
+      White made the move); NO_EVAL where there is none, it does not read or its centipawns are
+      above MAX_CP. A comment that does not read never refuses the text.
+
+    With `plies`, the comments after the last move walked are read up to the next move (or to
+    whatever the walk would refuse: the moves walked stand).
+    """
+    keys, moves, lengths, clocks, evals = _sanwalk.walk_annotated(
+        texts, -1 if plies is None else plies
+    )
+    return Annotated(
+        np.frombuffer(keys, dtype=np.uint64),
+        np.frombuffer(moves, dtype=np.uint16),
+        np.frombuffer(lengths, dtype=np.int32),
+        np.frombuffer(clocks, dtype=np.int32),
+        np.frombuffer(evals, dtype=np.int32),
     )
 
 

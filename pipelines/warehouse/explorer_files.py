@@ -35,7 +35,7 @@ GAMES_COLUMNS = (
     ("black_title", "VARCHAR"), ("result", "UTINYINT"), ("speed", "VARCHAR"),
     ("rated", "BOOLEAN"), ("tournament", "BOOLEAN"), ("moves", "VARCHAR"),
     ("time_control", "VARCHAR"), ("eco", "VARCHAR"), ("opening", "VARCHAR"), ("fen", "VARCHAR"),
-    ("plies", "USMALLINT"), ("packed", "BLOB"),
+    ("plies", "USMALLINT"), ("packed", "BLOB"), ("clocks", "INTEGER[]"), ("evals", "SMALLINT[]"),
 )  # fmt: skip
 #: The files every indexed month has.
 MONTH_FILES = (GAMES_FILE, LOOKUP_FILE, COUNTS_FILE, RECORDS_FILE)
