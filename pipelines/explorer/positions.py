@@ -135,6 +135,9 @@ def replay_games(
     ply_of: np.ndarray = (keep - limited_first[rows_game]).astype(np.uint16)
     bounds = np.searchsorted(rows_game, np.arange(len(batch) + 1))
     codes = walked.moves.astype("<u2", copy=False)
+    if isinstance(walked, Annotated):  # which games have a clock, an eval (counts by rows)
+        clocked = _counts_by_game(walked.clocks != NO_CLOCK, first_row)
+        evaluated = _counts_by_game(walked.evals != NO_EVAL, first_row)
     for i, place in enumerate(batch):
         if lengths[i] <= 0:  # refused, or no move found: python-chess decides
             results[place] = _replay_tokens(games[place], plies, False, False, whole)
@@ -145,8 +148,8 @@ def replay_games(
             if isinstance(walked, Annotated):
                 found = found._replace(
                     packed=codes[rows].tobytes(),
-                    clocks=_present(walked.clocks[rows], NO_CLOCK),
-                    evals=_present(walked.evals[rows], NO_EVAL),
+                    clocks=walked.clocks[rows] if clocked[i] else None,
+                    evals=walked.evals[rows] if evaluated[i] else None,
                 )
             results[place] = found
     return results
@@ -170,6 +173,12 @@ def _replay_tokens(
         clocks=_present(_numbers(clocks[:moves], NO_CLOCK), NO_CLOCK),
         evals=_present(_numbers(evals[:moves], NO_EVAL), NO_EVAL),
     )
+
+
+def _counts_by_game(present: np.ndarray, first_row: np.ndarray) -> np.ndarray:
+    """How many rows of each game (rows first_row[i]..first_row[i + 1]) are present."""
+    running = np.concatenate(([0], np.cumsum(present, dtype=np.int64)))
+    return running[first_row[1:]] - running[first_row[:-1]]
 
 
 def _numbers(values: list[int | None], missing: int) -> np.ndarray:

@@ -5,9 +5,10 @@ Each month's `explorer/month=YYYY-MM/games.parquet` is read a row group at a tim
 the filters keep (speeds, ratings, a player) have their packed moves replayed by the compiled
 scan (pipelines.search.scan) on `workers` threads at once (the scan runs without the GIL), in
 order, at most two row groups a thread in flight: memory does not grow with the months. A
-month's file is mapped once and every row group read from that mapping, so a month indexed
-again meanwhile is read whole in the version first opened; a file whose size is not its
-manifest's is refused.
+month's file is opened once and every row group read from that handle (at offsets, by each
+thread's own reader), so a month indexed again meanwhile is read whole in the version first
+opened; a file whose size is not its manifest's is refused. The matches' records are read on
+the threads too.
 """
 
 from __future__ import annotations
@@ -182,10 +183,9 @@ def search_games(
 
 
 class _Scanned(NamedTuple):
-    """A row group's matches: their rows in the group, their plies, and what was scanned."""
+    """A row group's matches, and what was scanned."""
 
-    rows: np.ndarray
-    plies: np.ndarray
+    matches: list[GameMatch]
     games: int
     positions: int
 
@@ -202,13 +202,13 @@ def _search_month(
     manifest = ExplorerManifest.read(explorer_manifest_path(warehouse, month))
     chess960 = manifest.settings.get("rules", {}).get("variant") == "chess960"
     path = games_file(warehouse, month)
-    with pa.memory_map(str(path)) as mapped:
-        if mapped.size() != manifest.games_bytes:
+    with pa.OSFile(str(path)) as opened:
+        if opened.size() != manifest.games_bytes:
             raise ChesspipeError(
-                f"{path} has {mapped.size():,} bytes, its manifest says "
+                f"{path} has {opened.size():,} bytes, its manifest says "
                 f"{manifest.games_bytes:,}: the month is damaged (chesspipe warehouse check)"
             )
-        games = pq.ParquetFile(mapped)
+        games = pq.ParquetFile(opened)
         if "packed" not in games.schema_arrow.names or manifest.settings.get("games") is False:
             stats.without_moves.append(month)
             return
@@ -225,9 +225,11 @@ def _search_month(
         pending: deque[tuple[int, Future[_Scanned]]] = deque()
         groups = iter(range(games.num_row_groups))
 
+        place = _Place(opened, metadata, month, chess960)
+
         def submit() -> None:
             for group in groups:
-                task = partial(_scan, mapped, metadata, group, columns, query, settings, chess960)
+                task = partial(_scan, place, group, int(starts[group]), columns, query, settings)
                 pending.append((group, pool.submit(task)))
                 return
 
@@ -239,22 +241,33 @@ def _search_month(
             scanned = future.result()
             stats.games += scanned.games
             stats.positions += scanned.positions
-            if len(scanned.rows):
-                yield from _matches(games, group, int(starts[group]), month, scanned, chess960)
+            yield from scanned.matches
+
+
+class _Place(NamedTuple):
+    """A month's games file being searched: the file opened once, its metadata, its month."""
+
+    opened: pa.NativeFile
+    metadata: pq.FileMetaData
+    month: str
+    chess960: bool
+
+    def reader(self) -> pq.ParquetFile:
+        """A reader of its own (a worker thread's) over the file, which reads at offsets."""
+        return pq.ParquetFile(self.opened, metadata=self.metadata)
 
 
 def _scan(
-    mapped: pa.MemoryMappedFile,
-    metadata: pq.FileMetaData,
+    place: _Place,
     group: int,
+    first_seq: int,
     columns: list[str],
     query: Query,
     settings: SearchSettings,
-    chess960: bool,
 ) -> _Scanned:
-    """Read one row group of a month's mapped file and scan its games that the filters keep
-    (on a worker thread: a reader of its own over the mapping, which reads at offsets)."""
-    table = pq.ParquetFile(mapped, metadata=metadata).read_row_group(group, columns=columns)
+    """Read one row group of a month's games, scan those the filters keep and make their
+    matches (on a worker thread)."""
+    table = place.reader().read_row_group(group, columns=columns)
     keep = _kept(table, settings)
     rows = np.arange(table.num_rows) if keep is None else np.flatnonzero(keep)
     if keep is not None:
@@ -266,10 +279,12 @@ def _scan(
         starts=table.column("fen").to_pylist()
         if table.column("fen").null_count < table.num_rows
         else None,
-        chess960=chess960,
+        chess960=place.chess960,
         limit=None if query.limit is None else query.skip + query.limit,
     )
-    return _Scanned(rows[result.games], result.plies, table.num_rows, result.positions)
+    matched = rows[result.games]
+    found = _matches(place, group, first_seq, matched, result.plies) if len(matched) else []
+    return _Scanned(found, table.num_rows, result.positions)
 
 
 def _kept(table: pa.Table, settings: SearchSettings) -> np.ndarray | None:
@@ -296,19 +311,14 @@ def _kept(table: pa.Table, settings: SearchSettings) -> np.ndarray | None:
 
 
 def _matches(
-    games: pq.ParquetFile,
-    group: int,
-    first_seq: int,
-    month: str,
-    scanned: _Scanned,
-    chess960: bool,
-) -> Iterator[GameMatch]:
-    table = games.read_row_group(group, columns=list(MATCH_COLUMNS))
-    table = table.take(arrays.integers(scanned.rows.astype(np.uint32)))
-    for row, seq, plies in zip(table.to_pylist(), scanned.rows.tolist(),
-                               scanned.plies.tolist(), strict=True):  # fmt: skip
-        yield GameMatch(
-            month=month,
+    place: _Place, group: int, first_seq: int, rows: np.ndarray, plies: np.ndarray
+) -> list[GameMatch]:
+    """The matches of a row group's rows (their records read for them alone)."""
+    table = place.reader().read_row_group(group, columns=list(MATCH_COLUMNS))
+    table = table.take(arrays.integers(rows.astype(np.uint32)))
+    return [
+        GameMatch(
+            month=place.month,
             seq=first_seq + seq,
             id=row["id"],
             date=row["date"],
@@ -318,14 +328,16 @@ def _matches(
             black_elo=row["black_elo"],
             result=_RESULT_TEXT.get(row["result"], "*"),
             speed=row["speed"],
-            plies=tuple(plies),
+            plies=tuple(found),
             event=row["event"],
             site=row["site"],
             round=row["round"],
             fen=row["fen"],
             packed=row["packed"],
-            chess960=chess960,
+            chess960=place.chess960,
         )
+        for row, seq, found in zip(table.to_pylist(), rows.tolist(), plies.tolist(), strict=True)
+    ]
 
 
 def read_query_file(text: str) -> str:
