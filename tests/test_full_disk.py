@@ -229,6 +229,29 @@ def test_book_build_on_a_full_disk(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("previous", [False, True], ids=["new-suite", "replaced-suite"])
+def test_suite_build_on_a_full_disk(
+    disk: Path, tmp_path: Path, warehouse: Path, previous: bool
+) -> None:
+    """An opening suite and its manifest: both, or the previous pair exactly."""
+
+    def build(root: Path, *options: str) -> list[str]:
+        return ["suite", "build", "--warehouse", str(warehouse), "--months", MONTH,
+                "--out", str(root / "s.epd"), "--plies", "6..10", *options]  # fmt: skip
+
+    def prepare(root: Path) -> None:
+        if previous:
+            run_cli(*build(root, "--min-games", "20"))
+
+    def published(root: Path) -> None:
+        manifest = json.loads((root / "s.json").read_text())
+        assert manifest["sha256"] == hashlib.sha256((root / "s.epd").read_bytes()).hexdigest()
+
+    _full_disk_runs(disk, tmp_path, prepare, lambda root: build(root, "--min-games", "3"),
+                    published)  # fmt: skip
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("previous", [False, True], ids=["new-file", "replaced-file"])
 def test_training_from_games_on_a_full_disk(disk: Path, tmp_path: Path, previous: bool) -> None:
     def export(root: Path, source: Path) -> list[str]:

@@ -442,3 +442,61 @@ def test_from_position_games_count_from_their_fen(tmp_path: Path) -> None:
     for key in castle:
         expected[(key[0], chess.E1, chess.H1)] = expected.pop(key)
     assert found == expected
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["suite.epd", "suite.json"])
+def test_kill_9_at_each_publish_step_then_a_rerun_equals_a_whole_run(
+    warehouse: Path, tmp_path: Path, target: str
+) -> None:
+    """`suite build` killed with -9 right after it renames the suite, or its manifest, onto
+    the previous pair: the suite read is whole (the new one beside the previous manifest, whose
+    sha256 tells, or the new pair); the next run publishes what an uninterrupted run does and
+    leaves no temporary file."""
+    import signal
+    import sys
+    import time
+
+    from pipelines.files import file_sha256
+    from tests.conftest import ROOT
+    from tests.test_monthly_build import STOP_AFTER_RENAME, stopped
+
+    reference = tmp_path / "reference" / "suite.epd"
+    reference.parent.mkdir()
+    build = ["suite", "build", "--warehouse", str(warehouse), "--plies", "6..10"]
+    run_cli(*build, "--out", str(reference), "--min-games", "3")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / "suite.epd"
+    run_cli(*build, "--out", str(out), "--min-games", "20")  # the previous pair
+    previous = json.loads(suite_manifest_path(out).read_text())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", STOP_AFTER_RENAME, str(folder / target), *build, "--out",
+         str(out), "--min-games", "3"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not stopped(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    manifest = json.loads(suite_manifest_path(out).read_text())
+    assert out.read_bytes() == reference.read_bytes()  # the suite renamed in is whole
+    if target == "suite.epd":  # the new suite beside the previous manifest: its sha256 tells
+        assert manifest == previous and manifest["sha256"] != file_sha256(out)
+    else:
+        assert manifest["sha256"] == file_sha256(out)
+    run_cli(*build, "--out", str(out), "--min-games", "3")
+    assert out.read_bytes() == reference.read_bytes()
+    assert json.loads(suite_manifest_path(out).read_text())["sha256"] == file_sha256(out)
+    # (the output's lock file stays, empty, as a book's does)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".suite.epd.lock",
+        "suite.epd",
+        "suite.json",
+    ]

@@ -15,6 +15,7 @@ from pipelines.files import file_sha256, write_json
 from pipelines.suites.exits import Exit, statistics_moves, walk_exits
 from pipelines.suites.files import epd_line, pgn_game, suite_format
 from pipelines.suites.settings import SuiteSettings
+from pipelines.warehouse.locks import output_lock
 from pipelines.warehouse.resources import DEFAULT_RESOURCES, QueryResources
 from schemas.atomic_files import OutputSet, check_output
 from schemas.version import __version__
@@ -212,8 +213,10 @@ def build_suite(
     counts = SuiteCounts(walk.positions, len(walk.exits), side, unevaluated, outside, len(exits))
     if not exits:
         raise EmptySuite(_empty_reason(counts, settings))
-    outputs = OutputSet(out, manifest_file)
-    with outputs:
+    # Under the output's lock (a second run to it fails at once; what killed runs left beside
+    # it goes): the suite, then its manifest.
+    outputs = OutputSet(out, manifest_file, sync=True)
+    with output_lock(out, manifest_file), outputs:
         staged = outputs.path(out)
         staged.write_text(_suite_text(exits, kind, evaluations))
         manifest = SuiteManifest(

@@ -27,6 +27,7 @@ from pipelines.suites.files import (
     usable_positions,
 )
 from pipelines.suites.settings import LearnSettings
+from pipelines.warehouse.locks import output_lock
 from schemas.atomic_files import OutputSet, check_output
 from schemas.version import __version__
 
@@ -238,8 +239,8 @@ def learn_suite(
         )  # fmt: skip
         for place, tally in sorted(counted.items())
     ]
-    outputs = OutputSet(out, suite_manifest_path(out))
-    with outputs:
+    outputs = OutputSet(out, suite_manifest_path(out), sync=True)
+    with output_lock(out, suite_manifest_path(out)), outputs:
         staged = outputs.path(out)
         staged.write_text(_written(kept, kind, suite))
         result = LearnResult(
