@@ -282,8 +282,12 @@ def _scan(
         chess960=place.chess960,
         limit=None if query.limit is None else query.skip + query.limit,
     )
-    matched = rows[result.games]
-    found = _matches(place, group, first_seq, matched, result.plies) if len(matched) else []
+    found: list[GameMatch] = []
+    if len(result.games):
+        scanned = table.select(["fen", "packed"]).take(
+            arrays.integers(result.games.astype(np.uint32))
+        )
+        found = _matches(place, group, first_seq, rows[result.games], result.plies, scanned)
     return _Scanned(found, table.num_rows, result.positions)
 
 
@@ -311,11 +315,20 @@ def _kept(table: pa.Table, settings: SearchSettings) -> np.ndarray | None:
 
 
 def _matches(
-    place: _Place, group: int, first_seq: int, rows: np.ndarray, plies: np.ndarray
+    place: _Place,
+    group: int,
+    first_seq: int,
+    rows: np.ndarray,
+    plies: np.ndarray,
+    scanned: pa.Table,
 ) -> list[GameMatch]:
-    """The matches of a row group's rows (their records read for them alone)."""
-    table = place.reader().read_row_group(group, columns=list(MATCH_COLUMNS))
+    """The matches of a row group's rows: their records read for them alone, their moves and
+    start as the scan read them (`scanned`, a row a match)."""
+    records = [name for name in MATCH_COLUMNS if name not in scanned.column_names]
+    table = place.reader().read_row_group(group, columns=records)
     table = table.take(arrays.integers(rows.astype(np.uint32)))
+    for name in scanned.column_names:
+        table = table.append_column(name, scanned.column(name))
     return [
         GameMatch(
             month=place.month,
