@@ -255,6 +255,8 @@ LONGEST_FILES = (
     "test_object_storage.py",
     "test_monthly_build.py",
     "test_any_games.py",
+    "test_games_packed.py",
+    "test_search.py",
     "test_sql_chess_terms.py",
     "test_training_from_games.py",
     "test_stopping.py",

@@ -141,6 +141,7 @@ def source_places(warehouse: Path, month: str) -> list[int]:
     return places
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", SHARED_QUERIES, ids=[json.dumps(q)[:60] for q in SHARED_QUERIES])
 def test_the_same_games_and_plies_as_scoutfish(
     warehouse: Path, scout_dbs: dict[str, Path], query: dict[str, object]
@@ -160,6 +161,7 @@ def test_the_same_games_and_plies_as_scoutfish(
         assert any(scoutfish(db, query) for db in scout_dbs.values()), "a query that finds none"
 
 
+@pytest.mark.slow
 def test_where_scoutfish_errs_python_chess_decides(
     warehouse: Path, scout_dbs: dict[str, Path]
 ) -> None:
@@ -239,6 +241,7 @@ def test_months_row_groups_threads_and_filters_match_one_scan(
     assert stats.games == len(keep) and stats.positions == whole.positions
 
 
+@pytest.mark.slow
 def test_the_command_streams_tables_json_and_pgn(warehouse: Path) -> None:
     pattern = "8/8/p7/8/8/1B3N2/8/8"
     done = run_cli(*["search", "--warehouse", str(warehouse), "--subfen", pattern,
@@ -329,6 +332,7 @@ def test_a_damaged_month_is_refused_and_an_unknown_month_named(
     assert done.returncode == 1 and "2020-01" in done.stderr
 
 
+@pytest.mark.slow
 def test_sql_games_and_the_search_functions(warehouse: Path) -> None:
     """The `games` view holds every kept game; fen_at and material_at are python-chess's
     positions of the games' moves; matches_subfen and scout find what the search finds."""
@@ -374,6 +378,7 @@ def test_sql_games_and_the_search_functions(warehouse: Path) -> None:
     assert scouted
 
 
+@pytest.mark.slow
 def test_sql_command_calls_the_functions_and_says_a_bad_query_in_a_line(warehouse: Path) -> None:
     count = "SELECT count(*) FROM games WHERE matches_subfen(packed, '8/8/8/8/8/5B2/8/8') > 0"
     done = run_cli("sql", "--warehouse", str(warehouse), "--format", "csv", count)
@@ -424,6 +429,7 @@ def test_the_games_view_knows_the_games_schema() -> None:
     assert tuple((f.name, kinds[str(f.type)]) for f in GAMES_SCHEMA) == GAMES_COLUMNS
 
 
+@pytest.mark.slow
 def test_a_month_indexed_again_during_a_search_is_read_in_one_version(tmp_path: Path) -> None:
     """A search that has begun a month reads it whole in the version it opened, though the month
     is indexed again (its files replaced) before the search ends."""
