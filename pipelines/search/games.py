@@ -267,7 +267,8 @@ def _scan(
 ) -> _Scanned:
     """Read one row group of a month's games, scan those the filters keep and make their
     matches (on a worker thread)."""
-    table = place.reader().read_row_group(group, columns=columns)
+    reader = place.reader()
+    table = reader.read_row_group(group, columns=columns)
     keep = _kept(table, settings)
     rows = np.arange(table.num_rows) if keep is None else np.flatnonzero(keep)
     if keep is not None:
@@ -287,7 +288,8 @@ def _scan(
         scanned = table.select(["fen", "packed"]).take(
             arrays.integers(result.games.astype(np.uint32))
         )
-        found = _matches(place, group, first_seq, rows[result.games], result.plies, scanned)
+        found = _matches(place, reader, group, first_seq, rows[result.games], result.plies,
+                         scanned)  # fmt: skip
     return _Scanned(found, table.num_rows, result.positions)
 
 
@@ -316,6 +318,7 @@ def _kept(table: pa.Table, settings: SearchSettings) -> np.ndarray | None:
 
 def _matches(
     place: _Place,
+    reader: pq.ParquetFile,
     group: int,
     first_seq: int,
     rows: np.ndarray,
@@ -325,7 +328,7 @@ def _matches(
     """The matches of a row group's rows: their records read for them alone, their moves and
     start as the scan read them (`scanned`, a row a match)."""
     records = [name for name in MATCH_COLUMNS if name not in scanned.column_names]
-    table = place.reader().read_row_group(group, columns=records)
+    table = reader.read_row_group(group, columns=records)
     table = table.take(arrays.integers(rows.astype(np.uint32)))
     for name in scanned.column_names:
         table = table.append_column(name, scanned.column(name))
