@@ -296,13 +296,19 @@ def test_an_exact_fen_finds_the_position_with_its_side_and_castling(warehouse: P
         (["--query", "{not json"], "the query is not JSON"),
         (["--query", '{"material": "KRKR"}', "--stm", "white"], "--query goes alone"),
         ([], "say what to find"),
-        (["--stm", "white", "--limit", "0"], "--limit must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(warehouse: Path, argv: list[str], said: str) -> None:
     done = run_cli(*["search", "--warehouse", str(warehouse), *argv], check=False)
     assert done.returncode == 2, done.stderr
     assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_bad_number_is_argparse_s_usage_error(warehouse: Path) -> None:
+    done = run_cli("search", "--warehouse", str(warehouse), "--stm", "white", "--limit", "0",
+                   check=False)  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1].endswith("argument --limit: must be at least 1, got '0'")
 
 
 def test_queries_are_read_strictly() -> None:

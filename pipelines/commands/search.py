@@ -9,7 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipelines.commands.options import existing_warehouse, settings_as_flags
+from pipelines.commands.options import (
+    existing_warehouse,
+    non_negative_int,
+    positive_int,
+    settings_as_flags,
+)
 
 FORMATS = ("table", "json", "pgn")
 
@@ -43,13 +48,13 @@ def register(subparsers: Any) -> None:
     games = parser.add_argument_group("the games searched")
     games.add_argument("--months", default="all", help="YYYY-MM, a range, a list or all (all)")
     games.add_argument("--speeds", help="comma-separated speeds (all)")
-    games.add_argument("--min-rating", type=int, default=0,
+    games.add_argument("--min-rating", type=non_negative_int, default=0,
                        help="both players rated at least this")  # fmt: skip
     games.add_argument("--player", help="a player's games (either side, any case)")
-    parser.add_argument("--limit", type=int, help="stop after this many games")
+    parser.add_argument("--limit", type=positive_int, help="stop after this many games")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default), json (a line a game) or pgn")  # fmt: skip
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                         help="threads replaying games (the machine's cores)")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no summary on stderr")
     parser.set_defaults(handler=run)
@@ -75,10 +80,6 @@ def run(args: argparse.Namespace) -> int:
     if args.query is None and not flags:
         raise UsageError("say what to find: --fen, --subfen, --material, --imbalance, "
                              "--stm, --result or --query")  # fmt: skip
-    if args.limit is not None and args.limit < 1:
-        raise UsageError(f"--limit must be at least 1, not {args.limit}")
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, not {args.workers}")
     query = parse_query(read_query_file(args.query)) if args.query else query_from_json(flags)
     if args.limit is not None:
         query = query.limited(args.limit)
