@@ -281,6 +281,7 @@ def test_a_worker_killed_mid_month_the_month_is_built_again_whole(
     assert not [k for k in objects if "/.staging/" in k or "/.locks/" in k]
 
 
+@pytest.mark.slow
 def test_a_range_that_fails_leaves_no_book_and_the_previous_one_stays(
     filled: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -312,6 +313,7 @@ def die_once(marker: str) -> int:
     return os.getpid()
 
 
+@pytest.mark.slow
 def test_a_task_whose_worker_died_runs_again(cluster: str, tmp_path: Path) -> None:
     marker = str(tmp_path / "died")
     with cluster_executor(cluster) as executor:

@@ -92,6 +92,7 @@ def test_random_cuts_of_a_multi_frame_dump(tmp_path: Path, framed_dump: Path) ->
             break
 
 
+@pytest.mark.slow
 def test_random_bytes(tmp_path: Path) -> None:
     rng = random.Random(7)
     for number in range(4):

@@ -497,6 +497,7 @@ def test_duckdb_and_pyarrow_read_the_bucket_as_documented(
     assert isinstance(namespace["con"], duckdb.DuckDBPyConnection)
 
 
+@pytest.mark.slow  # a backfill: Prefect's server starts
 @pytest.mark.parametrize("problem", ["no credentials", "closed port"])
 def test_store_failures_end_in_one_line_within_seconds(
     moto: MotoServer,

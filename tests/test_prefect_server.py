@@ -35,6 +35,7 @@ def database(path: Path, *revisions: str) -> str:
     return f"sqlite+aiosqlite:///{path}"
 
 
+@pytest.mark.slow
 def test_only_a_sqlite_file_at_the_head_skips_the_check(tmp_path: Path) -> None:
     head = migrations_head()
     assert head is not None
@@ -57,6 +58,7 @@ def test_only_a_sqlite_file_at_the_head_skips_the_check(tmp_path: Path) -> None:
     assert (tmp_path / "text.db").read_text() == "not a database"
 
 
+@pytest.mark.slow
 def test_the_routers_runs_use_come_first_and_no_path_changes_hands() -> None:
     """Moving the routers a run uses to the front keeps every router, and no route of the
     others matches a path of theirs (so every request reaches the route it reached before)."""

@@ -69,6 +69,7 @@ def flip_bytes(moto: MotoServer, bucket: str, key: str) -> tuple[bytes, bytes]: 
     return good, flipped
 
 
+@pytest.mark.slow
 def test_a_book_built_from_the_bucket_is_the_local_book(
     filled: tuple[str, Path],
     s3_env: dict[str, str],  # noqa: F811
@@ -140,6 +141,7 @@ def test_a_damaged_partition_in_the_bucket_is_never_read_as_its_manifests(
     assert proc.returncode != 0 and "\n" not in said and "the manifest says" in said, said
 
 
+@pytest.mark.slow
 def test_a_month_republished_during_a_read_is_read_again(
     moto: MotoServer,  # noqa: F811
     s3_env: dict[str, str],  # noqa: F811

@@ -171,6 +171,7 @@ def test_every_record_matches_a_python_chess_replay_with_its_prober(
     assert checked_changed > 0
 
 
+@pytest.mark.slow
 def test_games_reaching_the_tables_and_their_changes_are_counted(
     exports: dict[str, tuple[Path, FromGamesManifest]], truth: dict[str, dict[str, Replayed]]
 ) -> None:
