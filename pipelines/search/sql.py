@@ -156,4 +156,5 @@ def open_warehouse(warehouse: Path | str, **options: Any) -> Any:
     `open_warehouse`): DuckDB, read-only, over move_stats, games, evals and openings."""
     from pipelines.warehouse.sql import connect
 
+    options.setdefault("games", True)
     return connect(warehouse, functions=SEARCH_FUNCTIONS, **options)

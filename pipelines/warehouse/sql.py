@@ -137,6 +137,7 @@ def run_query(
             allow_write=allow_write,
             resources=resources,
             functions=functions,
+            games=True,
         )
         try:
             with time_limit(con, timeout):
@@ -337,6 +338,7 @@ def connect(
     allow_read: Sequence[Path] = ...,
     allow_write: Literal[False] = ...,
     functions: Sequence[SqlFunction] = ...,
+    games: bool = ...,
 ) -> ReadOnlyConnection: ...
 @overload
 def connect(
@@ -349,6 +351,7 @@ def connect(
     allow_read: Sequence[Path] = ...,
     allow_write: Literal[True],
     functions: Sequence[SqlFunction] = ...,
+    games: bool = ...,
 ) -> duckdb.DuckDBPyConnection: ...
 @overload
 def connect(
@@ -361,6 +364,7 @@ def connect(
     allow_read: Sequence[Path] = ...,
     allow_write: bool,
     functions: Sequence[SqlFunction] = ...,
+    games: bool = ...,
 ) -> ReadOnlyConnection | duckdb.DuckDBPyConnection: ...
 def connect(
     warehouse: Path | str,
@@ -372,12 +376,15 @@ def connect(
     allow_read: Sequence[Path] = (),
     allow_write: bool = False,
     functions: Sequence[SqlFunction] = (),
+    games: bool = False,
 ) -> ReadOnlyConnection | duckdb.DuckDBPyConnection:
     """Open DuckDB with a view `move_stats` over every month, `move_stats_yearly` over the
     compacted years that still match their months (pipelines.warehouse.yearly; the same rows
-    summed over each year's months, with a `year` column), `games` over the explorer's games of
-    every explored month (`_games_view`), and the `uci(move)` and `hexkey(key)` macros; with
-    `chess_terms`, also the chess functions and the `openings` view (`register_chess_terms`).
+    summed over each year's months, with a `year` column), and the `uci(move)` and
+    `hexkey(key)` macros; with `chess_terms`, also the chess functions and the `openings` view
+    (`register_chess_terms`); with `games`, the view `games` over the explorer's games of every
+    explored month (`_games_view`: off for the readers that never query it, such as book
+    builds, which a damaged explorer month must not stop).
     `functions` are more functions to register (SqlFunction: the rooms above this one give
     theirs, as `pipelines.search.sql.SEARCH_FUNCTIONS`), and the macros that call them.
 
@@ -432,7 +439,9 @@ def connect(
     _stats_view(con, "move_stats", months, "month")
     _stats_view(con, "move_stats_yearly", yearly, "year")
     _evals_view(con, parts)
-    games = [] if is_remote(warehouse) else _games_view(con, Path(warehouse).absolute())
+    games_read = (
+        _games_view(con, Path(warehouse).absolute()) if games and not is_remote(warehouse) else []
+    )
     for function in functions:
         function.register(con)
     if chess_terms:
@@ -441,7 +450,7 @@ def connect(
         con.execute(MOVES_AFTER.format(rating_sum="rating_sum" if rated else "NULL::UBIGINT"))
     if allow_write:
         return con
-    lock(con, [*months, *yearly, *parts, *read, *games], allow_read)
+    lock(con, [*months, *yearly, *parts, *read, *games_read], allow_read)
     return ReadOnlyConnection(con)
 
 
