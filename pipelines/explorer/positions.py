@@ -77,7 +77,10 @@ def replay_one(
         codes.append(encode_move(board, move))
         if keep_moves:
             ucis.append(board.uci(move))
-        key = push_with_key(board, move, key)
+        if within:
+            key = push_with_key(board, move, key)
+        else:  # (past the indexed plies no key is wanted)
+            board.push(move)
     key_array = np.array(keys, dtype=np.uint64)
     keep = last_visits(key_array, np.array([len(keys)], dtype=np.int32))
     uci = " ".join(ucis) if keep_moves else None
