@@ -41,6 +41,17 @@ def need(path: Path, what: str) -> Path:
     return path
 
 
+def need_built(path: Path, name: str) -> str:
+    """Return the path of a peer program `bench/build_tools.sh` builds (fastchess, Scoutfish),
+    or skip (outside CI) / fail (in CI) when it is not built."""
+    if not path.exists():
+        reason = f"{name} is not built at {path}: run bash bench/build_tools.sh"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return str(path)
+
+
 def need_program(name: str) -> str:
     """Return a program's path, or skip (outside CI) / fail (in CI) when it is not installed."""
     found = shutil.which(name) or shutil.which(name, path="/usr/games")

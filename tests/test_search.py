@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 from bisect import bisect_left
@@ -27,7 +26,7 @@ from pipelines.games.game_filter import GameFilter
 from pipelines.search.games import SearchSettings, SearchStats, search_games
 from pipelines.search.query import BadQuery, parse_query
 from pipelines.search.scan import scan_games
-from tests.conftest import GAMES_2013, OTB, need, run_cli
+from tests.conftest import GAMES_2013, OTB, need, need_built, run_cli
 
 EVERY_GAME = GameFilter(0, frozenset({"all"}))
 SCOUTFISH = BUILT_TOOLS / "scoutfish" / "src" / "scoutfish"
@@ -90,12 +89,7 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def need_scoutfish() -> str:
-    if not SCOUTFISH.exists():
-        reason = f"Scoutfish is not built at {SCOUTFISH}: run bash bench/build_tools.sh"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(SCOUTFISH)
+    return need_built(SCOUTFISH, "Scoutfish")
 
 
 @pytest.fixture(scope="module")
@@ -415,8 +409,10 @@ def test_the_api_streams_ndjson_and_answers_400_with_the_reason(warehouse: Path)
             ({"subfen": "8/8"}, "bad sub-fen"),
             ({"query": '{"colour": 1}'}, "unknown rule 'colour'"),
             ({"stm": "white", "months": "1999-01"}, "1999-01"),
-            ({"stm": "white", "limit": "0"}, "limit must be a whole number of at least 1"),
-            ({"stm": "white", "speeds": "hyper"}, "speeds must be among"),
+            ({"stm": "white", "limit": "0"}, "limit must be at least 1"),
+            ({"stm": "white", "limit": "\u00b2"}, "limit must be a number of at most"),
+            ({"stm": "white", "pgn": "yes"}, "pgn must be true or false"),
+            ({"stm": "white", "speeds": "hyper"}, "unknown speed(s) ['hyper']"),
             ({"colour": "white"}, "unknown parameter 'colour'"),
             ({}, "say what to find"),
         ]:

@@ -25,7 +25,7 @@ from pipelines.suites.build import EmptySuite, build_suite, suite_manifest_path
 from pipelines.suites.check import check_suite
 from pipelines.suites.learn import learn_suite
 from pipelines.suites.settings import LearnSettings, SuiteSettings
-from tests.conftest import GAMES_2013, first_games, need, need_program, run_cli
+from tests.conftest import GAMES_2013, first_games, need, need_built, need_program, run_cli
 
 #: Games of the 2013 sample the suites are built from (a recount of all takes too long).
 GAMES = 6000
@@ -315,13 +315,7 @@ def test_check_reads_the_shared_suites_whole(name: str) -> None:
 
 
 def need_fastchess() -> str:
-    path = BUILT_TOOLS / "fastchess" / "fastchess"
-    if not path.exists():
-        reason = f"fastchess is not built at {path}: run bash bench/build_tools.sh"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return str(path)
+    return need_built(BUILT_TOOLS / "fastchess" / "fastchess", "fastchess")
 
 
 def play(suite: Path, kind: str, out: Path, rounds: int) -> str:

@@ -105,7 +105,8 @@ class GameMatch(NamedTuple):
 
 @dataclass(frozen=True)
 class SearchSettings:
-    """Which games are searched: months (a selection, `all` by default), speeds (None: all),
+    """Which games are searched: months (a selection, `all` by default), speeds (names, or
+    `all`; None: all),
     both players rated at least `min_rating`, a player by name (either side, any case)."""
 
     months: str = "all"
@@ -115,10 +116,13 @@ class SearchSettings:
 
     def __post_init__(self) -> None:
         if self.speeds is not None:
-            unknown = sorted(self.speeds - {speed.value for speed in Speed})
-            if unknown or not self.speeds:
-                names = ", ".join(speed.value for speed in Speed)
-                raise SettingError("SearchSettings", "speeds", f"must be among {names}")
+            try:  # the speed names every command reads ("all" too)
+                named = Speed.parse_many(self.speeds)
+            except ValueError as exc:
+                raise SettingError("SearchSettings", "speeds", says=str(exc)) from None
+            if not named:
+                raise SettingError("SearchSettings", "speeds", "must name one speed or more")
+            object.__setattr__(self, "speeds", frozenset(speed.value for speed in named))
         if self.min_rating < 0:
             raise SettingError("SearchSettings", "min_rating", "must be 0 or more")
 

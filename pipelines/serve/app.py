@@ -248,7 +248,8 @@ def make_app(
         try:
             found = search_answers(explorer.warehouse, request.query_params)
             first = next(found, None)
-        except ChesspipeError as exc:  # a bad query or setting, a month not explored
+        except (ChesspipeError, BadRequest) as exc:  # a bad query, setting or number, a month
+            # not explored
             return _error(400, str(exc))
 
         def lines() -> Iterator[bytes]:

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from starlette.datastructures import QueryParams
 
-from pipelines.errors import ChesspipeError, UsageError
+from pipelines.errors import UsageError
 from pipelines.search.games import GameMatch, SearchSettings, condition_json, search_games
 from pipelines.search.query import parse_query, query_from_json
+from pipelines.serve.params import BadRequest, flag, number
 
 #: The parameters a request may give.
 KNOWN = frozenset({"fen", "subfen", "material", "imbalance", "result", "stm", "query",
@@ -25,19 +26,19 @@ KNOWN = frozenset({"fen", "subfen", "material", "imbalance", "result", "stm", "q
 
 def search_answers(warehouse: Path, params: QueryParams) -> Iterator[dict[str, object]]:
     """Each match's line of the answer, lazily: `search --format json`'s, and its PGN when
-    `pgn=true`; ChesspipeError (a 400) for a bad parameter, once the first is asked for."""
-    with_pgn = params.get("pgn", "false")
-    if with_pgn not in ("true", "false"):
-        raise UsageError(f"pgn is true or false, not {with_pgn!r}")
+    `pgn=true`; ChesspipeError or BadRequest (a 400) for a bad parameter, once the first is
+    asked for."""
+    with_pgn = flag(params.get("pgn"), "pgn")
     for match in search_request(warehouse, params):
         line = match.to_json()
-        if with_pgn == "true":
+        if with_pgn:
             line["pgn"] = match.pgn()
         yield line
 
 
 def search_request(warehouse: Path, params: QueryParams) -> Iterator[GameMatch]:
-    """The matches a request asks for, lazily; ChesspipeError (a 400) for a bad parameter."""
+    """The matches a request asks for, lazily; ChesspipeError or BadRequest (a 400) for a bad
+    parameter."""
     unknown = sorted(set(params) - KNOWN)
     if unknown:
         raise UsageError(f"unknown parameter {unknown[0]!r} (known: {', '.join(sorted(KNOWN))})")
@@ -55,22 +56,16 @@ def search_request(warehouse: Path, params: QueryParams) -> Iterator[GameMatch]:
     if text is None and not flags:
         raise UsageError("say what to find: fen, subfen, material, imbalance, stm, result or query")
     query = parse_query(text) if text is not None else query_from_json(flags)
-    limit = _number(params.get("limit"), "limit", 1)
+    limit = params.get("limit")
     if limit is not None:
-        query = query.limited(limit)
+        if number(limit, "limit") < 1:
+            raise BadRequest(f"limit must be at least 1, not {limit!r}")
+        query = query.limited(int(limit))
     speeds = params.get("speeds")
     settings = SearchSettings(
         months=params.get("months") or "all",
         speeds=None if speeds is None else frozenset(s for s in speeds.split(",") if s),
-        min_rating=_number(params.get("min_rating"), "min_rating", 0) or 0,
+        min_rating=number(params.get("min_rating") or "0", "min_rating"),
         player=params.get("player"),
     )
     return search_games(warehouse, query, settings)
-
-
-def _number(text: str | None, name: str, least: int) -> int | None:
-    if text is None:
-        return None
-    if not text.isdigit() or int(text) < least:
-        raise ChesspipeError(f"{name} must be a whole number of at least {least}, not {text!r}")
-    return int(text)
